@@ -1,0 +1,3 @@
+from backupbench.cli.app import main
+
+main()

@@ -1,0 +1,68 @@
+"""Typed errors. Only cli/ turns them into messages and exit codes.
+
+Every error carries a one-line `message` naming the problem and, where there is one,
+a `fix` naming what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class BackupbenchError(Exception):
+    exit_code = 1
+
+    def __init__(self, message: str, fix: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def one_line(self) -> str:
+        return f"{self.message} ({self.fix})" if self.fix else self.message
+
+
+class InputError(BackupbenchError):
+    """The user asked for something that cannot be done as asked (bad path, bad value)."""
+
+    exit_code = 2
+
+
+class RecipeError(InputError):
+    """An option or recipe key failed validation; the message names the key."""
+
+
+class RefusedError(BackupbenchError):
+    """backupbench will not do this because it could destroy or skew something."""
+
+    exit_code = 3
+
+
+class ToolMissingError(BackupbenchError):
+    exit_code = 4
+
+
+class ProcessError(BackupbenchError):
+    """An external command failed; `stderr` holds what it said."""
+
+    def __init__(self, argv: list[str], returncode: int | None, stderr: str, message: str | None = None):
+        self.argv = argv
+        self.returncode = returncode
+        self.stderr = stderr
+        tail = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
+        super().__init__(message or f"{argv[0]} failed (exit {returncode}): {tail}")
+
+
+class EngineError(BackupbenchError):
+    """A workload engine could not produce a result."""
+
+
+class StoreError(BackupbenchError):
+    """The results store or a run folder cannot be read or written."""
+
+
+class NotFoundError(InputError):
+    pass
+
+
+class Interrupted(BackupbenchError):
+    """Ctrl-C or SIGTERM arrived; the run was stopped and cleaned up."""
+
+    exit_code = 130

@@ -1,0 +1,164 @@
+"""The one place external commands run.
+
+Argument lists only (never a shell), a timeout on everything, every command logged with
+secrets masked, and a typed ProcessError carrying the tool's stderr on failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from backupbench.errors import ProcessError, ToolMissingError
+
+log = logging.getLogger("backupbench.process")
+
+# Debian package that provides each tool we call; used for the install hint.
+INSTALL_HINTS = {
+    "fio": "apt-get install fio",
+    "iostat": "apt-get install sysstat",
+    "losetup": "apt-get install mount",
+    "mkfs.xfs": "apt-get install xfsprogs",
+    "mkfs.btrfs": "apt-get install btrfs-progs",
+    "mkfs.ext4": "apt-get install e2fsprogs",
+    "qemu-system-x86_64": "apt-get install qemu-system-x86",
+}
+
+_SECRET_FLAGS = ("--secret-key", "--access-key", "--password", "--secret")
+
+
+def mask_secrets(argv: Sequence[str], secrets: Iterable[str] = ()) -> list[str]:
+    masked: list[str] = []
+    hide_next = False
+    secret_values = [s for s in secrets if s]
+    for arg in argv:
+        if hide_next:
+            masked.append("****")
+            hide_next = False
+            continue
+        if arg in _SECRET_FLAGS:
+            hide_next = True
+        for value in secret_values:
+            arg = arg.replace(value, "****")
+        masked.append(arg)
+    return masked
+
+
+def render(argv: Sequence[str], secrets: Iterable[str] = ()) -> str:
+    """The command as a user could paste it into a shell."""
+    return shlex.join(mask_secrets(argv, secrets))
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        hint = INSTALL_HINTS.get(name)
+        raise ToolMissingError(f"{name} is not installed", f"install it with: {hint}" if hint else None)
+    return path
+
+
+@dataclass
+class Result:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float = 60.0,
+    check: bool = True,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    secrets: Iterable[str] = (),
+) -> Result:
+    argv = [str(a) for a in argv]
+    require_tool(argv[0])
+    log.debug("run: %s", render(argv, secrets))
+    try:
+        completed = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+            env={**os.environ, **env} if env else None,
+        )
+    except subprocess.TimeoutExpired as exc:
+        stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        raise ProcessError(mask_secrets(argv, secrets), None, stderr,
+                           f"{argv[0]} did not finish within {timeout:g} s") from exc
+    result = Result(argv, completed.returncode, completed.stdout, completed.stderr)
+    if check and completed.returncode != 0:
+        raise ProcessError(mask_secrets(argv, secrets), completed.returncode, completed.stderr)
+    return result
+
+
+class Background:
+    """A long-running command (fio, a server) in its own session.
+
+    Its own session means a terminal's Ctrl-C reaches only us; we decide how the child
+    stops, so it can be stopped cleanly and waited for.
+    """
+
+    def __init__(self, argv: Sequence[str], *, cwd: Path | None = None,
+                 stdout_path: Path | None = None, env: dict[str, str] | None = None,
+                 secrets: Iterable[str] = ()):
+        self.argv = [str(a) for a in argv]
+        require_tool(self.argv[0])
+        self._secrets = list(secrets)
+        log.debug("start: %s", render(self.argv, self._secrets))
+        self._stdout_file = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
+        # A file, not a pipe: a chatty child must never block on a pipe nobody reads.
+        self._stderr_file = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            self.argv, cwd=cwd, stdout=self._stdout_file, stderr=self._stderr_file,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, **env} if env else None,
+        )
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait(self, timeout: float | None = None) -> Result:
+        self.proc.wait(timeout=timeout)
+        stderr = self.stderr_text()
+        self._close()
+        return Result(self.argv, self.proc.returncode, "", stderr)
+
+    def stderr_text(self) -> str:
+        self._stderr_file.seek(0)
+        return self._stderr_file.read().decode(errors="replace")
+
+    def check(self, result: Result) -> Result:
+        if result.returncode != 0:
+            raise ProcessError(mask_secrets(self.argv, self._secrets), result.returncode, result.stderr)
+        return result
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Ask politely (SIGINT, which fio handles by finishing up), then insist."""
+        if self.proc.poll() is None:
+            for sig, wait_for in ((signal.SIGINT, grace), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(self.proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.proc.wait(timeout=wait_for)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        self._close()
+
+    def _close(self) -> None:
+        if not self._stderr_file.closed and self.proc.poll() is not None:
+            self._stderr_file.close()
+        if self._stdout_file not in (None, subprocess.DEVNULL):
+            self._stdout_file.close()
+            self._stdout_file = subprocess.DEVNULL
