@@ -1,0 +1,1 @@
+"""Pure functions over stored results: nothing here measures or prints."""

@@ -1,0 +1,54 @@
+"""Backup windows and the restore range, from a run's stored effective speeds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from backupbench.results.model import COMPLETE, RunRecord
+
+# (operation, what the user calls the job) for which a window is worth printing.
+WINDOW_OPERATIONS = (
+    ("active-full", "Active full"),
+    ("synthetic-full", "Synthetic full (merge)"),
+    ("reverse-incremental", "Reverse incremental"),
+    ("restore-sequential", "Restore, best case"),
+    ("restore-random", "Restore, worst case"),
+)
+
+
+@dataclass(frozen=True)
+class RestoreRange:
+    worst_bps: float
+    best_bps: float
+
+
+@dataclass(frozen=True)
+class BackupWindow:
+    operation: str
+    label: str
+    seconds: float
+
+
+def effective_speeds(run: RunRecord) -> dict[str, float]:
+    return {
+        op.name: op.figures["effective_bw"]
+        for op in run.operations
+        if op.status == COMPLETE and op.figures.get("effective_bw")
+    }
+
+
+def restore_range(run: RunRecord) -> RestoreRange | None:
+    speeds = effective_speeds(run)
+    if "restore-sequential" not in speeds or "restore-random" not in speeds:
+        return None
+    return RestoreRange(worst_bps=speeds["restore-random"], best_bps=speeds["restore-sequential"])
+
+
+def backup_windows(run: RunRecord, backup_size: int) -> list[BackupWindow]:
+    """Time to move `backup_size` bytes of backup data at each operation's effective speed."""
+    speeds = effective_speeds(run)
+    return [
+        BackupWindow(name, label, backup_size / speeds[name])
+        for name, label in WINDOW_OPERATIONS
+        if name in speeds
+    ]

@@ -1,0 +1,1 @@
+"""The command-line app: the only code that prints for humans or picks exit codes."""

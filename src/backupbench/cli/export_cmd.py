@@ -1,0 +1,59 @@
+"""`backupbench export-fio`: plain fio job files, to reproduce any figure with fio alone."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+
+from backupbench.cli import options as cli_options
+from backupbench.cli.common import open_store, results_option
+from backupbench.errors import InputError, NotFoundError
+from backupbench.recipe.suite import SuiteOptions
+from backupbench.results.location import run_folder
+from backupbench.suite import layout_job, operation_job
+from backupbench.workloads.kb2014 import OPERATION_NAMES, OPERATIONS, select
+
+
+@click.command("export-fio")
+@click.argument("operation_names", nargs=-1, metavar="[OPERATION]...")
+@click.option("--path", "directory", type=click.Path(path_type=Path), default=Path("."), show_default=True,
+              help="Directory the test file goes in.")
+@click.option("--run", "run_ref", default=None, metavar="RUN", help="Export the exact job files of a stored run.")
+@cli_options.click_options(SuiteOptions)
+@results_option
+def export_fio_command(operation_names: tuple[str, ...], directory: Path, run_ref: str | None,
+                       results: Path | None, **values: object) -> None:
+    """Print fio job files for the given operations (default: all), preceded by the layout job.
+
+    Save the output as suite.fio and run `fio suite.fio`: the jobs run one after another
+    (stonewall), exactly as backupbench runs them. Remove the test file afterwards.
+    """
+    unknown = [name for name in operation_names if name not in OPERATIONS]
+    if unknown:
+        raise InputError(f"unknown operation {unknown[0]!r}", "choose from " + ", ".join(OPERATION_NAMES))
+    if run_ref:
+        click.echo(_stored_job_files(results, run_ref, operation_names), nl=False)
+        return
+    if operation_names:
+        values = {**values, "operations": ",".join(operation_names)}
+    options = cli_options.build(SuiteOptions, values)
+    test_file = directory.expanduser().resolve() / "backupbench-export.dat"
+    jobs = [layout_job(options, test_file)] + [operation_job(op, options, test_file)
+                                              for op in select(options.operations)]
+    click.echo("\n".join(dataclasses.replace(job, stonewall=True).text() for job in jobs), nl=False)
+
+
+def _stored_job_files(results: Path | None, run_ref: str, operations: tuple[str, ...]) -> str:
+    directory, store = open_store(results)
+    run = store.load_run(run_ref)
+    folder = run_folder(directory, run.run_id)
+    names = ["layout"] + [op.name for op in run.operations if not operations or op.name in operations]
+    texts = []
+    for name in names:
+        job_file = folder / f"{name}.fio"
+        if not job_file.exists():
+            raise NotFoundError(f"run {run.run_id} has no job file {job_file}")
+        texts.append(job_file.read_text().rstrip("\n") + "\nstonewall=1\n")
+    return "\n".join(texts)

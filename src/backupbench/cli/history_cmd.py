@@ -1,0 +1,48 @@
+"""`backupbench history` and `backupbench show RUN`: runs read back from the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from backupbench import units
+from backupbench.cli.common import open_store, print_json, results_option, stdout
+from backupbench.errors import InputError
+from backupbench.report.terminal import history_table, run_report
+from backupbench.suite import run_as_dict
+
+
+@click.command("history")
+@click.option("--limit", type=int, default=20, show_default=True, help="How many runs, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@results_option
+def history_command(limit: int, as_json: bool, results: Path | None) -> None:
+    """List stored runs, newest first."""
+    _, store = open_store(results)
+    runs = store.list_runs(limit)
+    if as_json:
+        print_json([run_as_dict(run) for run in runs])
+    elif not runs:
+        stdout.print("No runs stored yet. Start one with: backupbench run PATH")
+    else:
+        stdout.print(history_table(runs))
+
+
+@click.command("show")
+@click.argument("run_ref", metavar="RUN", default="latest")
+@click.option("--backup-size", default=None, metavar="SIZE", help="Print backup windows for this size.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@results_option
+def show_command(run_ref: str, backup_size: str | None, as_json: bool, results: Path | None) -> None:
+    """Print a stored run again (RUN: an id, a unique prefix of one, or 'latest')."""
+    _, store = open_store(results)
+    run = store.load_run(run_ref)
+    if as_json:
+        print_json(run_as_dict(run))
+        return
+    try:
+        size = units.parse_size(backup_size) if backup_size else None
+    except ValueError as exc:
+        raise InputError(f"--backup-size: {exc}") from exc
+    stdout.print(run_report(run, size))

@@ -1,0 +1,72 @@
+"""Pure rules: facts -> the reasons a target may not be used, each with its fix.
+
+Refusals stop a run before anything is written; cautions are printed next to results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from backupbench import units
+from backupbench.devices.facts import DirectoryFacts
+
+# A test file below both of these is likely to be served from controller or SSD-tier caches
+# (Veeam KB2014 advises a file as large as a real restore point).
+SMALL_FILE_BYTES = 8 * units.GiB
+SMALL_FILE_FRACTION = 0.05
+# Space we leave free beyond the test file, so the filesystem never fills up.
+HEADROOM_BYTES = 64 * units.MiB
+
+
+@dataclass(frozen=True)
+class Reason:
+    problem: str
+    fix: str
+
+
+def directory_refusals(facts: DirectoryFacts, need_bytes: int, buffered: bool) -> list[Reason]:
+    path = facts.path
+    if not facts.exists:
+        return [Reason(f"{path} does not exist", "create it, or name an existing directory")]
+    if not facts.is_dir:
+        return [Reason(f"{path} is not a directory", "name the directory to put the test file in")]
+    if facts.read_only_mount:
+        return [Reason(f"{path} is on a read-only mount ({facts.mount_point})", "name a writable directory")]
+    if not facts.writable:
+        detail = f": {facts.direct_io_error}" if facts.direct_io_error else ""
+        return [Reason(f"{path} is not writable{detail}", "run as a user who can write there, or name another directory")]
+    reasons = []
+    if facts.free_bytes is not None and facts.free_bytes < need_bytes + HEADROOM_BYTES:
+        reasons.append(Reason(
+            f"not enough free space in {path}: {units.format_size(facts.free_bytes)} free, "
+            f"{units.format_size(need_bytes + HEADROOM_BYTES)} needed",
+            "free some space or use a smaller --size",
+        ))
+    if not buffered and facts.direct_io is False:
+        reasons.append(Reason(
+            f"{path} is on {facts.fs_type or 'a filesystem'} which refuses O_DIRECT",
+            "rerun with --buffered (results are then marked buffered and include the page cache)",
+        ))
+    return reasons
+
+
+def directory_cautions(facts: DirectoryFacts, file_size: int, buffered: bool,
+                       memory_bytes: int | None) -> list[str]:
+    notes = []
+    if facts.memory_backed:
+        notes.append(f"{facts.path} is on {facts.fs_type}: these figures measure memory, not storage.")
+    small_for_fs = facts.total_bytes is not None and file_size < SMALL_FILE_FRACTION * facts.total_bytes
+    if file_size < SMALL_FILE_BYTES and small_for_fs:
+        notes.append(
+            f"The test file ({units.format_size(file_size)}) is small for this storage "
+            f"({units.format_size(facts.total_bytes or 0)}): caches may serve it. "
+            "Use --size as large as a real restore point for figures you can plan with."
+        )
+    if buffered:
+        notes.append("Buffered I/O: figures include the page cache, not just the storage.")
+        if memory_bytes and file_size < 2 * memory_bytes:
+            notes.append(
+                f"The test file is smaller than twice the RAM ({units.format_size(memory_bytes)}): "
+                "reads may come from memory."
+            )
+    return notes

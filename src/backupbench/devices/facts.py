@@ -1,0 +1,130 @@
+"""Facts about a target directory and the host, collected once as plain data.
+
+Collection touches the system; deciding what the facts mean is eligibility.py's job.
+A probe that fails is recorded as a fact (None / the error), never raised.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import platform
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from backupbench.devices.mountinfo import Mount, mount_of, parse_mountinfo
+
+MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
+_PROBE_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class DirectoryFacts:
+    path: str
+    exists: bool
+    is_dir: bool
+    writable: bool
+    free_bytes: int | None
+    total_bytes: int | None
+    fs_type: str | None
+    mount_point: str | None
+    source: str | None
+    block_device: str | None
+    read_only_mount: bool
+    # None: not probed (not writable); False: the filesystem refused O_DIRECT.
+    direct_io: bool | None
+    direct_io_error: str | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def memory_backed(self) -> bool:
+        return self.fs_type in MEMORY_FILESYSTEMS
+
+
+def _block_device(mount: Mount, sys_root: Path) -> str | None:
+    link = sys_root / "dev" / "block" / mount.major_minor
+    if link.exists():
+        return link.resolve().name
+    # btrfs and others report an anonymous device number; the source names the disk.
+    if mount.source.startswith("/dev/"):
+        return Path(mount.source).resolve().name
+    return None
+
+
+def probe_direct_io(directory: Path) -> tuple[bool, str | None]:
+    """Open and write one aligned block with O_DIRECT in `directory`, then remove it."""
+    probe = directory / f".backupbench-odirect-{uuid.uuid4().hex[:8]}"
+    try:
+        # Some filesystems create the file and only then refuse O_DIRECT: always unlink.
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_DIRECT, 0o600)
+        try:
+            with mmap.mmap(-1, _PROBE_BYTES) as buffer:  # page-aligned, as O_DIRECT requires
+                os.write(fd, buffer)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:
+            return False, os.strerror(exc.errno)
+        raise
+    finally:
+        probe.unlink(missing_ok=True)
+    return True, None
+
+
+def collect_directory(path: Path, *, probe_direct: bool = True,
+                      proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> DirectoryFacts:
+    resolved = path.expanduser().resolve()
+    exists = resolved.exists()
+    is_dir = resolved.is_dir()
+    writable = is_dir and os.access(resolved, os.W_OK | os.X_OK)
+    free = total = None
+    mount: Mount | None = None
+    if is_dir:
+        stats = os.statvfs(resolved)
+        # ramfs reports zero blocks: it has no size limit, so free space is unknown, not zero.
+        if stats.f_blocks:
+            free, total = stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize
+        mount = mount_of(resolved, parse_mountinfo((proc_root / "self" / "mountinfo").read_text()))
+    direct_io: bool | None = None
+    direct_error: str | None = None
+    if writable and probe_direct:
+        try:
+            direct_io, direct_error = probe_direct_io(resolved)
+        except OSError as exc:
+            # EROFS, EACCES, ENOSPC...: the directory is not usable for writing after all.
+            writable, direct_error = False, os.strerror(exc.errno or 0)
+    return DirectoryFacts(
+        path=str(resolved), exists=exists, is_dir=is_dir, writable=writable,
+        free_bytes=free, total_bytes=total,
+        fs_type=mount.fs_type if mount else None,
+        mount_point=mount.mount_point if mount else None,
+        source=mount.source if mount else None,
+        block_device=_block_device(mount, sys_root) if mount else None,
+        read_only_mount=bool(mount and mount.read_only),
+        direct_io=direct_io, direct_io_error=direct_error,
+    )
+
+
+def _memory_total_bytes(proc_root: Path) -> int | None:
+    for line in (proc_root / "meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def collect_host(fio_version: str | None, proc_root: Path = Path("/proc")) -> dict:
+    uname = os.uname()
+    return {
+        "hostname": uname.nodename,
+        "kernel": uname.release,
+        "machine": uname.machine,
+        "os": platform.platform(),
+        "cpus": os.cpu_count(),
+        "memory_bytes": _memory_total_bytes(proc_root),
+        "python": platform.python_version(),
+        "fio": fio_version,
+    }

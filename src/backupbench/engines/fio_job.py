@@ -1,0 +1,84 @@
+"""fio job files: the exact text handed to fio, also printed by `export-fio`.
+
+A job file (not a long command line) is what we store and export, so anyone can re-run a
+figure with plain `fio FILE`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from backupbench import __version__
+from backupbench.units import fio_size
+
+
+@dataclass(frozen=True)
+class FioJob:
+    name: str
+    filename: Path
+    rw: str
+    block_size: int
+    region_size: int
+    iodepth: int = 1
+    numjobs: int = 1
+    ioengine: str = "libaio"
+    direct: bool = True
+    runtime_s: float | None = None
+    rwmixwrite: int | None = None
+    comment: str = ""
+    # Set when several jobs share one file (export-fio): each waits for the one before.
+    stonewall: bool = False
+
+    @property
+    def pattern(self) -> str:
+        """Short form for tables, e.g. 'randrw w67% qd4 x2'; the job file has every option."""
+        mix = f" w{self.rwmixwrite}%" if self.rwmixwrite is not None else ""
+        jobs = f" x{self.numjobs}" if self.numjobs > 1 else ""
+        return f"{self.rw}{mix} qd{self.iodepth}{jobs}"
+
+    def options(self) -> list[tuple[str, str]]:
+        opts: list[tuple[str, str]] = [
+            ("filename", str(self.filename)),
+            ("ioengine", self.ioengine),
+            ("direct", "1" if self.direct else "0"),
+            ("bs", fio_size(self.block_size)),
+            ("size", fio_size(self.region_size)),
+            ("rw", self.rw),
+        ]
+        if self.rwmixwrite is not None:
+            opts.append(("rwmixwrite", str(self.rwmixwrite)))
+        opts.append(("iodepth", str(self.iodepth)))
+        if self.numjobs > 1:
+            # Without this every job would start at offset 0 and rewrite the same blocks.
+            opts += [("numjobs", str(self.numjobs)), ("offset_increment", fio_size(self.region_size))]
+        if self.runtime_s is not None:
+            opts += [("runtime", fio_duration(self.runtime_s)), ("time_based", "1")]
+        opts.append(("group_reporting", "1"))
+        if self.stonewall:
+            opts.append(("stonewall", "1"))
+        return opts
+
+    def text(self) -> str:
+        header = [f"; backupbench {__version__}: {self.name}"]
+        if self.comment:
+            header.append(f"; {self.comment}")
+        body = [f"[{self.name}]"] + [f"{key}={value}" for key, value in self.options()]
+        return "\n".join(header + body) + "\n"
+
+    def write(self, path: Path) -> Path:
+        path.write_text(self.text())
+        return path
+
+
+def fio_duration(seconds: float) -> str:
+    # fio reads whole numbers only; fall back to milliseconds for fractions.
+    return f"{int(seconds)}s" if seconds == int(seconds) else f"{round(seconds * 1000)}ms"
+
+
+def command(job_file: Path, output_json: Path) -> list[str]:
+    """fio's command line; the ETA goes to stdout, one line a second, for progress."""
+    return [
+        "fio", "--output-format=json", f"--output={output_json}",
+        "--eta=always", "--eta-newline=1", "--eta-interval=1s", str(job_file),
+    ]

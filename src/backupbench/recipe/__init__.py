@@ -1,0 +1,1 @@
+"""Recipe schema: every option defined once (type, default, unit, help)."""

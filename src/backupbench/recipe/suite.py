@@ -1,0 +1,81 @@
+"""Options of the backup-operation suite (`backupbench run`), each defined once.
+
+The CLI flags, their help text and later the recipe keys are derived from these fields.
+`json_schema_extra["flag_help"]` holds the unit/example shown in --help.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from backupbench import units
+from backupbench.recipe.types import Duration, Size, comma_list
+from backupbench.workloads.kb2014 import OPERATION_NAMES
+
+OperationName = Literal[OPERATION_NAMES]  # type: ignore[valid-type]
+IoEngine = Literal["libaio", "io_uring", "psync"]
+
+
+class SuiteOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    size: Size = Field(
+        units.GiB,
+        description="Size of the test file. Make it as large as a real restore point: "
+        "small files are served from storage caches.",
+        json_schema_extra={"metavar": "SIZE", "example": "1GiB"},
+    )
+    runtime: Duration = Field(
+        10.0, gt=0, description="How long each operation runs.",
+        json_schema_extra={"metavar": "DURATION", "example": "10s"},
+    )
+    block_size: Size = Field(
+        512 * units.KiB, description="I/O block size (backup software writes large blocks).",
+        json_schema_extra={"metavar": "SIZE", "example": "512k"},
+    )
+    jobs: int = Field(
+        1, ge=1, le=256, description="Parallel fio jobs; each gets its own region of the file.",
+        json_schema_extra={"metavar": "N"},
+    )
+    iodepth: int | None = Field(
+        None, ge=1, le=4096,
+        description="Override every operation's queue depth (default: 1 for sequential, 4 for merges).",
+        json_schema_extra={"metavar": "N"},
+    )
+    engine: IoEngine = Field("libaio", description="fio ioengine.")
+    operations: Annotated[tuple[OperationName, ...], BeforeValidator(comma_list)] = Field(  # type: ignore[valid-type]
+        OPERATION_NAMES, min_length=1,
+        description="Comma-separated subset of: " + ", ".join(OPERATION_NAMES) + ".",
+        json_schema_extra={"metavar": "LIST"},
+    )
+    backup_size: Size | None = Field(
+        None, description="Size of a full backup; prints the backup windows.",
+        json_schema_extra={"metavar": "SIZE", "example": "10TiB"},
+    )
+    buffered: bool = Field(
+        False, description="Use the page cache instead of O_DIRECT (for filesystems that "
+        "refuse O_DIRECT, e.g. tmpfs). Results are marked buffered.",
+    )
+
+    @model_validator(mode="after")
+    def _fits(self) -> "SuiteOptions":
+        if self.block_size % 4096:
+            raise ValueError(f"block_size must be a multiple of 4 KiB for direct I/O (got {self.block_size})")
+        if self.region_size < self.block_size:
+            raise ValueError(
+                f"size {units.format_size(self.size)} is too small for {self.jobs} job(s) of "
+                f"{units.format_size(self.block_size)} blocks"
+            )
+        return self
+
+    @property
+    def region_size(self) -> int:
+        """Bytes each job works on: the file split evenly, whole blocks only."""
+        per_job = self.size // self.jobs
+        return per_job - per_job % self.block_size
+
+    @property
+    def file_size(self) -> int:
+        return self.region_size * self.jobs

@@ -1,0 +1,1 @@
+"""Rendering stored results: terminal tables and machine-readable output."""

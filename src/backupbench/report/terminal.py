@@ -1,0 +1,93 @@
+"""Rich renderables for a run: the operations table, restore range, backup windows, notes."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from backupbench import units
+from backupbench.analysis.windows import backup_windows, restore_range
+from backupbench.results.model import COMPLETE, RunRecord
+
+
+def _mib(value: float | None) -> str:
+    return "-" if not value else f"{value / units.MiB:,.1f}"
+
+
+def _latency(op_figures: dict[str, float]) -> str:
+    values = [v for k, v in op_figures.items() if k in ("read_p99_lat", "write_p99_lat")]
+    if not values:
+        return "-"
+    worst_ms = max(values) / 1e6
+    return f"{worst_ms:,.2f} ms"
+
+
+def operations_table(run: RunRecord) -> Table:
+    buffered = run.settings.get("buffered")
+    title = f"Run {run.run_id} — {run.target}" + (" (BUFFERED)" if buffered else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("operation")
+    table.add_column("fio pattern")
+    for heading in ("read MiB/s", "write MiB/s", "effective MiB/s", "IOPS", "p99 latency"):
+        table.add_column(heading, justify="right")
+    for op in run.operations:
+        f = op.figures
+        if op.status != COMPLETE:
+            table.add_row(op.name, op.pattern, "", "", Text(op.status, style="yellow"), "", "")
+            continue
+        iops = (f.get("read_iops") or 0) + (f.get("write_iops") or 0)
+        table.add_row(
+            op.name, op.pattern, _mib(f.get("read_bw")), _mib(f.get("write_bw")),
+            Text(_mib(f.get("effective_bw")), style="bold"), f"{iops:,.0f}", _latency(f),
+        )
+    return table
+
+
+def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[RenderableType]:
+    lines: list[RenderableType] = []
+    restore = restore_range(run)
+    if restore:
+        lines.append(Text(
+            f"Restore range: {units.format_rate(restore.worst_bps)} (fully fragmented) "
+            f"to {units.format_rate(restore.best_bps)} (sequential)"
+        ))
+    size = backup_size or run.settings.get("backup_size")
+    if size:
+        windows = backup_windows(run, size)
+        if windows:
+            table = Table(title=f"Backup windows for {units.format_size(size)}", title_justify="left")
+            table.add_column("job")
+            table.add_column("hours", justify="right")
+            for window in windows:
+                table.add_row(window.label, f"{window.seconds / 3600:,.1f}")
+            lines.append(table)
+    for note in run.notes:
+        lines.append(Text(f"note: {note}", style="yellow"))
+    if run.status != COMPLETE:
+        lines.append(Text(f"run {run.status}" + (f": {run.error}" if run.error else ""), style="red"))
+    return lines
+
+
+def run_report(run: RunRecord, backup_size: int | None = None) -> RenderableType:
+    return Group(operations_table(run), *summary_lines(run, backup_size))
+
+
+def history_table(runs: list[RunRecord]) -> Table:
+    table = Table(title="Stored runs", title_justify="left")
+    for heading in ("run", "started (UTC)"):
+        table.add_column(heading, no_wrap=True)
+    for heading in ("status", "target", "size"):
+        table.add_column(heading)
+    table.add_column("active-full MiB/s", justify="right")
+    table.add_column("restore MiB/s", justify="right")
+    for run in runs:
+        speeds = {op.name: op.figures.get("effective_bw") for op in run.operations if op.status == COMPLETE}
+        restore = restore_range(run)
+        table.add_row(
+            run.run_id, run.started_at.replace("+00:00", "").replace("T", " "), run.status, run.target,
+            units.format_size(run.settings.get("file_size") or 0),
+            _mib(speeds.get("active-full")),
+            f"{_mib(restore.worst_bps)}-{_mib(restore.best_bps)}" if restore else "-",
+        )
+    return table

@@ -1,0 +1,1 @@
+"""Results: the schema, the SQLite store, and run folders holding raw artefacts."""

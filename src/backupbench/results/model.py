@@ -1,0 +1,65 @@
+"""What a stored run looks like. Figures are named numbers with a unit, so later workloads
+(monitor summaries, small-file phases) add figures without changing the schema."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+# Run and operation states.
+RUNNING = "running"
+COMPLETE = "complete"
+INCOMPLETE = "incomplete"  # interrupted: partial results kept
+FAILED = "failed"
+
+# Well-known figure names and their units.
+FIGURE_UNITS = {
+    "read_bw": "B/s",
+    "write_bw": "B/s",
+    "effective_bw": "B/s",
+    "read_iops": "IO/s",
+    "write_iops": "IO/s",
+    "read_p99_lat": "ns",
+    "write_p99_lat": "ns",
+    "runtime": "s",
+}
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id() -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+@dataclass
+class OperationRecord:
+    name: str
+    pattern: str
+    status: str = RUNNING
+    started_at: str = field(default_factory=now_iso)
+    finished_at: str | None = None
+    figures: dict[str, float] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def figure(self, name: str) -> float | None:
+        return self.figures.get(name)
+
+
+@dataclass
+class RunRecord:
+    run_id: str
+    kind: str
+    target: str
+    settings: dict[str, Any]
+    host: dict[str, Any] = field(default_factory=dict)
+    status: str = RUNNING
+    started_at: str = field(default_factory=now_iso)
+    finished_at: str | None = None
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    operations: list[OperationRecord] = field(default_factory=list)

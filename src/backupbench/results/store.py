@@ -1,0 +1,157 @@
+"""The SQLite results store: runs, their operations, and each operation's figures."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from backupbench.errors import NotFoundError, StoreError
+from backupbench.results.model import FIGURE_UNITS, OperationRecord, RunRecord
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    settings_json TEXT NOT NULL,
+    host_json TEXT NOT NULL,
+    notes_json TEXT NOT NULL DEFAULT '[]',
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS operations (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    pattern TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    detail_json TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (run_id, name)
+);
+CREATE TABLE IF NOT EXISTS figures (
+    run_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL,
+    PRIMARY KEY (run_id, operation, name),
+    FOREIGN KEY (run_id, operation) REFERENCES operations(run_id, name) ON DELETE CASCADE
+);
+"""
+
+
+class Store:
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as db:
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"{path} was written by a newer backupbench (schema {version})",
+                        "upgrade backupbench or use another --results directory",
+                    )
+                db.executescript(SCHEMA)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the results store {path}: {exc}",
+                             "check the path or pass --results DIR") from exc
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        with closing(sqlite3.connect(self.path, timeout=30)) as db:
+            db.execute("PRAGMA foreign_keys = ON")
+            db.row_factory = sqlite3.Row
+            with db:
+                yield db
+
+    def create_run(self, run: RunRecord) -> None:
+        with self._connect() as db:
+            db.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run.run_id, run.kind, run.target, run.status, run.started_at, run.finished_at,
+                 json.dumps(run.settings), json.dumps(run.host), json.dumps(run.notes), run.error),
+            )
+
+    def save_operation(self, run_id: str, seq: int, op: OperationRecord) -> None:
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO operations VALUES (?,?,?,?,?,?,?,?)",
+                (run_id, seq, op.name, op.pattern, op.status, op.started_at, op.finished_at,
+                 json.dumps(op.detail)),
+            )
+            db.execute("DELETE FROM figures WHERE run_id = ? AND operation = ?", (run_id, op.name))
+            db.executemany(
+                "INSERT INTO figures VALUES (?,?,?,?,?)",
+                [(run_id, op.name, name, float(value), FIGURE_UNITS.get(name, ""))
+                 for name, value in op.figures.items() if value is not None],
+            )
+
+    def finish_run(self, run: RunRecord) -> None:
+        with self._connect() as db:
+            db.execute(
+                "UPDATE runs SET status=?, finished_at=?, notes_json=?, error=?, host_json=? WHERE run_id=?",
+                (run.status, run.finished_at, json.dumps(run.notes), run.error, json.dumps(run.host), run.run_id),
+            )
+
+    def list_runs(self, limit: int = 20) -> list[RunRecord]:
+        with self._connect() as db:
+            rows = db.execute("SELECT * FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?", (limit,)).fetchall()
+            return [self._load_operations(db, _run_from_row(row)) for row in rows]
+
+    def resolve_id(self, ref: str) -> str:
+        """A full id, a unique prefix of one, or 'latest'."""
+        with self._connect() as db:
+            if ref == "latest":
+                row = db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
+                if row is None:
+                    raise NotFoundError("no runs stored yet", "run `backupbench run` first")
+                return row["run_id"]
+            rows = db.execute("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\'",
+                              (ref.replace("%", "\\%").replace("_", "\\_") + "%",)).fetchall()
+        if not rows:
+            raise NotFoundError(f"no run {ref!r} in {self.path}", "see `backupbench history` for run ids")
+        if len(rows) > 1:
+            raise NotFoundError(f"{ref!r} matches {len(rows)} runs", "give more of the run id")
+        return rows[0]["run_id"]
+
+    def load_run(self, ref: str) -> RunRecord:
+        run_id = self.resolve_id(ref)
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            return self._load_operations(db, _run_from_row(row))
+
+    @staticmethod
+    def _load_operations(db: sqlite3.Connection, run: RunRecord) -> RunRecord:
+        ops = db.execute("SELECT * FROM operations WHERE run_id = ? ORDER BY seq", (run.run_id,)).fetchall()
+        figures = db.execute("SELECT operation, name, value FROM figures WHERE run_id = ?", (run.run_id,)).fetchall()
+        by_op: dict[str, dict[str, float]] = {}
+        for fig in figures:
+            by_op.setdefault(fig["operation"], {})[fig["name"]] = fig["value"]
+        run.operations = [
+            OperationRecord(
+                name=op["name"], pattern=op["pattern"], status=op["status"],
+                started_at=op["started_at"], finished_at=op["finished_at"],
+                figures=by_op.get(op["name"], {}), detail=json.loads(op["detail_json"]),
+            )
+            for op in ops
+        ]
+        return run
+
+
+def _run_from_row(row: sqlite3.Row) -> RunRecord:
+    return RunRecord(
+        run_id=row["run_id"], kind=row["kind"], target=row["target"], status=row["status"],
+        started_at=row["started_at"], finished_at=row["finished_at"],
+        settings=json.loads(row["settings_json"]), host=json.loads(row["host_json"]),
+        notes=json.loads(row["notes_json"]), error=row["error"],
+    )

@@ -1,0 +1,133 @@
+"""`backupbench run` with real fio on small files the test made."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from backupbench.workloads.kb2014 import OPERATION_NAMES
+
+pytestmark = pytest.mark.real
+QUICK = ["--size", "32MiB", "--runtime", "1s"]
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith(("backupbench-", ".backupbench")))
+
+
+def test_full_suite_is_measured_stored_and_cleaned(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    result = cli("run", str(repo), *QUICK, "--backup-size", "10TiB", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["status"] == "complete"
+    assert [op["name"] for op in data["operations"]] == list(OPERATION_NAMES)
+    for op in data["operations"]:
+        figures = op["figures"]
+        assert figures["effective_bw"] > 0, op["name"]
+        if op["name"] in ("active-full",):
+            assert figures["write_bw"] > 0 and "read_p99_lat" not in figures
+        if op["name"].startswith("restore"):
+            assert figures["read_bw"] > 0 and figures["read_p99_lat"] > 0
+        if op["name"] == "synthetic-full":
+            assert figures["effective_bw"] == pytest.approx((figures["read_bw"] + figures["write_bw"]) / 2)
+        if op["name"] == "reverse-incremental":
+            assert figures["effective_bw"] == pytest.approx((figures["read_bw"] + figures["write_bw"]) / 3)
+            assert figures["write_bw"] > figures["read_bw"]  # two writes for each read
+    assert leftovers(repo) == []
+
+    run_dir = cli.results / "runs" / data["run_id"]
+    for name in OPERATION_NAMES:
+        raw = json.loads((run_dir / f"{name}.json").read_text())
+        assert raw["jobs"][0]["jobname"] == name
+        assert f"[{name}]" in (run_dir / f"{name}.fio").read_text()
+    host = json.loads((run_dir / "host.json").read_text())
+    assert host["fio"].startswith("fio-") and host["kernel"] == os.uname().release
+    assert host["target"]["fs_type"] and host["target"]["path"] == str(repo)
+    assert "fio --output-format=json" in (run_dir / "commands.txt").read_text()
+
+    with sqlite3.connect(cli.results / "results.db") as db:
+        assert db.execute("SELECT status FROM runs WHERE run_id=?", (data["run_id"],)).fetchone() == ("complete",)
+        assert db.execute("SELECT count(*) FROM operations WHERE run_id=? AND status='complete'",
+                          (data["run_id"],)).fetchone() == (5,)
+        assert db.execute("SELECT count(*) FROM figures WHERE run_id=? AND name='effective_bw' AND value>0",
+                          (data["run_id"],)).fetchone() == (5,)
+
+
+def test_default_scratch_directory_human_output_history_and_show(cli, tmp_path):
+    work = tmp_path / "cwd"
+    work.mkdir()
+    result = cli("run", *QUICK, "--operations", "active-full,restore-sequential,restore-random",
+                 "--backup-size", "1TiB", cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert list(work.iterdir()) == []  # the scratch directory is gone
+    for text in ("active-full", "effective MiB/s", "Restore range", "Backup windows for 1 TiB", "Active full"):
+        assert text in result.stdout
+    assert "restore-random" in result.stderr  # progress
+    history = cli("history")
+    assert history.returncode == 0 and "complete" in history.stdout
+    shown = cli("show", "latest", "--json")
+    run = json.loads(shown.stdout)
+    assert [op["name"] for op in run["operations"]] == ["active-full", "restore-sequential", "restore-random"]
+    again = cli("show", run["run_id"][:17], "--backup-size", "2TiB")
+    assert again.returncode == 0 and "Backup windows for 2 TiB" in again.stdout
+
+
+def test_several_jobs_each_write_their_own_region(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    result = cli("run", str(repo), "--size", "32MiB", "--runtime", "1s", "--jobs", "2",
+                 "--operations", "active-full", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    run_dir = cli.results / "runs" / data["run_id"]
+    job = (run_dir / "active-full.fio").read_text()
+    assert "numjobs=2" in job and "offset_increment=16m" in job and "size=16m" in job
+    raw = json.loads((run_dir / "active-full.json").read_text())
+    assert raw["jobs"][0]["write"]["io_bytes"] > 0
+
+
+def test_exported_job_file_runs_with_plain_fio(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    exported = cli("export-fio", "synthetic-full", "--path", str(repo), "--size", "16MiB", "--runtime", "1s")
+    assert exported.returncode == 0, exported.stderr
+    job_file = tmp_path / "suite.fio"
+    job_file.write_text(exported.stdout)
+    done = subprocess.run(["fio", "--output-format=json", str(job_file)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    jobs = {j["jobname"]: j for j in json.loads(done.stdout)["jobs"]}
+    assert set(jobs) == {"layout", "synthetic-full"}
+    assert jobs["synthetic-full"]["read"]["io_bytes"] > 0 and jobs["synthetic-full"]["write"]["io_bytes"] > 0
+
+
+def test_stored_run_exports_its_exact_job_files(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run = json.loads(cli("run", str(repo), *QUICK, "--operations", "restore-random", "--json").stdout)
+    exported = cli("export-fio", "--run", run["run_id"])
+    assert exported.returncode == 0, exported.stderr
+    stored = (cli.results / "runs" / run["run_id"] / "restore-random.fio").read_text()
+    assert stored.rstrip("\n") in exported.stdout and "[layout]" in exported.stdout
+
+
+def test_buffered_run_on_a_filesystem_without_o_direct(cli, mount_point):
+    ramfs = mount_point("ramfs")
+    refused = cli("run", str(ramfs), *QUICK)
+    assert refused.returncode == 3
+    assert "refuses O_DIRECT" in refused.stderr and "--buffered" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    result = cli("run", str(ramfs), *QUICK, "--operations", "active-full", "--buffered", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["settings"]["buffered"] is True and data["operations"][0]["detail"]["buffered"] is True
+    assert any("memory, not storage" in n for n in data["notes"])
+    assert leftovers(ramfs) == []
+    assert "direct=0" in (cli.results / "runs" / data["run_id"] / "active-full.fio").read_text()

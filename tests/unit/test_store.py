@@ -1,0 +1,56 @@
+import pytest
+
+from backupbench.analysis.windows import backup_windows, restore_range
+from backupbench.errors import NotFoundError
+from backupbench.results.model import COMPLETE, INCOMPLETE, OperationRecord, RunRecord
+from backupbench.results.store import Store
+
+
+def make_run(run_id, started="2026-11-22T00:00:00+00:00"):
+    return RunRecord(run_id=run_id, kind="kb2014", target="/srv", settings={"size": 1}, started_at=started)
+
+
+def test_round_trip(tmp_path):
+    store = Store(tmp_path / "results.db")
+    run = make_run("20261122T000000-aaaa")
+    store.create_run(run)
+    op = OperationRecord(name="active-full", pattern="write qd1", status=COMPLETE,
+                         figures={"write_bw": 100.0, "effective_bw": 100.0}, detail={"raw": "active-full.json"})
+    store.save_operation(run.run_id, 0, op)
+    run.status, run.notes = INCOMPLETE, ["a note"]
+    store.finish_run(run)
+    loaded = store.load_run("20261122T000000")
+    assert loaded.status == INCOMPLETE and loaded.notes == ["a note"]
+    assert loaded.operations[0].figures == {"write_bw": 100.0, "effective_bw": 100.0}
+    assert loaded.operations[0].detail == {"raw": "active-full.json"}
+
+
+def test_resolve_latest_prefix_and_ambiguity(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.create_run(make_run("20261122T000000-aaaa", "2026-11-22T00:00:00+00:00"))
+    store.create_run(make_run("20261122T000001-bbbb", "2026-11-22T00:00:01+00:00"))
+    assert store.resolve_id("latest") == "20261122T000001-bbbb"
+    with pytest.raises(NotFoundError, match="matches 2 runs"):
+        store.resolve_id("20261122")
+    with pytest.raises(NotFoundError):
+        store.resolve_id("nope")
+    assert [r.run_id for r in store.list_runs()] == ["20261122T000001-bbbb", "20261122T000000-aaaa"]
+
+
+def test_empty_store_has_no_latest(tmp_path):
+    with pytest.raises(NotFoundError, match="no runs"):
+        Store(tmp_path / "results.db").resolve_id("latest")
+
+
+def test_windows_and_restore_range():
+    run = make_run("r")
+    mib = 2**20
+    for name, speed in (("active-full", 100 * mib), ("synthetic-full", 50 * mib),
+                        ("restore-sequential", 200 * mib), ("restore-random", 20 * mib)):
+        run.operations.append(OperationRecord(name=name, pattern="", status=COMPLETE, figures={"effective_bw": speed}))
+    run.operations.append(OperationRecord(name="reverse-incremental", pattern="", status=INCOMPLETE, figures={}))
+    assert restore_range(run).worst_bps == 20 * mib and restore_range(run).best_bps == 200 * mib
+    windows = {w.operation: w.seconds for w in backup_windows(run, 10 * 2**40)}
+    assert windows["active-full"] == pytest.approx(10 * 2**40 / (100 * mib))
+    assert windows["synthetic-full"] == pytest.approx(2 * windows["active-full"])
+    assert "reverse-incremental" not in windows

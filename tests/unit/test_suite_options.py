@@ -1,0 +1,61 @@
+import pytest
+
+from backupbench.cli import options as cli_options
+from backupbench.errors import RecipeError
+from backupbench.recipe.suite import SuiteOptions
+from backupbench.workloads.kb2014 import OPERATION_NAMES
+
+
+def build(**values):
+    return cli_options.build(SuiteOptions, values)
+
+
+def test_defaults():
+    options = build()
+    assert options.size == 2**30 and options.block_size == 512 * 1024
+    assert options.operations == OPERATION_NAMES and options.jobs == 1 and not options.buffered
+
+
+def test_units_and_lists_parse():
+    options = build(size="64MiB", runtime="2s", operations="restore-random,active-full", jobs="3",
+                    backup_size="10TiB")
+    assert options.size == 64 * 2**20 and options.runtime == 2.0 and options.jobs == 3
+    assert options.operations == ("restore-random", "active-full")
+    assert options.backup_size == 10 * 2**40
+    # Three jobs split 64 MiB into whole 512 KiB blocks.
+    assert options.region_size == 42 * 512 * 1024  # 64 MiB / 3 = 42.67 blocks
+    assert options.file_size == 3 * options.region_size <= options.size
+
+
+@pytest.mark.parametrize("values,flag", [
+    ({"size": "12x"}, "--size"),
+    ({"runtime": "soon"}, "--runtime"),
+    ({"jobs": "0"}, "--jobs"),
+    ({"operations": "foo"}, "--operations"),
+    ({"engine": "sync-ish"}, "--engine"),
+    ({"block_size": "5000"}, "options"),
+    ({"size": "1MiB", "jobs": "4"}, "options"),
+])
+def test_errors_name_the_flag(values, flag):
+    with pytest.raises(RecipeError) as raised:
+        build(**values)
+    assert raised.value.message.startswith(flag + ":")
+
+
+def test_unknown_operation_lists_allowed_values():
+    with pytest.raises(RecipeError, match="restore-random"):
+        build(operations="active-full,nope")
+
+
+def test_every_option_has_a_flag_and_help():
+    import click
+
+    @click.command()
+    @cli_options.click_options(SuiteOptions)
+    def cmd(**_):
+        pass
+
+    flags = {opt.opts[0]: opt for opt in cmd.params}
+    for name, field in SuiteOptions.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        assert flag in flags and flags[flag].help and field.description in flags[flag].help
