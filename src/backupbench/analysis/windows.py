@@ -11,8 +11,8 @@ WINDOW_OPERATIONS = (
     ("active-full", "Active full"),
     ("synthetic-full", "Synthetic full (merge)"),
     ("reverse-incremental", "Reverse incremental"),
-    ("restore-sequential", "Restore, best case"),
-    ("restore-random", "Restore, worst case"),
+    ("restore-sequential", "Restore, unfragmented"),
+    ("restore-random", "Restore, fully fragmented"),
 )
 
 

@@ -23,10 +23,27 @@ def _latency(op_figures: dict[str, float]) -> str:
     return f"{worst_ms:,.2f} ms"
 
 
+def _settings_caption(run: RunRecord) -> str:
+    settings = run.settings
+    target = run.host.get("target", {})
+    parts = [
+        f"{units.format_size(settings.get('file_size') or settings.get('size') or 0)} test file",
+        f"{settings.get('runtime', 0):g} s per operation",
+        f"{units.format_size(settings.get('block_size') or 0)} blocks",
+        "buffered I/O" if settings.get("buffered") else "direct I/O",
+        str(settings.get("engine", "")),
+    ]
+    if settings.get("jobs", 1) > 1:
+        parts.append(f"{settings['jobs']} jobs")
+    if target.get("fs_type"):
+        parts.append(f"{target['fs_type']} on {target.get('block_device') or target.get('source') or '?'}")
+    return ", ".join(parts)
+
+
 def operations_table(run: RunRecord) -> Table:
     buffered = run.settings.get("buffered")
     title = f"Run {run.run_id} — {run.target}" + (" (BUFFERED)" if buffered else "")
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left", caption=_settings_caption(run), caption_justify="left")
     table.add_column("operation")
     table.add_column("fio pattern")
     for heading in ("read MiB/s", "write MiB/s", "effective MiB/s", "IOPS", "p99 latency"):
@@ -48,9 +65,13 @@ def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[Render
     lines: list[RenderableType] = []
     restore = restore_range(run)
     if restore:
+        # On flash, random reads can beat sequential ones: show the range low to high
+        # and say which end is which rather than assume.
+        low, high = sorted((restore.worst_bps, restore.best_bps))
         lines.append(Text(
-            f"Restore range: {units.format_rate(restore.worst_bps)} (fully fragmented) "
-            f"to {units.format_rate(restore.best_bps)} (sequential)"
+            f"Restore range: {low / units.MiB:,.1f}-{high / units.MiB:,.1f} MiB/s "
+            f"(unfragmented/sequential {units.format_rate(restore.best_bps)}, "
+            f"fully fragmented/random {units.format_rate(restore.worst_bps)})"
         ))
     size = backup_size or run.settings.get("backup_size")
     if size:

@@ -1,0 +1,86 @@
+"""Same job through `backupbench run` and through plain fio, alternating; prints the ratio.
+
+Usage: python bench/fio_overhead.py [--pairs 3] [--size 1GiB] [--runtime 5s] [--dir DIR]
+Goal: backupbench/fio >= 0.97 for active-full and synthetic-full. The reference (plain fio
+with the job file from `backupbench export-fio`) is measured in the same run, alternating,
+because absolute figures drift on these machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+OPERATIONS = ("active-full", "synthetic-full")
+MIB = 2**20
+
+
+def backupbench(*args: str, results: Path) -> str:
+    done = subprocess.run([sys.executable, "-m", "backupbench", *args, "--results", str(results)],
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def effective(op: str, read_bw: float, write_bw: float) -> float:
+    return write_bw if op == "active-full" else (read_bw + write_bw) / 2
+
+
+def through_backupbench(op: str, directory: Path, size: str, runtime: str, results: Path) -> float:
+    data = json.loads(backupbench("run", str(directory), "--operations", op, "--size", size,
+                                  "--runtime", runtime, "--json", results=results))
+    return data["operations"][0]["figures"]["effective_bw"]
+
+
+def through_fio(job_file: Path, op: str) -> float:
+    done = subprocess.run(["fio", "--output-format=json", "--section", op, str(job_file)],
+                          capture_output=True, text=True, check=True)
+    job = json.loads(done.stdout)["jobs"][0]
+    return effective(op, job["read"]["bw_bytes"], job["write"]["bw_bytes"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--size", default="1GiB")
+    parser.add_argument("--runtime", default="5s")
+    parser.add_argument("--dir", type=Path, default=Path.cwd())
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bb-bench-", dir=args.dir))
+    results = work / "results"
+    try:
+        job_file = work / "suite.fio"
+        job_file.write_text(backupbench("export-fio", *OPERATIONS, "--path", str(work), "--size", args.size,
+                                        "--runtime", args.runtime, results=results))
+        subprocess.run(["fio", "--section", "layout", str(job_file)], capture_output=True, check=True)
+        print(f"{'operation':<16}{'pair':>5}{'backupbench MiB/s':>19}{'fio MiB/s':>12}{'ratio':>8}")
+        summary = {}
+        for op in OPERATIONS:
+            ratios = []
+            for pair in range(1, args.pairs + 1):
+                # Alternate which side goes first so that drift does not favour one.
+                if pair % 2:
+                    bb = through_backupbench(op, work, args.size, args.runtime, results)
+                    ref = through_fio(job_file, op)
+                else:
+                    ref = through_fio(job_file, op)
+                    bb = through_backupbench(op, work, args.size, args.runtime, results)
+                ratios.append(bb / ref)
+                print(f"{op:<16}{pair:>5}{bb / MIB:>19,.1f}{ref / MIB:>12,.1f}{bb / ref:>8.3f}")
+            summary[op] = statistics.median(ratios)
+        print()
+        for op, ratio in summary.items():
+            verdict = "ok" if ratio >= 0.97 else "BELOW GOAL"
+            print(f"{op}: median backupbench/fio = {ratio:.3f} (goal >= 0.97) {verdict}")
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
