@@ -131,3 +131,56 @@ def test_buffered_run_on_a_filesystem_without_o_direct(cli, mount_point):
     assert any("memory, not storage" in n for n in data["notes"])
     assert leftovers(ramfs) == []
     assert "direct=0" in (cli.results / "runs" / data["run_id"] / "active-full.fio").read_text()
+
+
+def test_every_operation_is_monitored(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    data = json.loads(cli("run", str(repo), "--size", "32MiB", "--runtime", "2s", "--operations",
+                          "active-full,restore-random", "--monitor-interval", "0.5", "--json").stdout)
+    run_dir = cli.results / "runs" / data["run_id"]
+    stack = data["host"]["device_stack"]
+    assert stack["devices"], "the target's device stack was resolved"
+    for op in data["operations"]:
+        csv_lines = (run_dir / f"{op['name']}.monitor.csv").read_text().splitlines()
+        assert csv_lines[0].startswith("timestamp,elapsed_s,%user,%system,%iowait")
+        assert f"{stack['devices'][0]}:w/s" in csv_lines[0]
+        assert len(csv_lines) >= 3  # header + samples every 0.5 s over 2 s
+        assert op["detail"]["monitor"]["samples"] >= 2
+        assert "members_util" in op["figures"]
+        assert op["figures"]["mon.load1.avg"] >= 0
+    with sqlite3.connect(cli.results / "results.db") as db:
+        units = dict(db.execute("SELECT name, unit FROM figures WHERE operation='active-full' AND name LIKE 'mon.%avg'"))
+    assert units["mon.cpu_iowait.avg"] == "%" and units[f"mon.{stack['devices'][0]}.w_await.avg"] == "ms"
+
+
+def test_monitor_can_be_switched_off(cli, tmp_path):
+    data = json.loads(cli("run", str(tmp_path), "--size", "16MiB", "--runtime", "1s", "--operations",
+                          "active-full", "--no-monitor", "--json").stdout)
+    assert "members_util" not in data["operations"][0]["figures"]
+    assert not list((cli.results / "runs" / data["run_id"]).glob("*.monitor.csv"))
+
+
+def test_first_write_workload_and_baseline(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    first = cli("run", str(repo), "--workload", "first-write", "--size", "32MiB", "--json")
+    assert first.returncode == 0, first.stderr
+    data = json.loads(first.stdout)
+    assert data["kind"] == "first-write"
+    assert [op["name"] for op in data["operations"]] == ["first-write", "overwrite", "read"]
+    for op in data["operations"]:
+        assert op["figures"]["effective_bw"] > 0
+    job = (cli.results / "runs" / data["run_id"] / "first-write.fio").read_text()
+    assert "fallocate=none" in job and "bs=1m" in job and "time_based" not in job
+    assert leftovers(repo) == []
+    second = cli("run", str(repo), "--workload", "first-write", "--size", "32MiB", "--baseline", data["run_id"])
+    assert second.returncode == 0, second.stderr
+    assert "First-write penalty" in second.stdout and f"Against baseline {data['run_id']}" in second.stdout
+    assert "slowdown" in second.stdout
+
+
+def test_unknown_baseline_fails_before_measuring(cli, tmp_path):
+    result = cli("run", str(tmp_path), "--baseline", "nope")
+    assert result.returncode == 2 and "no run 'nope'" in result.stderr
+    assert not (cli.results / "runs").exists() or not list((cli.results / "runs").iterdir())

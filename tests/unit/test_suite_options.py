@@ -12,13 +12,15 @@ def build(**values):
 
 def test_defaults():
     options = build()
-    assert options.size == 2**30 and options.block_size == 512 * 1024
+    assert options.size == 2**30 and options.block_size is None
+    assert options.with_block_default(512 * 1024).block == 512 * 1024
+    assert build(block_size="1m").with_block_default(512 * 1024).block == 2**20
     assert options.operations == OPERATION_NAMES and options.jobs == 1 and not options.buffered
 
 
 def test_units_and_lists_parse():
     options = build(size="64MiB", runtime="2s", operations="restore-random,active-full", jobs="3",
-                    backup_size="10TiB")
+                    backup_size="10TiB").with_block_default(512 * 1024)
     assert options.size == 64 * 2**20 and options.runtime == 2.0 and options.jobs == 3
     assert options.operations == ("restore-random", "active-full")
     assert options.backup_size == 10 * 2**40
@@ -34,12 +36,17 @@ def test_units_and_lists_parse():
     ({"operations": "foo"}, "--operations"),
     ({"engine": "sync-ish"}, "--engine"),
     ({"block_size": "5000"}, "options"),
-    ({"size": "1MiB", "jobs": "4"}, "options"),
+    ({"size": "1MiB", "jobs": "4", "block_size": "512k"}, "options"),
 ])
 def test_errors_name_the_flag(values, flag):
     with pytest.raises(RecipeError) as raised:
         build(**values)
     assert raised.value.message.startswith(flag + ":")
+
+
+def test_a_workload_default_block_size_is_validated_too():
+    with pytest.raises(RecipeError, match="too small for 4 job"):
+        build(size="1MiB", jobs="4").with_block_default(512 * 1024)
 
 
 def test_unknown_operation_lists_allowed_values():

@@ -14,6 +14,7 @@ from backupbench import __version__
 from backupbench.cli.common import stderr
 from backupbench.cli.export_cmd import export_fio_command
 from backupbench.cli.history_cmd import history_command, show_command
+from backupbench.cli.monitor_cmd import monitor_command
 from backupbench.cli.run_cmd import run_command
 from backupbench.errors import BackupbenchError
 
@@ -33,6 +34,7 @@ app.add_command(run_command)
 app.add_command(history_command)
 app.add_command(show_command)
 app.add_command(export_fio_command)
+app.add_command(monitor_command)
 
 
 def _on_sigterm(_signum: int, _frame: object) -> None:

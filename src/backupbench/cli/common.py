@@ -15,7 +15,7 @@ from backupbench.results.store import Store
 
 # Humans read stderr while a run goes on; stdout carries results (tables, or JSON with --json).
 # Piped output (a file, CI logs) gets a width that fits the run table instead of 80 columns.
-stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 stderr = Console(stderr=True, highlight=False)
 
 
@@ -33,3 +33,8 @@ def open_store(results: Path | None) -> tuple[Path, Store]:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def baseline_option(command: Callable) -> Callable:
+    return click.option("--baseline", "baseline_ref", default=None, metavar="RUN",
+                        help="Print each phase's slowdown against this earlier run.")(command)

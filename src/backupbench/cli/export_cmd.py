@@ -12,7 +12,8 @@ from backupbench.cli.common import open_store, results_option
 from backupbench.errors import InputError, NotFoundError
 from backupbench.recipe.suite import SuiteOptions
 from backupbench.results.location import run_folder
-from backupbench.suite import layout_job, operation_job
+from backupbench.runner.kb2014 import layout_job, operation_job
+from backupbench.workloads.kb2014 import KB2014_BLOCK_SIZE
 from backupbench.workloads.kb2014 import OPERATION_NAMES, OPERATIONS, select
 
 
@@ -38,7 +39,7 @@ def export_fio_command(operation_names: tuple[str, ...], directory: Path, run_re
         return
     if operation_names:
         values = {**values, "operations": ",".join(operation_names)}
-    options = cli_options.build(SuiteOptions, values)
+    options = cli_options.build(SuiteOptions, values).with_block_default(KB2014_BLOCK_SIZE)
     test_file = directory.expanduser().resolve() / "backupbench-export.dat"
     jobs = [layout_job(options, test_file)] + [operation_job(op, options, test_file)
                                               for op in select(options.operations)]

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from backupbench import units
-from backupbench.cli.common import open_store, print_json, results_option, stdout
+from backupbench.cli.common import baseline_option, open_store, print_json, results_option, stdout
 from backupbench.errors import InputError
 from backupbench.report.terminal import history_table, run_report
-from backupbench.suite import run_as_dict
+from backupbench.runner.pipeline import run_as_dict
 
 
 @click.command("history")
@@ -33,8 +33,10 @@ def history_command(limit: int, as_json: bool, results: Path | None) -> None:
 @click.argument("run_ref", metavar="RUN", default="latest")
 @click.option("--backup-size", default=None, metavar="SIZE", help="Print backup windows for this size.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@baseline_option
 @results_option
-def show_command(run_ref: str, backup_size: str | None, as_json: bool, results: Path | None) -> None:
+def show_command(run_ref: str, backup_size: str | None, as_json: bool, baseline_ref: str | None,
+                 results: Path | None) -> None:
     """Print a stored run again (RUN: an id, a unique prefix of one, or 'latest')."""
     _, store = open_store(results)
     run = store.load_run(run_ref)
@@ -45,4 +47,5 @@ def show_command(run_ref: str, backup_size: str | None, as_json: bool, results: 
         size = units.parse_size(backup_size) if backup_size else None
     except ValueError as exc:
         raise InputError(f"--backup-size: {exc}") from exc
-    stdout.print(run_report(run, size))
+    baseline = store.load_run(baseline_ref) if baseline_ref else None
+    stdout.print(run_report(run, size, baseline))

@@ -116,7 +116,7 @@ def _memory_total_bytes(proc_root: Path) -> int | None:
     return None
 
 
-def collect_host(fio_version: str | None, proc_root: Path = Path("/proc")) -> dict:
+def collect_host(proc_root: Path = Path("/proc")) -> dict:
     uname = os.uname()
     return {
         "hostname": uname.nodename,
@@ -126,5 +126,4 @@ def collect_host(fio_version: str | None, proc_root: Path = Path("/proc")) -> di
         "cpus": os.cpu_count(),
         "memory_bytes": _memory_total_bytes(proc_root),
         "python": platform.python_version(),
-        "fio": fio_version,
     }

@@ -29,6 +29,7 @@ class FioJob:
     comment: str = ""
     # Set when several jobs share one file (export-fio): each waits for the one before.
     stonewall: bool = False
+    fallocate: str | None = None
 
     @property
     def pattern(self) -> str:
@@ -46,6 +47,8 @@ class FioJob:
             ("size", fio_size(self.region_size)),
             ("rw", self.rw),
         ]
+        if self.fallocate is not None:
+            opts.append(("fallocate", self.fallocate))
         if self.rwmixwrite is not None:
             opts.append(("rwmixwrite", str(self.rwmixwrite)))
         opts.append(("iodepth", str(self.iodepth)))

@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from backupbench import units
 from backupbench.recipe.types import Duration, Size, comma_list
+from backupbench.recipe.validate import validate
 from backupbench.workloads.kb2014 import OPERATION_NAMES
 
 OperationName = Literal[OPERATION_NAMES]  # type: ignore[valid-type]
@@ -31,8 +32,8 @@ class SuiteOptions(BaseModel):
         10.0, gt=0, description="How long each operation runs.",
         json_schema_extra={"metavar": "DURATION", "example": "10s"},
     )
-    block_size: Size = Field(
-        512 * units.KiB, description="I/O block size (backup software writes large blocks).",
+    block_size: Size | None = Field(
+        None, description="I/O block size [default: 512k for kb2014 as in Veeam KB2014, 1m for first-write].",
         json_schema_extra={"metavar": "SIZE", "example": "512k"},
     )
     jobs: int = Field(
@@ -61,6 +62,8 @@ class SuiteOptions(BaseModel):
 
     @model_validator(mode="after")
     def _fits(self) -> "SuiteOptions":
+        if self.block_size is None:
+            return self
         if self.block_size % 4096:
             raise ValueError(f"block_size must be a multiple of 4 KiB for direct I/O (got {self.block_size})")
         if self.region_size < self.block_size:
@@ -70,11 +73,24 @@ class SuiteOptions(BaseModel):
             )
         return self
 
+    def with_block_default(self, block_size: int) -> "SuiteOptions":
+        """These options with the workload's own block size where the user gave none."""
+        if self.block_size is not None:
+            return self
+        return validate(SuiteOptions, {**self.model_dump(), "block_size": block_size},
+                        lambda loc: "--" + str(loc[0]).replace("_", "-") if loc else "options")
+
+    @property
+    def block(self) -> int:
+        if self.block_size is None:
+            raise ValueError("block size not resolved: call with_block_default() first")
+        return self.block_size
+
     @property
     def region_size(self) -> int:
         """Bytes each job works on: the file split evenly, whole blocks only."""
         per_job = self.size // self.jobs
-        return per_job - per_job % self.block_size
+        return per_job - per_job % self.block
 
     @property
     def file_size(self) -> int:

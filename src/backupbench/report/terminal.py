@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from backupbench import units
+from backupbench.analysis.compare import first_write_penalty, slowdowns
 from backupbench.analysis.windows import backup_windows, restore_range
 from backupbench.results.model import COMPLETE, RunRecord
 
@@ -28,7 +29,8 @@ def _settings_caption(run: RunRecord) -> str:
     target = run.host.get("target", {})
     parts = [
         f"{units.format_size(settings.get('file_size') or settings.get('size') or 0)} test file",
-        f"{settings.get('runtime', 0):g} s per operation",
+        (f"{settings.get('runtime', 0):g} s per operation" if run.kind == "kb2014"
+         else "each phase covers the whole file once"),
         f"{units.format_size(settings.get('block_size') or 0)} blocks",
         "buffered I/O" if settings.get("buffered") else "direct I/O",
         str(settings.get("engine", "")),
@@ -46,18 +48,41 @@ def operations_table(run: RunRecord) -> Table:
     table = Table(title=title, title_justify="left", caption=_settings_caption(run), caption_justify="left")
     table.add_column("operation")
     table.add_column("fio pattern")
-    for heading in ("read MiB/s", "write MiB/s", "effective MiB/s", "IOPS", "p99 latency"):
+    headings = ["read MiB/s", "write MiB/s", "effective MiB/s", "IOPS", "p99 latency"]
+    monitored = any("members_util" in op.figures for op in run.operations)
+    if monitored:
+        headings += ["disk %util", "disk w_await"]
+    for heading in headings:
         table.add_column(heading, justify="right")
     for op in run.operations:
         f = op.figures
         if op.status != COMPLETE:
-            table.add_row(op.name, op.pattern, "", "", Text(op.status, style="yellow"), "", "")
+            table.add_row(op.name, op.pattern, "", "", Text(op.status, style="yellow"),
+                          *[""] * (len(headings) - 3))
             continue
         iops = (f.get("read_iops") or 0) + (f.get("write_iops") or 0)
-        table.add_row(
+        cells = [
             op.name, op.pattern, _mib(f.get("read_bw")), _mib(f.get("write_bw")),
             Text(_mib(f.get("effective_bw")), style="bold"), f"{iops:,.0f}", _latency(f),
-        )
+        ]
+        if monitored:
+            cells += [_number(f.get("members_util"), "%"), _number(f.get("members_w_await"), " ms")]
+        table.add_row(*cells)
+    return table
+
+
+def _number(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value:,.1f}{unit}"
+
+
+def slowdown_table(run: RunRecord, baseline: RunRecord) -> Table:
+    table = Table(title=f"Against baseline {baseline.run_id}", title_justify="left")
+    for heading in ("phase", "baseline", "this run", "slowdown"):
+        table.add_column(heading, justify="left" if heading == "phase" else "right")
+    for row in slowdowns(run, baseline):
+        scale, unit = (units.MiB, " MiB/s") if row.figure == "effective_bw" else (1, " files/s")
+        table.add_row(row.operation, f"{row.baseline / scale:,.1f}{unit}", f"{row.current / scale:,.1f}{unit}",
+                      Text(f"{row.factor:,.2f}x", style="bold"))
     return table
 
 
@@ -83,6 +108,10 @@ def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[Render
             for window in windows:
                 table.add_row(window.label, f"{window.seconds / 3600:,.1f}")
             lines.append(table)
+    penalty = first_write_penalty(run)
+    if penalty is not None:
+        lines.append(Text(f"First-write penalty: overwrite is {penalty:,.2f}x as fast as the first write "
+                          "(1.00x = no allocation cost)"))
     for note in run.notes:
         lines.append(Text(f"note: {note}", style="yellow"))
     if run.status != COMPLETE:
@@ -90,8 +119,11 @@ def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[Render
     return lines
 
 
-def run_report(run: RunRecord, backup_size: int | None = None) -> RenderableType:
-    return Group(operations_table(run), *summary_lines(run, backup_size))
+def run_report(run: RunRecord, backup_size: int | None = None, baseline: RunRecord | None = None) -> RenderableType:
+    parts: list[RenderableType] = [operations_table(run), *summary_lines(run, backup_size)]
+    if baseline is not None:
+        parts.append(slowdown_table(run, baseline))
+    return Group(*parts)
 
 
 def history_table(runs: list[RunRecord]) -> Table:

@@ -24,6 +24,8 @@ FIGURE_UNITS = {
     "read_p99_lat": "ns",
     "write_p99_lat": "ns",
     "runtime": "s",
+    "members_util": "%",
+    "members_w_await": "ms",
 }
 
 
@@ -45,6 +47,11 @@ class OperationRecord:
     finished_at: str | None = None
     figures: dict[str, float] = field(default_factory=dict)
     detail: dict[str, Any] = field(default_factory=dict)
+    # Units of figures whose names are not in FIGURE_UNITS (monitor figures, for one).
+    units: dict[str, str] = field(default_factory=dict)
+
+    def unit(self, name: str) -> str:
+        return self.units.get(name) or FIGURE_UNITS.get(name, "")
 
     def figure(self, name: str) -> float | None:
         return self.figures.get(name)

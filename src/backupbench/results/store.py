@@ -92,7 +92,7 @@ class Store:
             db.execute("DELETE FROM figures WHERE run_id = ? AND operation = ?", (run_id, op.name))
             db.executemany(
                 "INSERT INTO figures VALUES (?,?,?,?,?)",
-                [(run_id, op.name, name, float(value), FIGURE_UNITS.get(name, ""))
+                [(run_id, op.name, name, float(value), op.unit(name))
                  for name, value in op.figures.items() if value is not None],
             )
 
@@ -133,15 +133,20 @@ class Store:
     @staticmethod
     def _load_operations(db: sqlite3.Connection, run: RunRecord) -> RunRecord:
         ops = db.execute("SELECT * FROM operations WHERE run_id = ? ORDER BY seq", (run.run_id,)).fetchall()
-        figures = db.execute("SELECT operation, name, value FROM figures WHERE run_id = ?", (run.run_id,)).fetchall()
+        figures = db.execute("SELECT operation, name, value, unit FROM figures WHERE run_id = ?",
+                             (run.run_id,)).fetchall()
         by_op: dict[str, dict[str, float]] = {}
+        units_by_op: dict[str, dict[str, str]] = {}
         for fig in figures:
             by_op.setdefault(fig["operation"], {})[fig["name"]] = fig["value"]
+            if fig["unit"] != FIGURE_UNITS.get(fig["name"], ""):
+                units_by_op.setdefault(fig["operation"], {})[fig["name"]] = fig["unit"]
         run.operations = [
             OperationRecord(
                 name=op["name"], pattern=op["pattern"], status=op["status"],
                 started_at=op["started_at"], finished_at=op["finished_at"],
                 figures=by_op.get(op["name"], {}), detail=json.loads(op["detail_json"]),
+                units=units_by_op.get(op["name"], {}),
             )
             for op in ops
         ]

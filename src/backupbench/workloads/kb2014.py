@@ -10,6 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from backupbench.units import KiB
+
+# Veeam KB2014 tests with 512 KiB blocks: the size backup software typically writes.
+KB2014_BLOCK_SIZE = 512 * KiB
+
 Effective = Literal["write", "read", "mixed"]
 
 

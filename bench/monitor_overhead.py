@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Benchmark: CPU cost of the monitor's Sampler with at least 64 block devices present.
+
+Creates N loop devices (default 64) on small sparse files in a temp dir, samples every
+block device at 1 Hz for ~20 s with the CSV on, and reports the CPU time the sampler used:
+measured inside its thread (time.thread_time, reported as summary.sampler_cpu_s) and, as a
+check, the whole process's CPU time over the run minus an idle reference measured in the
+same process just before. Goal: < 1 % of one core at 1 Hz.
+
+    sudo PYTHONPATH=src python3 bench/monitor_overhead.py [--devices 64] [--seconds 20]
+
+Everything it creates is removed on exit, Ctrl-C or SIGTERM: loop devices detached (and
+the loop device nodes it added removed again), temp files deleted. Needs root and losetup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import fcntl
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from backupbench.monitor import Sampler
+from backupbench.process import run
+
+GOAL_PCT = 1.0
+LOOP_CTL_REMOVE = 0x4C81
+
+
+def loop_indices() -> set[int]:
+    return {int(n[4:]) for n in os.listdir("/sys/block") if n.startswith("loop") and n[4:].isdigit()}
+
+
+def create_loops(count: int, folder: Path, created: list[str]) -> None:
+    for i in range(count):
+        backing = folder / f"bb-monitor-bench-{i:03d}.img"
+        with open(backing, "wb") as handle:
+            handle.truncate(16 * 1024 * 1024)
+        created.append(run(["losetup", "--find", "--show", str(backing)], timeout=30).stdout.strip())
+
+
+def cleanup(created: list[str], indices_before: set[int], folder: Path) -> None:
+    for dev in reversed(created):
+        result = run(["losetup", "-d", dev], timeout=30, check=False)
+        if result.returncode != 0:
+            print(f"warning: could not detach {dev}: {result.stderr.strip()}", file=sys.stderr)
+    # Remove the loop device nodes this run added, so the machine is left as it was.
+    # The kernel refuses (EBUSY) for any that something else has attached since.
+    ours = {int(os.path.basename(d)[4:]) for d in created} - indices_before
+    if ours and os.path.exists("/dev/loop-control"):
+        fd = os.open("/dev/loop-control", os.O_RDWR)
+        try:
+            for index in sorted(ours):
+                try:
+                    fcntl.ioctl(fd, LOOP_CTL_REMOVE, index)
+                except OSError as exc:
+                    if exc.errno not in (errno.EBUSY, errno.ENODEV, errno.ENXIO):
+                        print(f"warning: could not remove loop{index}: {exc}", file=sys.stderr)
+        finally:
+            os.close(fd)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure(seconds: float, interval: float, csv_path: Path) -> dict:
+    # Idle reference: this process doing nothing, same way of waiting.
+    ref_seconds = min(5.0, seconds / 4)
+    w0, c0 = time.monotonic(), time.process_time()
+    time.sleep(ref_seconds)
+    idle_pct = (time.process_time() - c0) / (time.monotonic() - w0) * 100
+
+    w0, c0 = time.monotonic(), time.process_time()
+    with Sampler(interval=interval, devices=None, csv_path=csv_path) as sampler:
+        time.sleep(seconds)
+    wall = time.monotonic() - w0
+    process_pct = (time.process_time() - c0) / wall * 100
+    summary = sampler.summary
+    return {
+        "devices": len(sampler.devices), "samples": summary.samples, "wall": wall,
+        "thread_cpu": summary.sampler_cpu_s, "process_pct": process_pct, "idle_pct": idle_pct,
+        "errors": summary.errors, "csv_columns": len(csv_path.read_text().splitlines()[0].split(",")),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", type=int, default=64, help="loop devices to create (default 64)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long to sample (default 20)")
+    parser.add_argument("--interval", type=float, default=1.0, help="sampling interval in s (default 1)")
+    args = parser.parse_args()
+    if os.geteuid() != 0 or shutil.which("losetup") is None:
+        print("monitor_overhead: needs root and losetup (apt-get install mount)", file=sys.stderr)
+        return 2
+
+    def on_term(_signum, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    folder = Path(tempfile.mkdtemp(prefix="bb-monitor-bench-"))
+    indices_before = loop_indices()
+    created: list[str] = []
+    try:
+        print(f"creating {args.devices} loop devices on sparse files in {folder} ...", flush=True)
+        create_loops(args.devices, folder, created)
+        present = len([n for n in os.listdir("/sys/block")])
+        print(f"{present} block devices present; sampling all of them every {args.interval:g} s "
+              f"for {args.seconds:g} s ...", flush=True)
+        r = measure(args.seconds, args.interval, folder / "monitor.csv")
+    except KeyboardInterrupt:
+        print("interrupted; cleaning up", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)    # a second Ctrl-C must not stop the cleanup
+        cleanup(created, indices_before, folder)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    thread_pct = r["thread_cpu"] / r["wall"] * 100
+    per_sample_ms = r["thread_cpu"] / max(r["samples"], 1) * 1000
+    print(f"sampled devices:          {r['devices']} ({r['csv_columns']} CSV columns), {r['samples']} samples "
+          f"in {r['wall']:.1f} s")
+    print(f"sampler thread CPU:       {r['thread_cpu'] * 1000:.1f} ms = {per_sample_ms:.2f} ms per sample")
+    print(f"CPU, % of one core:       {thread_pct:.3f} %  (goal < {GOAL_PCT:g} %: {thread_pct / GOAL_PCT:.3f} x goal)")
+    print(f"check, whole process:     {r['process_pct']:.3f} % while sampling, {r['idle_pct']:.3f} % idle "
+          f"-> {r['process_pct'] - r['idle_pct']:.3f} % for the sampler")
+    if r["errors"]:
+        print(f"sampling errors: {r['errors']}")
+    verdict = "PASS" if thread_pct < GOAL_PCT else "FAIL"
+    print(f"{verdict}: {thread_pct:.3f} % of one core at {1 / args.interval:g} Hz with {r['devices']} devices")
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Slowdown of each phase against a baseline run (field note E's "29.5x" column)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from backupbench.results.model import COMPLETE, RunRecord
+
+# The figure that says how fast a phase went, first match wins: higher is better for each.
+HEADLINE_FIGURES = ("effective_bw", "files_per_s")
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    operation: str
+    figure: str
+    baseline: float
+    current: float
+
+    @property
+    def factor(self) -> float:
+        """Baseline speed / current speed: 2.0 means this run took twice as long."""
+        return self.baseline / self.current
+
+
+def headline(figures: dict[str, float]) -> tuple[str, float] | None:
+    for name in HEADLINE_FIGURES:
+        value = figures.get(name)
+        if value:
+            return name, value
+    return None
+
+
+def slowdowns(run: RunRecord, baseline: RunRecord) -> list[Slowdown]:
+    base = {op.name: op for op in baseline.operations if op.status == COMPLETE}
+    result = []
+    for op in run.operations:
+        if op.status != COMPLETE or op.name not in base:
+            continue
+        mine, theirs = headline(op.figures), headline(base[op.name].figures)
+        if mine and theirs and mine[0] == theirs[0]:
+            result.append(Slowdown(op.name, mine[0], theirs[1], mine[1]))
+    return result
+
+
+def first_write_penalty(run: RunRecord) -> float | None:
+    """How many times faster the overwrite went than the first write (1.0 = no allocation cost)."""
+    speeds = {op.name: op.figures.get("effective_bw") or 0.0 for op in run.operations if op.status == COMPLETE}
+    first, again = speeds.get("first-write", 0.0), speeds.get("overwrite", 0.0)
+    if first <= 0 or again <= 0:
+        return None
+    return again / first

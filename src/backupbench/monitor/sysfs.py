@@ -1,0 +1,105 @@
+"""Facts about block devices read from /sys (through a HostFiles), as plain values.
+
+Names are kernel names as /proc/diskstats prints them ('vda', 'dm-0', 'md0', 'loop3',
+'nvme0n1p1'); sysfs spells a '/' in a name as '!'.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from backupbench.errors import InputError
+from backupbench.monitor.source import HostFiles
+
+
+def _dir(name: str) -> str:
+    return f"sys/class/block/{name.replace('/', '!')}"
+
+
+def _name(entry: str) -> str:
+    return entry.replace("!", "/")
+
+
+def is_block_device(host: HostFiles, name: str) -> bool:
+    return bool(name) and host.exists(_dir(name))
+
+
+def is_partition(host: HostFiles, name: str) -> bool:
+    return host.exists(f"{_dir(name)}/partition")
+
+
+def parent_disk(host: HostFiles, name: str) -> str | None:
+    """The whole disk a partition belongs to: sys/class/block/vda1 -> .../block/vda/vda1."""
+    link = host.readlink(_dir(name))
+    if not link:
+        return None
+    parts = [p for p in link.split("/") if p]
+    return _name(parts[-2]) if len(parts) >= 2 and parts[-2] not in ("..", "block") else None
+
+
+def slaves(host: HostFiles, name: str) -> list[str]:
+    """Devices this one is built on (dm/md members, a dm's underlying device)."""
+    return [_name(e) for e in host.listdir(f"{_dir(name)}/slaves")]
+
+
+def holders(host: HostFiles, name: str) -> list[str]:
+    """Devices built on this one."""
+    return [_name(e) for e in host.listdir(f"{_dir(name)}/holders")]
+
+
+def loop_backing_file(host: HostFiles, name: str) -> str | None:
+    """The file behind an attached loop device; None for an unattached one or a non-loop."""
+    return host.read_value(f"{_dir(name)}/loop/backing_file") or None
+
+
+def label(host: HostFiles, name: str) -> str | None:
+    """A human name: the dm name ('vg0-lin'), the md level ('raid0'), a loop's file."""
+    return (host.read_value(f"{_dir(name)}/dm/name")
+            or host.read_value(f"{_dir(name)}/md/level")
+            or loop_backing_file(host, name))
+
+
+def name_for_devnum(host: HostFiles, major: int, minor: int) -> str | None:
+    """sys/dev/block/MAJ:MIN -> kernel name; None if no block device has that number."""
+    link = host.readlink(f"sys/dev/block/{major}:{minor}")
+    return _name(os.path.basename(link.rstrip("/"))) if link else None
+
+
+def default_devices(host: HostFiles, names: list[str]) -> list[str]:
+    """What 'all block devices' means: what iostat shows by default (whole devices, no
+    partitions), less ram* and loop devices with no backing file."""
+    chosen = []
+    for name in names:
+        if name.startswith("ram"):
+            continue
+        if name.startswith("loop") and loop_backing_file(host, name) is None:
+            continue
+        if is_partition(host, name):
+            continue
+        chosen.append(name)
+    return chosen
+
+
+def resolve_device_name(arg: str, host: HostFiles | None = None) -> str:
+    """'vda', '/dev/vda', '/dev/mapper/vg0-lin' or '/dev/vg0/lin' -> kernel name ('dm-0').
+
+    Raises InputError naming the fix when no such block device exists."""
+    host = host or HostFiles()
+    text = arg.strip()
+    if "/" in text and text.startswith(("/", ".")):
+        try:
+            st = os.stat(text)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISBLK(st.st_mode):
+            name = name_for_devnum(host, os.major(st.st_rdev), os.minor(st.st_rdev))
+            if name:
+                return name
+        candidate = os.path.basename(os.path.realpath(text))
+    else:
+        candidate = text
+    if candidate and is_block_device(host, candidate):
+        return candidate
+    raise InputError(f"no block device named {arg!r}",
+                     "use a kernel name such as vda, dm-0, md0 or loop3, or a /dev path (see lsblk)")

@@ -1,0 +1,25 @@
+"""Options of the monitor that samples the host during every measured phase."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from backupbench.recipe.types import Duration
+
+
+class MonitorOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    no_monitor: bool = Field(False, description="Do not sample CPU, memory, load and disks during the run.")
+    monitor_interval: Duration = Field(
+        1.0, ge=0.2, le=10.0, description="Sampling interval, 0.2 to 10 s.",
+        json_schema_extra={"metavar": "DURATION"},
+    )
+    warn_latency: Duration = Field(
+        0.1, gt=0, description="Warn when a disk's r_await or w_await goes above this.",
+        json_schema_extra={"metavar": "DURATION"},
+    )
+    warn_load: float | None = Field(
+        None, gt=0, description="Warn when the 1-minute load average goes above this [default: core count].",
+        json_schema_extra={"metavar": "LOAD"},
+    )

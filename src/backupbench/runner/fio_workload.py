@@ -1,0 +1,83 @@
+"""Workloads made of fio jobs on one tagged test file: KB2014, first-write vs overwrite.
+
+A FioWorkload is a list of phases, each one fio job and a rule turning fio's summary into
+figures. Unmeasured phases (laying out the file) run but are not stored as operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from backupbench import process
+from backupbench.engines.fio import FioEngine
+from backupbench.engines.fio_job import FioJob, command
+from backupbench.engines.fio_json import FioSummary
+from backupbench.runner.workload import PhaseHooks
+
+TAG = "backupbench"
+
+
+def test_file_name(run_id: str) -> str:
+    return f"{TAG}-{run_id}.dat"
+
+
+@dataclass(frozen=True)
+class FioPhase:
+    job: FioJob
+    title: str
+    score: Callable[[FioSummary], dict[str, float]] | None  # None: not measured (e.g. layout)
+
+
+def base_figures(summary: FioSummary) -> dict[str, float]:
+    figures = {
+        "read_bw": summary.read.bw_bytes,
+        "write_bw": summary.write.bw_bytes,
+        "read_iops": summary.read.iops,
+        "write_iops": summary.write.iops,
+        "runtime": summary.runtime_ms / 1000.0,
+    }
+    if summary.read.p99_ns is not None and summary.read.active:
+        figures["read_p99_lat"] = summary.read.p99_ns
+    if summary.write.p99_ns is not None and summary.write.active:
+        figures["write_p99_lat"] = summary.write.p99_ns
+    return figures
+
+
+@dataclass
+class FioWorkload:
+    kind: str
+    options: Any  # the workload's pydantic options, stored with the run
+    phases_for: Callable[[Path], list[FioPhase]]  # test file -> phases
+    file_size: int
+    buffered: bool = False
+    engine: FioEngine = field(default_factory=FioEngine)
+    extra_settings: dict[str, Any] = field(default_factory=dict)
+
+    def settings(self) -> dict[str, Any]:
+        return {**self.options.model_dump(mode="json"), "file_size": self.file_size, **self.extra_settings}
+
+    def space_needed(self) -> int:
+        return self.file_size
+
+    def check(self, target: Path) -> None:
+        process.require_tool(self.engine.binary)
+
+    def execute(self, target: Path, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
+        test_file = target / test_file_name(run_id)
+        commands = []
+        try:
+            for phase in self.phases_for(test_file):
+                job = phase.job
+                hooks.started(job.name, phase.title, job.pattern, measured=phase.score is not None)
+                commands.append(process.render(command(folder / f"{job.name}.fio", folder / f"{job.name}.json")))
+                fio_run = self.engine.run(job, folder, lambda f, d, n=job.name: hooks.progress(n, f, d))
+                figures = phase.score(fio_run.summary) if phase.score else {}
+                hooks.finished(job.name, figures, {"job_file": f"{job.name}.fio", "raw": f"{job.name}.json",
+                                                    "buffered": not job.direct})
+        finally:
+            (folder / "commands.txt").write_text("\n".join(commands) + "\n")
+
+    def cleanup(self, target: Path, run_id: str) -> None:
+        (target / test_file_name(run_id)).unlink(missing_ok=True)

@@ -1,0 +1,117 @@
+"""PhaseRecorder: the pipeline's side of PhaseHooks.
+
+For each measured phase it opens an operation record, starts the monitor, relays progress,
+and on finish stores the workload's figures together with the monitor's summary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from backupbench.monitor import DeviceStack, Sampler, Thresholds
+from backupbench.results.model import COMPLETE, OperationRecord, RunRecord, now_iso
+from backupbench.results.store import Store
+
+MONITOR_PREFIX = "mon."
+
+
+class Reporter(Protocol):
+    def run_started(self, run: RunRecord) -> None: ...
+    def stage_started(self, name: str, description: str) -> None: ...
+    def stage_progress(self, name: str, fraction: float, detail: str) -> None: ...
+    def stage_finished(self, name: str, record: OperationRecord | None) -> None: ...
+
+
+class MonitorPlan:
+    """How to sample: which devices (the target's stack) and when to warn. None: no monitor."""
+
+    def __init__(self, stack: DeviceStack, interval: float, thresholds: Thresholds):
+        self.stack = stack
+        self.interval = interval
+        self.thresholds = thresholds
+
+    def sampler(self, csv_path: Path) -> Sampler:
+        return Sampler(self.interval, devices=self.stack.all_names or None, csv_path=csv_path,
+                       thresholds=self.thresholds)
+
+    def headline(self, summary: Any) -> dict[str, float]:
+        """The figures the run table shows: the member disks' average %util and w_await."""
+        members = list(self.stack.members) or self.stack.all_names
+        figures = {}
+        for name, metric in (("members_util", "util"), ("members_w_await", "w_await")):
+            value = summary.mean_over(members, metric)
+            if value is not None:
+                figures[name] = value
+        return figures
+
+
+class PhaseRecorder:
+    def __init__(self, run: RunRecord, store: Store, folder: Path, reporter: Reporter,
+                 monitor: MonitorPlan | None):
+        self.run = run
+        self.store = store
+        self.folder = folder
+        self.reporter = reporter
+        self.monitor = monitor
+        self._current: OperationRecord | None = None
+        self._sampler: Sampler | None = None
+        self._seq = 0
+
+    def started(self, name: str, title: str, pattern: str, measured: bool = True) -> None:
+        self.reporter.stage_started(name, title)
+        if not measured:
+            return
+        record = OperationRecord(name=name, pattern=pattern)
+        self._current = record
+        self.store.save_operation(self.run.run_id, self._seq, record)
+        if self.monitor is not None:
+            csv_path = self.folder / f"{name}.monitor.csv"
+            self._sampler = self.monitor.sampler(csv_path).start()
+            record.detail["monitor_csv"] = csv_path.name
+
+    def progress(self, name: str, fraction: float, detail: str) -> None:
+        self.reporter.stage_progress(name, fraction, detail)
+
+    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None:
+        record = self._current
+        if record is None or record.name != name:
+            self.reporter.stage_finished(name, None)
+            return
+        record.figures.update(figures)
+        record.detail.update(detail or {})
+        self._stop_monitor(record)
+        record.status, record.finished_at = COMPLETE, now_iso()
+        self._save(record)
+        self.reporter.stage_finished(name, record)
+
+    def abort(self, status: str) -> None:
+        """The phase under way ends with `status` (failed / incomplete); its samples are kept."""
+        record = self._current
+        if record is None:
+            return
+        self._stop_monitor(record)
+        record.status, record.finished_at = status, now_iso()
+        self._save(record)
+
+    def _save(self, record: OperationRecord) -> None:
+        self.store.save_operation(self.run.run_id, self._seq, record)
+        self.run.operations.append(record)
+        self._seq += 1
+        self._current = None
+
+    def _stop_monitor(self, record: OperationRecord) -> None:
+        sampler, self._sampler = self._sampler, None
+        if sampler is None or self.monitor is None:
+            return
+        summary = sampler.stop()
+        for key, value, unit in summary.to_figures():
+            record.figures[MONITOR_PREFIX + key] = value
+            record.units[MONITOR_PREFIX + key] = unit
+        record.figures.update(self.monitor.headline(summary))
+        warnings = [f"{record.name}: {w}" for w in summary.warnings]
+        record.detail["monitor"] = {"samples": summary.samples, "devices": summary.devices,
+                                    "warnings": summary.warnings, "notes": summary.notes,
+                                    "errors": summary.errors}
+        self.run.notes.extend(warnings)
+

@@ -1,0 +1,142 @@
+"""Real tests: loop devices on files the test made, fio writing to them, sysstat's iostat
+watching the same device. Root only; every loop device and mount is removed, even on failure.
+Only the devices these tests create are written to."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from backupbench.monitor import Sampler, device_stack
+from backupbench.process import Background, run
+
+pytestmark = pytest.mark.real
+
+
+def need(*tools: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root for loop devices")
+    for tool in tools:
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (apt-get install {'sysstat' if tool == 'iostat' else tool})")
+
+
+@pytest.fixture
+def loop_device(tmp_path: Path):
+    """A 256 MiB sparse file attached to a free loop device: yields (name, /dev path, backing file)."""
+    need("losetup", "fio")
+    backing = tmp_path / "disk.img"
+    with open(backing, "wb") as handle:
+        handle.truncate(256 * 1024 * 1024)
+    dev = run(["losetup", "--find", "--show", str(backing)], timeout=30).stdout.strip()
+    try:
+        yield os.path.basename(dev), dev, backing
+    finally:
+        run(["losetup", "-d", dev], timeout=30, check=False)
+
+
+@pytest.fixture
+def mounted(loop_device, tmp_path: Path):
+    """ext4 on the loop device, mounted under tmp_path; unmounted before the loop is detached."""
+    need("mkfs.ext4", "mount", "umount")
+    _, dev, _ = loop_device
+    run(["mkfs.ext4", "-q", "-F", dev], timeout=120)
+    target = tmp_path / "mnt"
+    target.mkdir()
+    run(["mount", dev, str(target)], timeout=30)
+    try:
+        yield target
+    finally:
+        run(["umount", str(target)], timeout=60, check=False)
+
+
+def fio_write(target: str, size: str, *extra: str) -> list[str]:
+    return ["fio", "--name=monitor-test", f"--filename={target}", "--rw=write", "--bs=1m", f"--size={size}",
+            "--direct=1", "--ioengine=psync", "--output-format=json", *extra]
+
+
+def test_sampler_shows_the_fio_writes_on_the_loop_device(loop_device, tmp_path):
+    name, dev, _ = loop_device
+    csv_path = tmp_path / "monitor.csv"
+    with Sampler(interval=0.25, devices=[name], csv_path=csv_path) as sampler:
+        # rate-limited so the write spans several samples: 64 MiB at 32 MiB/s
+        run(fio_write(dev, "64m", "--rate=32m"), timeout=120)
+        time.sleep(0.3)   # let one more tick close the interval holding the last writes
+    s = sampler.summary
+    assert s.errors == [] and s.samples >= 2
+    assert s[f"{name}.wMB_s"].avg > 0 and s[f"{name}.w_s"].avg > 0 and s[f"{name}.wMB_s"].max > 0
+    # the sampler saw every byte: time-weighted average x duration = the 64 MiB fio wrote
+    assert s[f"{name}.wMB_s"].avg * s.duration_s == pytest.approx(64.0, abs=0.01)
+    writes = s[f"{name}.w_s"].avg * s.duration_s
+    assert writes == pytest.approx(round(writes), abs=0.01) and writes >= 64   # whole requests (the loop may split 1 MiB)
+    rows = list(csv.DictReader(csv_path.open()))
+    assert len(rows) == s.samples
+    elapsed = [0.0] + [float(r["elapsed_s"]) for r in rows]
+    written = sum(float(r[f"{name}:wMB/s"]) * (elapsed[i + 1] - elapsed[i]) for i, r in enumerate(rows))
+    assert written == pytest.approx(64.0, abs=0.5)   # CSV cells are rounded to 2 decimals
+
+
+def test_stack_of_a_filesystem_on_the_loop_resolves_to_it_and_its_backing_file(loop_device, mounted):
+    name, _, backing = loop_device
+    stack = device_stack(mounted / "jobs" / "full.vbk")    # does not exist yet: its mount counts
+    assert stack.top == name and stack.members == (name,) and stack.all_names == [name]
+    assert stack.fs_type == "ext4" and stack.mount_point == str(mounted)
+    assert os.path.realpath(stack.backing_files[name]) == os.path.realpath(backing)
+    # and sampling that stack sees a workload on the filesystem
+    with Sampler(interval=0.25, devices=stack.all_names) as sampler:
+        run(fio_write(str(mounted / "f.dat"), "32m", "--rate=32m"), timeout=120)
+        time.sleep(0.3)
+    written = sampler.summary[f"{name}.wMB_s"].avg * sampler.summary.duration_s
+    assert written > 32.0 - 1e-6     # the 32 MiB file, plus whatever ext4 wrote for it
+
+
+def test_iostat_agrees_within_5_percent_on_the_same_device_and_window(loop_device):
+    """fio writes at a steady 20 MiB/s; iostat -x runs for 4 one-second intervals in the
+    middle of it while the Sampler samples every 0.5 s. Our samples that lie inside iostat's
+    window, averaged over time, must agree with iostat's average within 5 %."""
+    need("iostat")
+    name, dev, _ = loop_device
+    samples = []
+    started = threading.Event()
+
+    def collect(sample):
+        samples.append(sample)
+        if name in sample.disks and sample.disks[name].w_s > 0:
+            started.set()
+
+    fio = Background(fio_write(dev, "192m", "--bs=256k", "--rate=20m", "--time_based", "--runtime=10"))
+    try:
+        with Sampler(interval=0.5, devices=[name], on_sample=collect) as sampler:
+            assert started.wait(timeout=30), "fio did not start writing"
+            time.sleep(1.0)   # past fio's start-up: steady rate from here
+            t0 = time.monotonic()
+            out = run(["iostat", "-x", "-d", "-y", "-m", "-o", "JSON", name, "1", "4"], timeout=60).stdout
+            t1 = time.monotonic()
+        fio.check(fio.wait(timeout=60))
+    finally:
+        fio.stop()
+    reports = [d for stat in json.loads(out)["sysstat"]["hosts"][0]["statistics"]
+               for d in stat["disk"] if d["disk_device"] == name]
+    assert len(reports) == 4
+    io_ws = sum(r["w/s"] for r in reports) / 4
+    io_mbs = sum(r["wMB/s"] for r in reports) / 4
+
+    inside = [s for s in samples
+              if sampler.started_at + s.elapsed_s - s.interval_s >= t0
+              and sampler.started_at + s.elapsed_s <= t1 and name in s.disks]
+    assert len(inside) >= 4
+    span = sum(s.interval_s for s in inside)
+    our_ws = sum(s.disks[name].w_s * s.interval_s for s in inside) / span
+    our_mbs = sum(s.disks[name].wMB_s * s.interval_s for s in inside) / span
+    print(f"iostat w/s {io_ws:.2f} wMB/s {io_mbs:.3f} | sampler w/s {our_ws:.2f} wMB/s {our_mbs:.3f} "
+          f"over {len(inside)} samples ({span:.1f} s)")
+    assert our_ws == pytest.approx(io_ws, rel=0.05)
+    assert our_mbs == pytest.approx(io_mbs, rel=0.05)
+    assert our_mbs == pytest.approx(20.0, rel=0.15)    # and both see fio's 20 MiB/s (MiB, as iostat -m)

@@ -1,0 +1,156 @@
+"""Device stack resolution over a fake /sys and /proc tree built in tmp_path from the lab
+guest's recorded slaves/holders listing (sys-block-slaves.txt) and diskstats numbers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from backupbench.errors import InputError
+from backupbench.monitor.procfs import parse_diskstats
+from backupbench.monitor.source import HostFiles
+from backupbench.monitor.stack import device_stack
+from backupbench.monitor.sysfs import default_devices, resolve_device_name
+
+LAB = Path(__file__).parents[1] / "fixtures" / "lab-guest"
+
+MOUNTINFO = """\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+30 22 253:0 / /mnt/lin rw,relatime shared:2 - xfs /dev/mapper/vg0-lin rw
+31 22 9:0 / /mnt/md rw,relatime shared:3 - ext4 /dev/md0 rw
+32 22 253:5 / /mnt/thin rw,relatime shared:4 - ext4 /dev/mapper/vg0-thin rw
+33 22 254:17 / /mnt/part rw,relatime shared:5 - ext4 /dev/vdb1 rw
+34 22 7:3 / /mnt/loop\\040disk rw,relatime shared:6 - ext4 /dev/loop3 rw
+35 22 253:10 / /mnt/onparts rw,relatime shared:7 - xfs /dev/mapper/vgp-lv rw
+36 22 0:40 / /mnt/ram rw,relatime shared:8 - tmpfs tmpfs rw,size=1024k
+37 22 0:41 / /mnt/over rw,relatime shared:9 - overlay overlay rw,lowerdir=/a,upperdir=/b,workdir=/c
+38 22 0:42 / /mnt/nfs rw,relatime shared:10 - nfs4 server:/export rw
+"""
+
+
+class FakeSys:
+    """A /sys/class/block, /sys/dev/block and /sys/devices tree shaped like the kernel's."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        for d in ("sys/class/block", "sys/dev/block", "proc/self"):
+            (root / d).mkdir(parents=True, exist_ok=True)
+
+    def add(self, name: str, major: int, minor: int, slaves=(), parent: str | None = None,
+            dm_name: str | None = None, md_level: str | None = None, backing: str | None = None) -> None:
+        if parent:
+            rel = Path("devices/virtual/block") / parent / name
+            (self.root / "sys" / rel / "partition").parent.mkdir(parents=True, exist_ok=True)
+            (self.root / "sys" / rel / "partition").write_text("1\n")
+        else:
+            rel = Path("devices/virtual/block") / name
+        node = self.root / "sys" / rel
+        (node / "slaves").mkdir(parents=True, exist_ok=True)
+        (node / "holders").mkdir(exist_ok=True)
+        for s in slaves:
+            os.symlink(f"../../{s}", node / "slaves" / s)
+        if dm_name:
+            (node / "dm").mkdir()
+            (node / "dm" / "name").write_text(dm_name + "\n")
+        if md_level:
+            (node / "md").mkdir()
+            (node / "md" / "level").write_text(md_level + "\n")
+        if backing:
+            (node / "loop").mkdir()
+            (node / "loop" / "backing_file").write_text(backing + "\n")
+        os.symlink(f"../../{rel}", self.root / "sys/class/block" / name)
+        os.symlink(f"../../{rel}", self.root / "sys/dev/block" / f"{major}:{minor}")
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> HostFiles:
+    numbers = {n: (c.major, c.minor) for n, c in parse_diskstats((LAB / "diskstats-1.txt").read_text()).items()}
+    fake = FakeSys(tmp_path)
+    for line in (LAB / "sys-block-slaves.txt").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        slaves = rest.split("holders=")[0].replace("slaves=", "").split()
+        fake.add(name, *numbers[name], slaves=slaves,
+                 dm_name={"dm-0": "vg0-lin", "dm-5": "vg0-thin", "dm-7": "vg0-lin-real"}.get(name),
+                 md_level="raid6" if name == "md0" else None)
+    fake.add("vdb1", 254, 17, parent="vdb")
+    fake.add("vdc1", 254, 33, parent="vdc")
+    fake.add("dm-10", 253, 10, slaves=["vdb1", "vdc1"], dm_name="vgp-lv")
+    fake.add("loop3", 7, 3, backing="/var/lib/images/disk 1.img")
+    fake.add("loop0", 7, 0)
+    fake.add("ram0", 1, 0)
+    (tmp_path / "proc/self/mountinfo").write_text(MOUNTINFO)
+    return HostFiles(tmp_path)
+
+
+def test_lv_resolves_through_its_dm_layer_to_the_disk(host):
+    stack = device_stack("/mnt/lin/backups/job1/file.vbk", host)   # need not exist
+    assert (stack.mount_point, stack.fs_type) == ("/mnt/lin", "xfs")
+    assert stack.top == "dm-0" and stack.layers == ("dm-7",) and stack.members == ("vda",)
+    assert stack.all_names == ["dm-0", "dm-7", "vda"]
+    assert stack.labels["dm-0"] == "vg0-lin" and stack.reason is None
+    assert "dm-0 (vg0-lin)" in stack.describe()
+
+
+def test_md_array_resolves_to_its_four_member_disks(host):
+    stack = device_stack("/mnt/md", host)
+    assert stack.top == "md0" and stack.members == ("vde", "vdf", "vdg", "vdh")
+    assert stack.labels["md0"] == "raid6"
+    assert stack.all_names == ["md0", "vde", "vdf", "vdg", "vdh"]
+
+
+def test_thin_volume_walks_every_layer_depth_first(host):
+    # dm-5 -> dm-4 -> (dm-2 -> vdd), (dm-3 -> vda)
+    stack = device_stack("/mnt/thin/x", host)
+    assert stack.top == "dm-5"
+    assert stack.layers == ("dm-4", "dm-2", "dm-3")
+    assert stack.members == ("vdd", "vda")
+    assert stack.slaves["dm-4"] == ("dm-2", "dm-3")
+
+
+def test_filesystem_on_a_partition_samples_partition_and_disk(host):
+    stack = device_stack("/mnt/part/file", host)
+    assert stack.top == "vdb1" and stack.members == ("vdb",)
+    assert stack.all_names == ["vdb1", "vdb"]
+
+
+def test_lv_on_partitions_resolves_partitions_to_their_disks(host):
+    stack = device_stack("/mnt/onparts", host)
+    assert stack.top == "dm-10" and stack.layers == ("vdb1", "vdc1") and stack.members == ("vdb", "vdc")
+
+
+def test_loop_device_reports_its_backing_file(host):
+    stack = device_stack("/mnt/loop disk/dir", host)
+    assert stack.top == "loop3" and stack.members == ("loop3",)
+    assert stack.backing_files == {"loop3": "/var/lib/images/disk 1.img"}
+
+
+def test_root_filesystem_on_a_plain_disk(host):
+    stack = device_stack("/srv/anything", host)
+    assert stack.mount_point == "/" and stack.top == "vda" and stack.all_names == ["vda"]
+
+
+@pytest.mark.parametrize("path,fs", [("/mnt/ram/f", "tmpfs"), ("/mnt/over", "overlay"), ("/mnt/nfs/d", "nfs4")])
+def test_paths_without_a_block_device_give_an_empty_stack_with_a_reason(host, path, fs):
+    stack = device_stack(path, host)
+    assert stack.empty and stack.all_names == [] and stack.members == ()
+    assert fs in stack.reason and stack.fs_type == fs
+
+
+def test_unreadable_mount_table_gives_a_reason_not_an_exception(tmp_path):
+    stack = device_stack("/x", HostFiles(tmp_path / "nothing"))
+    assert stack.empty and "mount table" in stack.reason
+
+
+def test_all_block_devices_means_no_ram_no_unattached_loop_no_partitions(host):
+    names = ["ram0", "loop0", "loop3", "vda", "vdb", "vdb1", "dm-0", "md0"]
+    assert default_devices(host, names) == ["loop3", "vda", "vdb", "dm-0", "md0"]
+
+
+def test_device_names_resolve_or_fail_with_a_fix(host):
+    assert resolve_device_name("dm-0", host) == "dm-0"
+    assert resolve_device_name("vdb1", host) == "vdb1"
+    with pytest.raises(InputError) as err:
+        resolve_device_name("sdz", host)
+    assert "sdz" in err.value.message and err.value.fix

@@ -1,0 +1,134 @@
+"""The small-file spec, presets and planning maths: pure, nothing touches a disk."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+from backupbench.engines.smallfiles import file_paths, folder_paths, pattern_buffer, percentile
+from backupbench.engines.smallfiles_workers import chunks
+from backupbench.workloads.smallfiles import (
+    PHASES,
+    PRESETS,
+    SmallFilesSpec,
+    bytes_needed,
+    inodes_needed,
+    phase_names,
+    required_free_bytes,
+    required_free_inodes,
+)
+
+
+def test_defaults_are_field_note_e():
+    spec = SmallFilesSpec()
+    assert (spec.files, spec.file_size, spec.folders) == (104_857, 102_400, 1_048)
+    assert spec.patterns == (0x00, 0xFF, 0x55, 0xAA)
+    # 104,857 files of 100 KiB: 10 GiB less a fraction of one file.
+    assert spec.data_bytes == 10_737_356_800 and 10 * 2**30 - spec.data_bytes < 102_400
+    assert spec.flush == "sync-end" and spec.verify is False and spec.threads >= 1
+
+
+def test_patterns_parse_from_text_and_lists():
+    assert SmallFilesSpec(patterns="0x00,0xff").patterns == (0, 255)
+    assert SmallFilesSpec(patterns=" 0x55 , 170 ").patterns == (0x55, 0xAA)
+    assert SmallFilesSpec(patterns=["0xAA", 1]).patterns == (0xAA, 1)
+    assert SmallFilesSpec(patterns="0x00").update_passes == 0
+
+
+@pytest.mark.parametrize("bad", ["0x100", "-1", "0xzz", "", "ff", [True]])
+def test_bad_patterns_are_refused(bad):
+    with pytest.raises(pydantic.ValidationError):
+        SmallFilesSpec(patterns=bad)
+
+
+def test_sizes_keep_kib_and_kb_apart():
+    assert SmallFilesSpec(file_size="100KiB").file_size == 102_400
+    assert SmallFilesSpec(file_size="100KB").file_size == 100_000
+    assert SmallFilesSpec(file_size="100k").file_size == 102_400
+    assert SmallFilesSpec(file_size=4096).file_size == 4096
+    with pytest.raises(pydantic.ValidationError):
+        SmallFilesSpec(file_size="lots")
+
+
+@pytest.mark.parametrize("field,value", [
+    ("files", 0), ("folders", 0), ("threads", 0), ("file_size", 0), ("flush", "always"), ("colour", "red"),
+])
+def test_bad_values_are_refused(field, value):
+    with pytest.raises(pydantic.ValidationError):
+        SmallFilesSpec(**{field: value})
+
+
+def test_more_folders_than_files_is_refused():
+    with pytest.raises(pydantic.ValidationError, match="folders"):
+        SmallFilesSpec(files=10, folders=11)
+
+
+def test_spec_is_frozen_and_every_field_is_described():
+    spec = SmallFilesSpec()
+    with pytest.raises(pydantic.ValidationError):
+        spec.files = 3  # type: ignore[misc]
+    for name, field in SmallFilesSpec.model_fields.items():
+        assert field.description, name
+
+
+def test_presets():
+    assert set(PRESETS) == {"field-note-e", "quick"}
+    assert PRESETS["field-note-e"] == SmallFilesSpec()
+    quick = PRESETS["quick"]
+    assert (quick.files, quick.file_size, quick.folders) == (2_000, 102_400, 20)
+    assert quick.patterns == SmallFilesSpec().patterns
+    assert bytes_needed(quick) < bytes_needed(PRESETS["field-note-e"]) / 50
+
+
+def test_phase_names_are_one_vocabulary():
+    assert PHASES == ("create", "update-1", "update-2", "update-3", "verify")
+    assert SmallFilesSpec().phases == PHASES[:-1]
+    assert SmallFilesSpec(verify=True).phases == PHASES
+    assert SmallFilesSpec(patterns="1,2").phases == ("create", "update-1")
+    assert phase_names(0, True) == ("create", "verify")
+
+
+def test_bytes_and_inodes_needed():
+    spec = SmallFilesSpec(files=200, file_size="8KiB", folders=7)
+    assert bytes_needed(spec) == 200 * 8192 + 8 * 4096
+    # A partial block still takes a whole one.
+    assert bytes_needed(SmallFilesSpec(files=10, file_size=5000, folders=2)) == 10 * 8192 + 3 * 4096
+    assert inodes_needed(spec) == 200 + 7 + 1
+    assert required_free_bytes(spec) == bytes_needed(spec) + 2**20  # the 1 MiB minimum headroom
+    big = PRESETS["field-note-e"]
+    assert required_free_bytes(big) == bytes_needed(big) + int(bytes_needed(big) * 0.05)
+    assert required_free_inodes(big) > inodes_needed(big)
+
+
+def test_files_are_spread_evenly_over_named_folders():
+    spec = SmallFilesSpec(files=200, file_size=1, folders=7)
+    paths = file_paths(spec)
+    assert paths[0] == b"d0000/f000000" and paths[8] == b"d0001/f000008" and paths[199] == b"d0003/f000199"
+    per_folder = {}
+    for path in paths:
+        per_folder.setdefault(path.split(b"/")[0], 0)
+        per_folder[path.split(b"/")[0]] += 1
+    assert sorted(per_folder) == folder_paths(spec)
+    assert set(per_folder.values()) == {28, 29}
+    wide = file_paths(SmallFilesSpec(files=12_001, file_size=1, folders=12_000))
+    assert wide[11_999] == b"d11999/f011999" and wide[-1] == b"d00000/f012000"
+
+
+def test_chunks_cover_every_file_once():
+    for files, workers in ((200, 2), (7, 3), (104_857, 16), (5, 5)):
+        ranges = chunks(files, workers)
+        assert ranges[0][0] == 0 and ranges[-1][1] == files
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        sizes = [end - start for start, end in ranges]
+        assert max(sizes) - min(sizes) <= 1
+
+
+def test_percentile_is_nearest_rank():
+    values = list(range(1, 101))
+    assert percentile(values, 50) == 50.0 and percentile(values, 99) == 99.0
+    assert percentile([7], 99) == 7.0 and percentile([], 50) == 0.0
+    assert percentile([1, 2, 3], 50) == 2.0
+
+
+def test_pattern_buffer():
+    assert pattern_buffer(0xAA, 3) == b"\xaa\xaa\xaa"
