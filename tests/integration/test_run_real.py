@@ -50,7 +50,7 @@ def test_full_suite_is_measured_stored_and_cleaned(cli, tmp_path):
         assert f"[{name}]" in (run_dir / f"{name}.fio").read_text()
     host = json.loads((run_dir / "host.json").read_text())
     assert host["fio"].startswith("fio-") and host["kernel"] == os.uname().release
-    assert host["target"]["fs_type"] and host["target"]["path"] == str(repo)
+    assert host["targets"]["target"]["fs_type"] and host["targets"]["target"]["path"] == str(repo)
     assert "fio --output-format=json" in (run_dir / "commands.txt").read_text()
 
     with sqlite3.connect(cli.results / "results.db") as db:
@@ -139,7 +139,7 @@ def test_every_operation_is_monitored(cli, tmp_path):
     data = json.loads(cli("run", str(repo), "--size", "32MiB", "--runtime", "2s", "--operations",
                           "active-full,restore-random", "--monitor-interval", "0.5", "--json").stdout)
     run_dir = cli.results / "runs" / data["run_id"]
-    stack = data["host"]["device_stack"]
+    stack = data["host"]["device_stacks"]["target"]
     assert stack["devices"], "the target's device stack was resolved"
     for op in data["operations"]:
         csv_lines = (run_dir / f"{op['name']}.monitor.csv").read_text().splitlines()

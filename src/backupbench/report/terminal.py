@@ -26,7 +26,7 @@ def _latency(op_figures: dict[str, float]) -> str:
 
 def _settings_caption(run: RunRecord) -> str:
     settings = run.settings
-    target = run.host.get("target", {})
+    target = next(iter(run.host.get("targets", {}).values()), {})
     parts = [
         f"{units.format_size(settings.get('file_size') or settings.get('size') or 0)} test file",
         (f"{settings.get('runtime', 0):g} s per operation" if run.kind == "kb2014"

@@ -47,43 +47,54 @@ class MonitorPlan:
 
 
 class PhaseRecorder:
+    """group: the layout a phase ran on, when one run measures several; phases are then
+    stored as '<group>/<phase>' and their raw files kept in a sub-folder of that name."""
+
     def __init__(self, run: RunRecord, store: Store, folder: Path, reporter: Reporter,
-                 monitor: MonitorPlan | None):
+                 monitor: MonitorPlan | None, group: str = ""):
         self.run = run
         self.store = store
         self.folder = folder
         self.reporter = reporter
         self.monitor = monitor
+        self.group = group
         self._current: OperationRecord | None = None
         self._sampler: Sampler | None = None
         self._seq = 0
 
+    def qualified(self, name: str) -> str:
+        return f"{self.group}/{name}" if self.group else name
+
     def started(self, name: str, title: str, pattern: str, measured: bool = True) -> None:
-        self.reporter.stage_started(name, title)
+        full = self.qualified(name)
+        self.reporter.stage_started(full, title)
         if not measured:
             return
-        record = OperationRecord(name=name, pattern=pattern)
+        record = OperationRecord(name=full, pattern=pattern)
+        if self.group:
+            record.detail["layout"] = self.group
         self._current = record
+        self._seq = len(self.run.operations)
         self.store.save_operation(self.run.run_id, self._seq, record)
         if self.monitor is not None:
             csv_path = self.folder / f"{name}.monitor.csv"
             self._sampler = self.monitor.sampler(csv_path).start()
-            record.detail["monitor_csv"] = csv_path.name
+            record.detail["monitor_csv"] = str(csv_path.relative_to(self.folder.parent if self.group else self.folder))
 
     def progress(self, name: str, fraction: float, detail: str) -> None:
-        self.reporter.stage_progress(name, fraction, detail)
+        self.reporter.stage_progress(self.qualified(name), fraction, detail)
 
     def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None:
         record = self._current
-        if record is None or record.name != name:
-            self.reporter.stage_finished(name, None)
+        if record is None or record.name != self.qualified(name):
+            self.reporter.stage_finished(self.qualified(name), None)
             return
         record.figures.update(figures)
         record.detail.update(detail or {})
         self._stop_monitor(record)
         record.status, record.finished_at = COMPLETE, now_iso()
         self._save(record)
-        self.reporter.stage_finished(name, record)
+        self.reporter.stage_finished(record.name, record)
 
     def abort(self, status: str) -> None:
         """The phase under way ends with `status` (failed / incomplete); its samples are kept."""
@@ -97,7 +108,6 @@ class PhaseRecorder:
     def _save(self, record: OperationRecord) -> None:
         self.store.save_operation(self.run.run_id, self._seq, record)
         self.run.operations.append(record)
-        self._seq += 1
         self._current = None
 
     def _stop_monitor(self, record: OperationRecord) -> None:

@@ -1,8 +1,9 @@
-"""One run of one workload against one directory, end to end.
+"""Runs: one or more workloads against one or more targets, recorded as one stored run.
 
-check the target -> open a run (store + folder) -> the workload's phases, each sampled by
-the monitor -> store figures and raw output -> the workload's cleanup (always).
-Nothing here prints: progress goes to a Reporter, failures leave as typed errors.
+A RunSession opens a run (store row + folder), executes workloads against targets with
+every phase monitored, and closes the run with its final status on every exit path.
+`execute()` is `backupbench run`: one workload, one directory. Nothing here prints:
+progress goes to a Reporter, failures leave as typed errors.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from backupbench.devices import eligibility, facts
 from backupbench.errors import BackupbenchError, Interrupted, RefusedError
@@ -45,12 +47,86 @@ def run_as_dict(run: RunRecord) -> dict:
     return asdict(run)
 
 
-def _write_json(path: Path, data: object) -> None:
+def write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def _scratch_directory(parent: Path, run_id: str) -> Path:
-    scratch = (parent / f"bb-scratch-{run_id}").resolve()
+def monitor_plan(options: MonitorOptions, target: Path) -> MonitorPlan | None:
+    if options.no_monitor:
+        return None
+    thresholds = Thresholds(io_await_ms=options.warn_latency * 1000.0, load1=options.warn_load)
+    return MonitorPlan(device_stack(target), options.monitor_interval, thresholds)
+
+
+class RunSession:
+    """Use as a context manager: the run is closed (complete, failed or incomplete) on exit."""
+
+    def __init__(self, results: Path, kind: str, target: str, settings: dict[str, Any],
+                 host: dict[str, Any], reporter: Reporter, monitor: MonitorOptions):
+        self.results = results
+        self.reporter = reporter
+        self.monitor_options = monitor
+        self.store = Store(results / "results.db")
+        self.run = RunRecord(run_id=new_run_id(), kind=kind, target=target,
+                             settings={**settings, "monitor": monitor.model_dump(mode="json")}, host=host)
+        self.folder = run_folder(results, self.run.run_id)
+        self._recorder: PhaseRecorder | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    def __enter__(self) -> "RunSession":
+        self.folder.mkdir(parents=True, exist_ok=False)
+        write_json(self.folder / "settings.json", self.run.settings)
+        write_json(self.folder / "host.json", self.run.host)
+        self.store.create_run(self.run)
+        self.reporter.run_started(self.run)
+        return self
+
+    def measure(self, workload: Workload, target: Path, group: str = "") -> None:
+        """Run `workload` in `target`; its phases are stored as operations of this run."""
+        found = check_target(target, workload.space_needed(), workload.buffered)
+        workload.check(target)
+        self.run.notes += eligibility.directory_cautions(found, workload.space_needed(), workload.buffered,
+                                                         self.run.host.get("memory_bytes"))
+        monitor = monitor_plan(self.monitor_options, target)
+        key = group or "target"
+        self.run.host.setdefault("targets", {})[key] = found.as_dict()
+        if monitor is not None:
+            self.run.host.setdefault("device_stacks", {})[key] = {
+                "describe": monitor.stack.describe(), "devices": monitor.stack.all_names,
+                "members": list(monitor.stack.members)}
+        folder = self.folder / group if group else self.folder
+        folder.mkdir(exist_ok=True)
+        self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group)
+        try:
+            workload.execute(target, folder, self.run_id, self._recorder)
+        finally:
+            workload.cleanup(target, self.run_id)
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None:
+            self.run.status = COMPLETE
+        elif isinstance(exc, (KeyboardInterrupt, Interrupted)):
+            self.run.status, self.run.error = INCOMPLETE, "interrupted"
+        else:
+            self.run.status = FAILED
+            self.run.error = exc.one_line() if isinstance(exc, BackupbenchError) else repr(exc)
+        if exc is not None and self._recorder is not None:
+            self._recorder.abort(self.run.status)
+        self.run.finished_at = now_iso()
+        write_json(self.folder / "host.json", self.run.host)
+        write_json(self.folder / "result.json", run_as_dict(self.run))
+        self.store.finish_run(self.run)
+        if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, Interrupted) and "kept as" not in exc.message):
+            raise Interrupted(f"interrupted: stopped and cleaned up; the partial run is kept as {self.run_id} "
+                              "(incomplete)") from exc
+        return False
+
+
+def _scratch_directory(parent: Path, run_id_hint: str) -> Path:
+    scratch = (parent / f"bb-scratch-{run_id_hint}").resolve()
     try:
         scratch.mkdir()
     except OSError as exc:
@@ -59,66 +135,27 @@ def _scratch_directory(parent: Path, run_id: str) -> Path:
     return scratch
 
 
-def _monitor_plan(options: MonitorOptions, target: Path) -> MonitorPlan | None:
-    if options.no_monitor:
-        return None
-    thresholds = Thresholds(io_await_ms=options.warn_latency * 1000.0, load1=options.warn_load)
-    return MonitorPlan(device_stack(target), options.monitor_interval, thresholds)
-
-
 def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
-    run_id = new_run_id()
-    if request.target is not None:
-        return _execute_in(request, request.target.expanduser().resolve(), run_id, reporter)
-    scratch = _scratch_directory(request.scratch_parent, run_id)
-    try:
-        return _execute_in(request, scratch, run_id, reporter)
-    finally:
-        # Only our own scratch folder, and only if empty: anything else in it is not ours.
-        try:
-            scratch.rmdir()
-        except OSError:
-            pass
-
-
-def _execute_in(request: RunRequest, target: Path, run_id: str, reporter: Reporter) -> RunRecord:
+    """`backupbench run`: one workload in one directory (a scratch one if none is named)."""
     workload = request.workload
-    found = check_target(target, workload.space_needed(), workload.buffered)
-    workload.check(target)
-    host = {**facts.collect_host(), **(request.host_facts or {}), "target": found.as_dict()}
-    monitor = _monitor_plan(request.monitor, target)
-    if monitor is not None:
-        host["device_stack"] = {"describe": monitor.stack.describe(), "devices": monitor.stack.all_names,
-                                "members": list(monitor.stack.members)}
-    store = Store(request.results / "results.db")
-    folder = run_folder(request.results, run_id)
-    folder.mkdir(parents=True, exist_ok=False)
-    run = RunRecord(
-        run_id=run_id, kind=workload.kind, target=str(target),
-        settings={**workload.settings(), "monitor": request.monitor.model_dump(mode="json")}, host=host,
-        notes=eligibility.directory_cautions(found, workload.space_needed(), workload.buffered,
-                                             host.get("memory_bytes")),
-    )
-    _write_json(folder / "settings.json", run.settings)
-    _write_json(folder / "host.json", run.host)
-    store.create_run(run)
-    reporter.run_started(run)
-    recorder = PhaseRecorder(run, store, folder, reporter, monitor)
+    host = {**facts.collect_host(), **(request.host_facts or {})}
+    scratch = None
+    if request.target is not None:
+        target = request.target.expanduser().resolve()
+    else:
+        scratch = target = _scratch_directory(request.scratch_parent, new_run_id())
     try:
-        workload.execute(target, folder, run_id, recorder)
-        run.status = COMPLETE
-    except (KeyboardInterrupt, Interrupted) as exc:
-        run.status, run.error = INCOMPLETE, "interrupted"
-        recorder.abort(INCOMPLETE)
-        raise Interrupted(f"interrupted: stopped and cleaned up; the partial run is kept as {run_id} "
-                          "(incomplete)") from exc
-    except BackupbenchError as exc:
-        run.status, run.error = FAILED, exc.one_line()
-        recorder.abort(FAILED)
-        raise
+        # Refuse before a run is opened: a bad target leaves nothing in the store.
+        check_target(target, workload.space_needed(), workload.buffered)
+        session = RunSession(request.results, workload.kind, str(target), workload.settings(), host,
+                             reporter, request.monitor)
+        with session:
+            session.measure(workload, target)
+        return session.run
     finally:
-        workload.cleanup(target, run_id)
-        run.finished_at = now_iso()
-        _write_json(folder / "result.json", run_as_dict(run))
-        store.finish_run(run)
-    return run
+        if scratch is not None:
+            # Only our own scratch folder, and only if empty: anything else in it is not ours.
+            try:
+                scratch.rmdir()
+            except OSError:
+                pass
