@@ -72,8 +72,6 @@ class LvmThin(LayoutBase):
     pool_size: Size | None = Field(None, description="Thin pool size [default: 90% of the VG].")
     chunk_size: Size | None = Field(None, description="Thin pool chunk size (-c), e.g. 64k.")
     virtual_size: Size = Field(..., description="Virtual size of the thin LV (-V); may exceed the pool.")
-    thick_size: Size | None = Field(None, description="Also make a thick LV of this size beside the pool "
-                                                      "(field note B compares them).")
 
 
 class LvmSnapshot(LayoutBase):

@@ -13,6 +13,7 @@ RUNNING = "running"
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"  # interrupted: partial results kept
 FAILED = "failed"
+VOID = "void"  # finished, but something made the figures meaningless (an Invalid snapshot)
 
 # Well-known figure names and their units.
 FIGURE_UNITS = {

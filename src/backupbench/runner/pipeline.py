@@ -18,7 +18,8 @@ from backupbench.errors import BackupbenchError, Interrupted, RefusedError
 from backupbench.monitor import Thresholds, device_stack
 from backupbench.recipe.monitor import MonitorOptions
 from backupbench.results.location import run_folder
-from backupbench.results.model import COMPLETE, FAILED, INCOMPLETE, RunRecord, new_run_id, now_iso
+from backupbench.results.model import (COMPLETE, FAILED, INCOMPLETE, VOID, OperationRecord, RunRecord,
+                                       new_run_id, now_iso)
 from backupbench.results.store import Store
 from backupbench.runner.phases import MonitorPlan, PhaseRecorder, Reporter
 from backupbench.runner.workload import Workload
@@ -62,15 +63,16 @@ class RunSession:
     """Use as a context manager: the run is closed (complete, failed or incomplete) on exit."""
 
     def __init__(self, results: Path, kind: str, target: str, settings: dict[str, Any],
-                 host: dict[str, Any], reporter: Reporter, monitor: MonitorOptions):
+                 host: dict[str, Any], reporter: Reporter, monitor: MonitorOptions, run_id: str | None = None):
         self.results = results
         self.reporter = reporter
         self.monitor_options = monitor
         self.store = Store(results / "results.db")
-        self.run = RunRecord(run_id=new_run_id(), kind=kind, target=target,
+        self.run = RunRecord(run_id=run_id or new_run_id(), kind=kind, target=target,
                              settings={**settings, "monitor": monitor.model_dump(mode="json")}, host=host)
         self.folder = run_folder(results, self.run.run_id)
         self._recorder: PhaseRecorder | None = None
+        self._void_reason: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -105,9 +107,21 @@ class RunSession:
         finally:
             workload.cleanup(target, self.run_id)
 
+    def annotate(self, operations: list[OperationRecord], figures: dict[str, float]) -> None:
+        """Add figures measured beside the phases (e.g. snapshot fill) to stored operations."""
+        for op in operations:
+            op.figures.update(figures)
+            self.store.save_operation(self.run_id, self.run.operations.index(op), op)
+
+    def void(self, reason: str) -> None:
+        """The run's figures cannot be trusted (e.g. a snapshot overflowed); say why."""
+        self._void_reason = reason
+        if reason not in self.run.notes:
+            self.run.notes.append(reason)
+
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc is None:
-            self.run.status = COMPLETE
+            self.run.status = VOID if self._void_reason else COMPLETE
         elif isinstance(exc, (KeyboardInterrupt, Interrupted)):
             self.run.status, self.run.error = INCOMPLETE, "interrupted"
         else:

@@ -1,0 +1,88 @@
+"""Runs a layout's actions, journalled, and undoes them in reverse: only after the guard
+has shown that the object is ours, and carrying on past a failed undo so that one stuck
+step does not leave the rest behind."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable
+
+from backupbench import process
+from backupbench.errors import ProcessError
+from backupbench.layouts.actions import Action
+from backupbench.layouts.journal import Journal
+
+log = logging.getLogger("backupbench.layouts")
+COMMAND_TIMEOUT_S = 600.0
+
+Runner = Callable[..., process.Result]
+
+
+@dataclass
+class TeardownReport:
+    undone: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # guard said: not ours (any more)
+    failed: list[str] = field(default_factory=list)
+
+
+def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = process.run) -> TeardownReport:
+    """Undo `actions` in the order given (callers pass most recent first)."""
+    report = TeardownReport()
+    for action in actions:
+        if not action.undo:
+            continue
+        if action.guard is not None:
+            try:
+                result = run(list(action.guard.argv), timeout=60, check=False)
+                allowed = action.guard.allows(result.returncode, result.stdout)
+            except process.ToolMissingError:
+                allowed = False
+            if not allowed:
+                report.skipped.append(action.description)
+                if journal:
+                    journal.record("skipped", action, reason="guard: not ours")
+                continue
+        errors = []
+        for argv in action.undo:
+            try:
+                run(list(argv), timeout=COMMAND_TIMEOUT_S)
+            except ProcessError as exc:
+                errors.append(exc.message)
+        if errors:
+            report.failed.append(f"{action.description}: {'; '.join(errors)}")
+        else:
+            report.undone.append(action.description)
+        if journal:
+            journal.record("undone" if not errors else "undo-failed", action)
+    return report
+
+
+class Provisioner:
+    def __init__(self, journal: Journal, run: Runner = process.run,
+                 on_action: Callable[[Action], None] | None = None):
+        self.journal = journal
+        self.run = run
+        self.on_action = on_action
+        self.done: list[Action] = []
+
+    def apply(self, actions: tuple[Action, ...], before_destructive: Callable[[], None]) -> None:
+        rechecked = False
+        for action in actions:
+            if action.destructive and not rechecked:
+                before_destructive()
+                rechecked = True
+            if self.on_action:
+                self.on_action(action)
+            # Journal before running: a crash mid-command still leaves the undo on record.
+            self.journal.record("done", action)
+            self.done.append(action)
+            for argv in action.do:
+                self.run(list(argv), timeout=COMMAND_TIMEOUT_S)
+
+    def teardown(self) -> TeardownReport:
+        report = undo_actions(list(reversed(self.done)), self.journal, self.run)
+        self.done = []
+        if not report.failed:
+            self.journal.close()
+        return report

@@ -1,0 +1,61 @@
+"""mkfs, mount, owner and mode on top of any block device a layout made."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backupbench.layouts.actions import Action, Guard, Requirement
+from backupbench.layouts.naming import Names
+from backupbench.recipe.layouts import FilesystemSpec
+
+
+def mkfs_argv(spec: FilesystemSpec, devices: tuple[str, ...], label: str, btrfs_profiles: tuple[str, str] | None = None) -> tuple[str, ...]:
+    if spec.type == "xfs":
+        meta = f"reflink={int(spec.reflink)},crc={int(spec.crc)}"
+        block = ("-b", f"size={spec.block_size}") if spec.block_size else ()
+        return ("mkfs.xfs", "-f", "-L", label, *block, "-m", meta, *spec.mkfs_options, *devices)
+    if spec.type == "ext4":
+        block = ("-b", str(spec.block_size)) if spec.block_size else ()
+        # lazy init off: background zeroing would otherwise compete with the workload.
+        return ("mkfs.ext4", "-F", "-q", "-L", label, "-E", "lazy_itable_init=0,lazy_journal_init=0",
+                *block, *spec.mkfs_options, *devices)
+    profiles = ("-d", btrfs_profiles[0], "-m", btrfs_profiles[1]) if btrfs_profiles else ()
+    return ("mkfs.btrfs", "-f", "-L", label, *profiles, *spec.mkfs_options, *devices)
+
+
+def requirements(spec: FilesystemSpec) -> tuple[Requirement, ...]:
+    tool = {"xfs": "mkfs.xfs", "ext4": "mkfs.ext4", "btrfs": "mkfs.btrfs"}[spec.type]
+    return (Requirement(tool, f"tool:{tool}"), Requirement(f"{spec.type} filesystem", f"kernel:fs:{spec.type}"))
+
+
+def mkfs_action(spec: FilesystemSpec, devices: tuple[str, ...], names: Names, *, wipe_on_undo: bool,
+                btrfs_profiles: tuple[str, str] | None = None) -> Action:
+    """mkfs on `devices`. On a raw device we also own the signature and wipe it on undo;
+    on an LV or md device removing that device is the undo."""
+    undo = tuple(("wipefs", "-a", d) for d in devices) if wipe_on_undo else ()
+    guard = Guard(("blkid", "-o", "value", "-s", "LABEL", devices[0]), names.label) if wipe_on_undo else None
+    return Action(f"make {spec.type} on {', '.join(devices)}", (mkfs_argv(spec, devices, names.label, btrfs_profiles),),
+                  undo, guard, destructive=wipe_on_undo)
+
+
+def mount_actions(spec: FilesystemSpec, device: str, names: Names) -> tuple[Action, ...]:
+    point = str(names.mount_point)
+    options = ("-o", ",".join(spec.mount_options)) if spec.mount_options else ()
+    actions = [
+        Action(f"create mount point {point}", (("mkdir", "-p", point),), (("rmdir", point),)),
+        Action(f"mount {device} on {point}", (("mount", *options, device, point),), (("umount", point),),
+               Guard(("findmnt", "-n", "-o", "TARGET", point), point)),
+    ]
+    if spec.owner or spec.group:
+        owner = f"{spec.owner or ''}{':' + spec.group if spec.group else ''}"
+        actions.append(Action(f"chown {owner} {point}", (("chown", owner, point),)))
+    if spec.mode:
+        actions.append(Action(f"chmod {spec.mode} {point}", (("chmod", spec.mode, point),)))
+    return tuple(actions)
+
+
+def on_device(spec: FilesystemSpec | None, device: str, names: Names, *, raw: bool) -> tuple[tuple[Action, ...], Path | None]:
+    if spec is None:
+        return (), None
+    return (mkfs_action(spec, (device,), names, wipe_on_undo=raw), *mount_actions(spec, device, names)), names.mount_point
+

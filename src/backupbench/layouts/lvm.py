@@ -1,0 +1,111 @@
+"""LVM layouts: linear, striped, thin, and an origin with snapshots. Every VG and LV carries
+the tags 'backupbench' and 'bb_run_<run id>'; undo removes only what carries them."""
+
+from __future__ import annotations
+
+from backupbench.layouts import filesystem
+from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
+from backupbench.layouts.naming import TAG, Names
+from backupbench.recipe.layouts import LvmLinear, LvmSnapshot, LvmStriped, LvmThin
+
+LVM_TOOLS = (Requirement("device-mapper", "kernel:dm"), Requirement("LVM tools (lvm2)", "tool:lvcreate"))
+
+
+def _k(size: int) -> str:
+    """LVM reads a bare number with a unit letter; give it exact KiB."""
+    return f"{size // 1024}k"
+
+
+def _size_args(size: int | None, default_extent: str = "100%FREE") -> tuple[str, ...]:
+    return ("-L", _k(size)) if size else ("-l", default_extent)
+
+
+def _tags(names: Names) -> tuple[str, ...]:
+    return ("--addtag", TAG, "--addtag", names.run_tag)
+
+
+def volume_group(devices: tuple[str, ...], names: Names) -> tuple[Action, ...]:
+    return (
+        Action(f"make LVM physical volumes on {', '.join(devices)}", (("pvcreate", *devices),),
+               (("pvremove", *devices),),
+               # After vgremove our PVs belong to no VG; if one joined another VG, leave it.
+               Guard(("pvs", "--noheadings", "-o", "vg_name", *devices), ""), destructive=True),
+        Action(f"make volume group {names.vg}", (("vgcreate", *_tags(names), names.vg, *devices),),
+               (("vgremove", names.vg),), Guard(("vgs", "--noheadings", "-o", "vg_tags", names.vg), names.run_tag)),
+    )
+
+
+def logical_volume(names: Names, lv: str, create_args: tuple[str, ...], description: str) -> Action:
+    path = f"{names.vg}/{lv}"
+    return Action(description, (("lvcreate", "--yes", *_tags(names), "-n", lv, *create_args),),
+                  (("lvremove", "-y", path),), Guard(("lvs", "--noheadings", "-o", "lv_tags", path), names.run_tag))
+
+
+def _with_filesystem(spec, device: str, names: Names) -> tuple[tuple[Action, ...], object]:
+    return filesystem.on_device(spec.filesystem, device, names, raw=False)
+
+
+def _fs_requirements(spec) -> tuple[Requirement, ...]:
+    return filesystem.requirements(spec.filesystem) if spec.filesystem else ()
+
+
+def plan_linear(spec: LvmLinear, names: Names) -> LayoutPlan:
+    lv = logical_volume(names, "lv", (*_size_args(spec.size), names.vg),
+                        f"make linear LV {names.vg}/lv over {len(spec.devices)} PV(s), filled one after another")
+    fs_actions, mount = _with_filesystem(spec, f"/dev/{names.vg}/lv", names)
+    return LayoutPlan(spec.name, spec.kind, spec.devices, (*volume_group(spec.devices, names), lv, *fs_actions),
+                      (*LVM_TOOLS, *_fs_requirements(spec)), mount)
+
+
+def plan_striped(spec: LvmStriped, names: Names) -> LayoutPlan:
+    stripes = spec.stripes or len(spec.devices)
+    lv = logical_volume(names, "lv", ("-i", str(stripes), "-I", _k(spec.stripe_size), *_size_args(spec.size), names.vg),
+                        f"make striped LV {names.vg}/lv: {stripes} stripes of {_k(spec.stripe_size)}")
+    fs_actions, mount = _with_filesystem(spec, f"/dev/{names.vg}/lv", names)
+    return LayoutPlan(spec.name, spec.kind, spec.devices, (*volume_group(spec.devices, names), lv, *fs_actions),
+                      (*LVM_TOOLS, *_fs_requirements(spec)), mount,
+                      notes=("all PVs of a stripe set must be the same size",))
+
+
+THIN = (Requirement("dm-thin-pool", "kernel:dm-thin-pool"), Requirement("thin_check (thin-provisioning-tools)", "tool:thin_check"))
+
+
+def _thin_pool(names: Names, pool_size: int | None, chunk: int | None) -> Action:
+    chunk_args = ("-c", _k(chunk)) if chunk else ()
+    return logical_volume(names, "pool", ("--type", "thin-pool", *_size_args(pool_size, "90%VG"), *chunk_args, names.vg),
+                          f"make thin pool {names.vg}/pool")
+
+
+def plan_thin(spec: LvmThin, names: Names) -> LayoutPlan:
+    thin = logical_volume(names, "thin", ("--type", "thin", "-V", _k(spec.virtual_size), "--thinpool", "pool", names.vg),
+                          f"make thin LV {names.vg}/thin ({_k(spec.virtual_size)} virtual)")
+    fs_actions, mount = _with_filesystem(spec, f"/dev/{names.vg}/thin", names)
+    return LayoutPlan(spec.name, spec.kind, spec.devices,
+                      (*volume_group(spec.devices, names), _thin_pool(names, spec.pool_size, spec.chunk_size), thin,
+                       *fs_actions), (*LVM_TOOLS, *THIN, *_fs_requirements(spec)), mount)
+
+
+def plan_snapshot(spec: LvmSnapshot, names: Names) -> LayoutPlan:
+    if spec.thin:
+        origin = [_thin_pool(names, None, None),
+                  logical_volume(names, "origin", ("--type", "thin", "-V", _k(spec.origin_size), "--thinpool", "pool",
+                                                   names.vg), f"make thin origin {names.vg}/origin")]
+        snap_args: tuple[str, ...] = ()
+        extra = THIN
+    else:
+        origin = [logical_volume(names, "origin", ("-L", _k(spec.origin_size), names.vg),
+                                 f"make origin LV {names.vg}/origin")]
+        snap_args = ("-L", _k(spec.snapshot_size or 0))
+        extra = (Requirement("dm-snapshot", "kernel:dm-snapshot"),)
+    fs_actions, mount = _with_filesystem(spec, f"/dev/{names.vg}/origin", names)
+    # Snapshots come after the filesystem is made and mounted: the workload's writes are
+    # then first writes after a snapshot, which is what field note E measures.
+    snapshots = tuple(
+        logical_volume(names, f"snap{i}", ("-s", *snap_args, f"{names.vg}/origin"),
+                       f"take {'thin' if spec.thin else 'classic'} snapshot {names.vg}/snap{i}")
+        for i in range(1, spec.snapshots + 1)
+    )
+    watched = () if spec.thin else tuple((names.vg, f"snap{i}") for i in range(1, spec.snapshots + 1))
+    return LayoutPlan(spec.name, spec.kind, spec.devices,
+                      (*volume_group(spec.devices, names), *origin, *fs_actions, *snapshots),
+                      (*LVM_TOOLS, *extra, *_fs_requirements(spec)), mount, watched_snapshots=watched)

@@ -1,0 +1,28 @@
+"""md RAID arrays, named bb-<layout>-<token> in their superblock; created --assume-clean so
+that no resync runs under the workload (recorded in the plan)."""
+
+from __future__ import annotations
+
+from backupbench.layouts import filesystem
+from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
+from backupbench.layouts.naming import Names
+from backupbench.recipe.layouts import MdRaid
+
+
+def plan(spec: MdRaid, names: Names) -> LayoutPlan:
+    chunk = ("--chunk", f"{spec.chunk // 1024}K") if spec.chunk else ()
+    clean = ("--assume-clean",) if spec.assume_clean else ()
+    create = ("mdadm", "--create", names.md_device, "--run", "--metadata", "1.2", "--level", str(spec.level),
+              "--raid-devices", str(len(spec.devices)), *chunk, *clean, "--name", names.md_name, *spec.devices)
+    array = Action(f"make RAID {spec.level} {names.md_device} over {len(spec.devices)} devices", (create,),
+                   (("mdadm", "--stop", names.md_device), ("mdadm", "--zero-superblock", *spec.devices)),
+                   Guard(("mdadm", "--detail", "--export", names.md_device), names.md_name), destructive=True)
+    fs_actions, mount = filesystem.on_device(spec.filesystem, names.md_device, names, raw=False)
+    requirements = [Requirement("md raid", "kernel:md"), Requirement("mdadm", "tool:mdadm")]
+    if spec.level in (5, 6):
+        requirements.append(Requirement("raid456", "kernel:raid456"))
+    if spec.filesystem:
+        requirements += filesystem.requirements(spec.filesystem)
+    notes = ("created with --assume-clean: no initial resync" if spec.assume_clean
+             else "initial resync runs during the workload",)
+    return LayoutPlan(spec.name, spec.kind, spec.devices, (array, *fs_actions), tuple(requirements), mount, notes=notes)

@@ -1,0 +1,49 @@
+"""How backupbench names and tags what it creates, so it can find (only) its own objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+TAG = "backupbench"
+DEFAULT_MOUNT_ROOT = Path("/run/backupbench")
+
+
+@dataclass(frozen=True)
+class Names:
+    run_id: str
+    layout: str
+    mount_root: Path = DEFAULT_MOUNT_ROOT
+
+    @property
+    def token(self) -> str:
+        # The run id's random part: short enough for XFS labels (12 chars) and md names.
+        return self.run_id.rsplit("-", 1)[-1]
+
+    @property
+    def run_tag(self) -> str:
+        return f"bb_run_{self.run_id}"
+
+    @property
+    def vg(self) -> str:
+        return f"bb_{self.layout.replace('-', '_')}_{self.token}"
+
+    @property
+    def md_name(self) -> str:
+        return f"bb-{self.layout}-{self.token}"
+
+    @property
+    def md_device(self) -> str:
+        return f"/dev/md/{self.md_name}"
+
+    @property
+    def label(self) -> str:
+        return f"bb-{self.token}"
+
+    @property
+    def pool(self) -> str:
+        return f"bb_{self.layout.replace('-', '_')}_{self.token}"
+
+    @property
+    def mount_point(self) -> Path:
+        return self.mount_root / self.run_id / self.layout

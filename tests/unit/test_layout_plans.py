@@ -1,0 +1,159 @@
+"""Plans for every layout kind: the exact commands, their undo, and the refusals."""
+
+from pathlib import Path
+
+from backupbench.layouts.actions import Action, Guard
+from backupbench.layouts.capabilities import HostCapabilities, missing
+from backupbench.layouts.executor import Provisioner, undo_actions
+from backupbench.layouts.journal import Journal, open_journals, pending
+from backupbench.layouts.registry import plan_layout
+from backupbench.plan import build
+from backupbench.process import Result
+from backupbench.recipe import model
+
+RUN = "20261122T010000-ab12"
+DEVICES = ["/dev/vda", "/dev/vdb", "/dev/vdc", "/dev/vdd"]
+ALL = HostCapabilities(
+    kernel=frozenset({"dm", "dm-thin-pool", "dm-snapshot", "md", "raid456", "zfs", "fs:xfs", "fs:ext4", "fs:btrfs"}),
+    tools=frozenset({"lvcreate", "thin_check", "mdadm", "mkfs.xfs", "mkfs.ext4", "mkfs.btrfs", "btrfs", "zpool"}),
+)
+
+
+def recipe(*layouts, workload=None):
+    return model.parse({"name": "t", "devices": DEVICES, "layout": list(layouts),
+                        "workload": workload or [{"kind": "kb2014"}]})
+
+
+def commands(layout_spec):
+    plan = plan_layout(recipe(layout_spec).layout[0], RUN, Path("/mnt/bb"))
+    return plan, [list(argv) for action in plan.actions for argv in action.do]
+
+
+def test_lvm_striped_exact_commands():
+    plan, cmds = commands({"name": "striped", "kind": "lvm-striped", "devices": DEVICES, "stripe_size": "64k"})
+    vg = "bb_striped_ab12"
+    assert cmds == [
+        ["pvcreate", *DEVICES],
+        ["vgcreate", "--addtag", "backupbench", "--addtag", f"bb_run_{RUN}", vg, *DEVICES],
+        ["lvcreate", "--yes", "--addtag", "backupbench", "--addtag", f"bb_run_{RUN}", "-n", "lv",
+         "-i", "4", "-I", "64k", "-l", "100%FREE", vg],
+        ["mkfs.xfs", "-f", "-L", "bb-ab12", "-m", "reflink=1,crc=1", f"/dev/{vg}/lv"],
+        ["mkdir", "-p", f"/mnt/bb/{RUN}/striped"],
+        ["mount", f"/dev/{vg}/lv", f"/mnt/bb/{RUN}/striped"],
+    ]
+    undo = [list(argv) for action in reversed(plan.actions) for argv in action.undo]
+    assert undo == [["umount", f"/mnt/bb/{RUN}/striped"], ["rmdir", f"/mnt/bb/{RUN}/striped"],
+                    ["lvremove", "-y", f"{vg}/lv"], ["vgremove", vg], ["pvremove", *DEVICES]]
+    assert plan.actions[0].destructive and plan.mount_point == Path(f"/mnt/bb/{RUN}/striped")
+
+
+def test_lvm_linear_thin_and_snapshots():
+    _, cmds = commands({"name": "lin", "kind": "lvm-linear", "devices": DEVICES[:1], "size": "1GiB",
+                        "filesystem": {"type": "ext4", "owner": "veeam", "group": "veeam", "mode": "0700"}})
+    assert ["lvcreate", "--yes", "--addtag", "backupbench", "--addtag", f"bb_run_{RUN}", "-n", "lv", "-L",
+            "1048576k", "bb_lin_ab12"] in cmds
+    assert cmds[-2:] == [["chown", "veeam:veeam", f"/mnt/bb/{RUN}/lin"], ["chmod", "0700", f"/mnt/bb/{RUN}/lin"]]
+    assert cmds[3][0] == "mkfs.ext4" and "lazy_itable_init=0,lazy_journal_init=0" in cmds[3]
+
+    _, cmds = commands({"name": "thin", "kind": "lvm-thin", "devices": DEVICES[:2], "chunk_size": "64k",
+                        "virtual_size": "4GiB"})
+    assert any(c[:2] == ["lvcreate", "--yes"] and "thin-pool" in c and c[-3:] == ["-c", "64k", "bb_thin_ab12"]
+               for c in cmds)
+    assert any("--thinpool" in c and "4194304k" in c for c in cmds)
+
+    plan, cmds = commands({"name": "snap", "kind": "lvm-snapshot", "devices": DEVICES[:2], "origin_size": "1GiB",
+                           "snapshots": 2, "snapshot_size": "256MiB"})
+    snaps = [c for c in cmds if "-s" in c]
+    assert [c[c.index("-n") + 1] for c in snaps] == ["snap1", "snap2"]
+    assert all(c[-3:] == ["-L", "262144k", "bb_snap_ab12/origin"] for c in snaps)
+    # Snapshots are taken after the filesystem is mounted: the workload's writes are then first writes.
+    assert cmds.index(snaps[0]) > max(i for i, c in enumerate(cmds) if c[0] == "mount")
+    assert plan.watched_snapshots == (("bb_snap_ab12", "snap1"), ("bb_snap_ab12", "snap2"))
+
+
+def test_mdraid_is_assume_clean_and_named():
+    plan, cmds = commands({"name": "r6", "kind": "mdraid", "level": 6, "chunk": "64k", "devices": DEVICES})
+    assert cmds[0] == ["mdadm", "--create", "/dev/md/bb-r6-ab12", "--run", "--metadata", "1.2", "--level", "6",
+                       "--raid-devices", "4", "--chunk", "64K", "--assume-clean", "--name", "bb-r6-ab12", *DEVICES]
+    assert plan.actions[0].undo == (("mdadm", "--stop", "/dev/md/bb-r6-ab12"),
+                                    ("mdadm", "--zero-superblock", *DEVICES))
+    assert "assume-clean" in plan.notes[0]
+
+
+def test_btrfs_zfs_and_plain_filesystem():
+    _, cmds = commands({"name": "b", "kind": "btrfs", "devices": DEVICES[:2], "data": "raid1", "metadata": "raid1"})
+    assert cmds[0] == ["mkfs.btrfs", "-f", "-L", "bb-ab12", "-d", "raid1", "-m", "raid1", *DEVICES[:2]]
+    assert cmds[1] == ["btrfs", "device", "scan", *DEVICES[:2]]
+    plan, cmds = commands({"name": "z", "kind": "zfs", "vdev": "draid2", "draid_data": 3, "draid_spares": 1,
+                           "devices": DEVICES, "properties": {"xattr": "sa", "atime": "off", "recordsize": "1M"}})
+    assert cmds[0] == ["zpool", "create", "-m", f"/mnt/bb/{RUN}/z", "-O", f"backupbench:run={RUN}",
+                       "-O", "atime=off", "-O", "recordsize=1M", "-O", "xattr=sa", "bb_z_ab12",
+                       "draid2:3d:4c:1s", *DEVICES]
+    assert plan.actions[0].guard.contains == RUN
+    plan, cmds = commands({"name": "x", "kind": "filesystem", "devices": ["/dev/vda"]})
+    assert cmds[0][0] == "mkfs.xfs" and plan.actions[0].undo == (("wipefs", "-a", "/dev/vda"),)
+    assert plan.actions[0].guard == Guard(("blkid", "-o", "value", "-s", "LABEL", "/dev/vda"), "bb-ab12")
+
+
+def test_missing_kernel_features_refuse_the_layout_with_the_reason():
+    no_dm = HostCapabilities(kernel=frozenset({"fs:xfs"}), tools=frozenset({"lvcreate", "mkfs.xfs"}))
+    plan = build(recipe({"name": "lin", "kind": "lvm-linear", "devices": DEVICES[:1]}), RUN, no_dm, lambda d: [])
+    assert len(plan.refusals) == 1
+    assert "lvm-linear needs device-mapper" in plan.refusals[0] and "lab" in plan.refusals[0]
+    assert missing(plan.steps[0].layout.requirements, ALL) == []
+
+
+def test_device_refusals_are_collected_per_layout():
+    reasons = {"/dev/vdb": ["/dev/vdb holds an ext4 filesystem"]}
+    plan = build(recipe({"name": "a", "kind": "lvm-linear", "devices": DEVICES[:2]},
+                        {"name": "b", "kind": "lvm-linear", "devices": DEVICES[2:]}),
+                 RUN, ALL, lambda d: reasons.get(d, []))
+    assert plan.refusals == ["a: /dev/vdb: /dev/vdb holds an ext4 filesystem"]
+
+
+class FakeHost:
+    """Records commands; answers guards from a table. Passed in, never patched in."""
+
+    def __init__(self, guard_output=None, fail=()):
+        self.calls = []
+        self.guard_output = guard_output or {}
+        self.fail = fail
+
+    def __call__(self, argv, timeout=0, check=True):
+        from backupbench.errors import ProcessError
+        self.calls.append(argv)
+        if argv[0] in self.fail:
+            raise ProcessError(argv, 1, f"{argv[0]}: failed")
+        return Result(argv, 0, self.guard_output.get(argv[0], ""), "")
+
+
+def test_executor_journals_rechecks_once_and_undoes_only_what_the_guard_allows(tmp_path):
+    plan = plan_layout(recipe({"name": "s", "kind": "lvm-striped", "devices": DEVICES[:2]}).layout[0], RUN,
+                       Path("/mnt/bb"))
+    host = FakeHost({"vgs": f"  backupbench,bb_run_{RUN}\n", "lvs": "  other_tag\n", "findmnt": f"/mnt/bb/{RUN}/s\n"})
+    rechecks = []
+    provisioner = Provisioner(Journal(tmp_path, RUN, "s"), run=host)
+    provisioner.apply(plan.actions, lambda: rechecks.append(True))
+    assert rechecks == [True]
+    assert [c[0] for c in host.calls] == ["pvcreate", "vgcreate", "lvcreate", "mkfs.xfs", "mkdir", "mount"]
+    assert len(pending(next(open_journals(tmp_path)))) == 6
+    host.calls.clear()
+    report = provisioner.teardown()
+    # The LV's tags are not ours any more: it and nothing on it is removed.
+    assert "make striped LV bb_s_ab12/lv: 2 stripes of 64k" in report.skipped
+    assert ["lvremove", "-y", "bb_s_ab12/lv"] not in host.calls
+    assert ["umount", f"/mnt/bb/{RUN}/s"] in host.calls and ["vgremove", "bb_s_ab12"] in host.calls
+    assert list(open_journals(tmp_path)) == []  # closed: nothing failed
+
+
+def test_a_failed_undo_keeps_the_journal_open_for_cleanup(tmp_path):
+    action = Action("mount", (("mount", "/dev/x", "/m"),), (("umount", "/m"),))
+    provisioner = Provisioner(Journal(tmp_path, RUN, "m"), run=FakeHost(fail=("umount",)))
+    provisioner.apply((action,), lambda: None)
+    report = provisioner.teardown()
+    assert report.failed and "umount: failed" in report.failed[0]
+    journal = next(open_journals(tmp_path))
+    # cleanup later: the undo is still pending and succeeds now.
+    later = FakeHost()
+    result = undo_actions(pending(journal), Journal.at(journal), later)
+    assert result.undone == ["mount"] and later.calls == [["umount", "/m"]]
