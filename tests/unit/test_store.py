@@ -54,3 +54,17 @@ def test_windows_and_restore_range():
     assert windows["active-full"] == pytest.approx(10 * 2**40 / (100 * mib))
     assert windows["synthetic-full"] == pytest.approx(2 * windows["active-full"])
     assert "reverse-incremental" not in windows
+
+
+def test_layout_matrix_compares_layouts_phase_by_phase():
+    from backupbench.analysis.compare import layout_matrix
+
+    run = make_run("r")
+    mib = 2**20
+    for layout, speed in (("linear", 50 * mib), ("striped", 200 * mib)):
+        run.operations.append(OperationRecord(name=f"{layout}/active-full", pattern="", status=COMPLETE,
+                                              figures={"effective_bw": speed}, detail={"layout": layout}))
+    matrix = layout_matrix(run)
+    assert matrix.layouts == ("linear", "striped") and matrix.phases == ("active-full",)
+    assert matrix.ratio("active-full", "striped") == 4.0
+    assert layout_matrix(make_run("single")) is None

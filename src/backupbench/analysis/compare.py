@@ -50,3 +50,38 @@ def first_write_penalty(run: RunRecord) -> float | None:
     if first <= 0 or again <= 0:
         return None
     return again / first
+
+
+@dataclass(frozen=True)
+class LayoutMatrix:
+    """Phases x layouts of one recipe run: which layout should I build?"""
+
+    layouts: tuple[str, ...]
+    phases: tuple[str, ...]
+    values: dict[tuple[str, str], tuple[str, float]]  # (phase, layout) -> (figure, value)
+
+    def ratio(self, phase: str, layout: str) -> float | None:
+        """This layout against the first one that has the phase."""
+        mine = self.values.get((phase, layout))
+        base = next((self.values[(phase, lay)] for lay in self.layouts if (phase, lay) in self.values), None)
+        if mine is None or base is None or base[0] != mine[0] or not base[1]:
+            return None
+        return mine[1] / base[1]
+
+
+def layout_matrix(run: RunRecord) -> LayoutMatrix | None:
+    layouts: list[str] = []
+    phases: list[str] = []
+    values: dict[tuple[str, str], tuple[str, float]] = {}
+    for op in run.operations:
+        group = op.detail.get("layout")
+        best = headline(op.figures)
+        if not group or op.status != COMPLETE or best is None:
+            continue
+        phase = op.name.removeprefix(f"{group}/")
+        layouts += [group] if group not in layouts else []
+        phases += [phase] if phase not in phases else []
+        values[(phase, group)] = best
+    if len(layouts) < 2:
+        return None
+    return LayoutMatrix(tuple(layouts), tuple(phases), values)

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from backupbench import units
-from backupbench.analysis.compare import first_write_penalty, slowdowns
+from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
 from backupbench.analysis.windows import backup_windows, restore_range
 from backupbench.results.model import COMPLETE, RunRecord
 
@@ -119,8 +119,35 @@ def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[Render
     return lines
 
 
+def layouts_table(run: RunRecord) -> Table | None:
+    matrix = layout_matrix(run)
+    if matrix is None:
+        return None
+    table = Table(title="Layouts compared (effective MiB/s or files/s; x = against the first layout)",
+                  title_justify="left")
+    table.add_column("phase")
+    for layout in matrix.layouts:
+        table.add_column(layout, justify="right")
+    for phase in matrix.phases:
+        cells = []
+        for layout in matrix.layouts:
+            found = matrix.values.get((phase, layout))
+            if found is None:
+                cells.append("-")
+                continue
+            figure, value = found
+            shown = f"{value / units.MiB:,.1f}" if figure == "effective_bw" else f"{value:,.0f}"
+            ratio = matrix.ratio(phase, layout)
+            cells.append(shown + (f" ({ratio:.2f}x)" if ratio is not None and layout != matrix.layouts[0] else ""))
+        table.add_row(phase, *cells)
+    return table
+
+
 def run_report(run: RunRecord, backup_size: int | None = None, baseline: RunRecord | None = None) -> RenderableType:
     parts: list[RenderableType] = [operations_table(run), *summary_lines(run, backup_size)]
+    comparison = layouts_table(run)
+    if comparison is not None:
+        parts.insert(1, comparison)
     if baseline is not None:
         parts.append(slowdown_table(run, baseline))
     return Group(*parts)
