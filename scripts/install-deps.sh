@@ -10,6 +10,12 @@ declare -A NEEDED=(
   [iostat]=sysstat
   [losetup]=mount
   [mkfs.ext4]=e2fsprogs
+  [mkfs.xfs]=xfsprogs
+  [mkfs.btrfs]=btrfs-progs
+  [wipefs]=util-linux
+  [findmnt]=util-linux
+  [sfdisk]=fdisk
+  [pvs]=lvm2
   [pgrep]=procps
 )
 missing=()

@@ -36,6 +36,8 @@ class DirectoryFacts:
     # None: not probed (not writable); False: the filesystem refused O_DIRECT.
     direct_io: bool | None
     direct_io_error: str | None
+    mode: str | None = None  # e.g. '0700': what `chmod` left on a provisioned mount point
+    owner_uid: int | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -83,7 +85,10 @@ def collect_directory(path: Path, *, probe_direct: bool = True,
     writable = is_dir and os.access(resolved, os.W_OK | os.X_OK)
     free = total = None
     mount: Mount | None = None
+    mode = owner = None
     if is_dir:
+        st = resolved.stat()
+        mode, owner = f"{st.st_mode & 0o7777:04o}", st.st_uid
         stats = os.statvfs(resolved)
         # ramfs reports zero blocks: it has no size limit, so free space is unknown, not zero.
         if stats.f_blocks:
@@ -105,7 +110,7 @@ def collect_directory(path: Path, *, probe_direct: bool = True,
         source=mount.source if mount else None,
         block_device=_block_device(mount, sys_root) if mount else None,
         read_only_mount=bool(mount and mount.read_only),
-        direct_io=direct_io, direct_io_error=direct_error,
+        direct_io=direct_io, direct_io_error=direct_error, mode=mode, owner_uid=owner,
     )
 
 

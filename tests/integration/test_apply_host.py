@@ -1,0 +1,134 @@
+"""`plan` and `apply` for real on the host: filesystems and btrfs on loop devices the test
+made; the refusals leave every device byte for byte as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.real
+LOOP_SIZE = 320 * 2**20  # XFS and btrfs raid1 both fit in this
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@pytest.fixture
+def loops(tmp_path):
+    """Loop devices on sparse files in tmp_path; detached (and unmounted) even on failure."""
+    if os.geteuid() != 0 or shutil.which("losetup") is None:
+        pytest.skip("needs root and losetup to make loop devices on the test's own files")
+    made: list[tuple[str, Path]] = []
+
+    def make(count: int) -> list[tuple[str, Path]]:
+        for index in range(count):
+            backing = tmp_path / f"disk{len(made)}.img"
+            with open(backing, "wb") as handle:
+                handle.truncate(LOOP_SIZE)
+            device = subprocess.run(["losetup", "--find", "--show", str(backing)], check=True,
+                                    capture_output=True, text=True).stdout.strip()
+            made.append((device, backing))
+        return made[-count:]
+
+    yield make
+    mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout.split()
+    for target in reversed(mounts):
+        if target.startswith(str(tmp_path)):
+            subprocess.run(["umount", "-l", target], capture_output=True)
+    for device, _ in made:
+        subprocess.run(["losetup", "-d", device], capture_output=True)
+
+
+def write_recipe(tmp_path: Path, devices: list[str], layouts: str, workload: str | None = None) -> Path:
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(
+        'name = "host-test"\n'
+        f"devices = {json.dumps(devices)}\n" + layouts
+        + (workload or '\n[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\n'
+                       'size = "32MiB"\nruntime = "1s"\n')
+    )
+    return recipe
+
+
+def test_apply_xfs_ext4_and_btrfs_then_tear_down(cli, tmp_path, loops):
+    (d0, f0), (d1, f1), (d2, f2) = loops(3)
+    layouts = (
+        f'\n[[layout]]\nname = "xfs"\nkind = "filesystem"\ndevices = ["{d0}"]\n'
+        'filesystem = { type = "xfs", reflink = true, owner = "nobody", mode = "0700" }\n'
+        f'\n[[layout]]\nname = "ext4"\nkind = "filesystem"\ndevices = ["{d0}"]\nfilesystem = {{ type = "ext4" }}\n'
+        f'\n[[layout]]\nname = "btrfs"\nkind = "btrfs"\ndevices = ["{d1}", "{d2}"]\ndata = "raid1"\nmetadata = "raid1"\n'
+    )
+    recipe = write_recipe(tmp_path, [d0, d1, d2], layouts)
+    mount_root = tmp_path / "mnt"
+    plan = cli("plan", str(recipe), "--mount-root", str(mount_root))
+    assert plan.returncode == 0, plan.stderr
+    assert "mkfs.xfs -f -L" in plan.stdout and "mkfs.btrfs -f -L" in plan.stdout and "REFUSED" not in plan.stdout
+
+    result = cli("apply", str(recipe), "--yes", "--mount-root", str(mount_root), "--json")
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    assert run["status"] == "complete"
+    names = [op["name"] for op in run["operations"]]
+    assert names == [f"{layout}/{op}" for layout in ("xfs", "ext4", "btrfs") for op in ("active-full", "restore-random")]
+    assert all(op["figures"]["effective_bw"] > 0 for op in run["operations"])
+    targets = run["host"]["targets"]
+    assert targets["xfs"]["fs_type"] == "xfs" and targets["ext4"]["fs_type"] == "ext4"
+    assert targets["btrfs"]["fs_type"] == "btrfs"
+    assert targets["xfs"]["mode"] == "0700" and targets["xfs"]["owner_uid"] == 65534  # nobody
+    run_dir = cli.results / "runs" / run["run_id"]
+    assert (run_dir / "btrfs" / "active-full.json").exists()
+
+    # Torn down: nothing mounted, no signature left, journals closed.
+    assert str(mount_root) not in subprocess.run(["findmnt", "-rn"], capture_output=True, text=True).stdout
+    for device in (d0, d1, d2):
+        probe = subprocess.run(["blkid", "-p", device], capture_output=True, text=True)
+        assert probe.returncode == 2, f"{device} still carries {probe.stdout}"
+    assert not list((cli.results / "journal").glob("*.open.jsonl"))
+    assert list((cli.results / "journal").glob("*.closed.jsonl"))
+    shown = cli("show", run["run_id"])
+    assert "Layouts compared" in shown.stdout
+
+
+def test_apply_refuses_without_yes_and_touches_nothing(cli, tmp_path, loops):
+    [(device, backing)] = loops(1)
+    recipe = write_recipe(tmp_path, [device], f'\n[[layout]]\nname = "x"\nkind = "filesystem"\ndevices = ["{device}"]\n')
+    before = sha256(backing)
+    result = cli("apply", str(recipe), "--mount-root", str(tmp_path / "mnt"))
+    assert result.returncode == 3 and "--yes" in result.stderr and "Traceback" not in result.stderr
+    assert sha256(backing) == before
+
+
+def test_a_device_holding_a_filesystem_is_refused_unchanged(cli, tmp_path, loops):
+    [(device, backing)] = loops(1)
+    subprocess.run(["mkfs.ext4", "-q", "-F", device], check=True, capture_output=True)
+    recipe = write_recipe(tmp_path, [device], f'\n[[layout]]\nname = "x"\nkind = "filesystem"\ndevices = ["{device}"]\n')
+    before = sha256(backing)
+    plan = cli("plan", str(recipe), "--mount-root", str(tmp_path / "mnt"))
+    assert "REFUSED" in plan.stdout and "ext4" in plan.stdout
+    result = cli("apply", str(recipe), "--yes", "--mount-root", str(tmp_path / "mnt"))
+    assert result.returncode == 3 and "ext4" in result.stderr
+    assert sha256(backing) == before
+
+
+def test_lvm_is_refused_on_a_kernel_without_device_mapper(cli, tmp_path, loops):
+    if Path("/dev/mapper/control").exists():
+        pytest.skip("this kernel has device-mapper; the lab VM tests cover LVM for real")
+    [(device, backing)] = loops(1)
+    recipe = write_recipe(tmp_path, [device], f'\n[[layout]]\nname = "lin"\nkind = "lvm-linear"\ndevices = ["{device}"]\n')
+    before = sha256(backing)
+    result = cli("apply", str(recipe), "--yes", "--mount-root", str(tmp_path / "mnt"))
+    assert result.returncode == 3
+    assert "needs device-mapper" in result.stderr and "backupbench lab" in result.stderr
+    assert sha256(backing) == before
+    assert not (cli.results / "runs").exists() or not list((cli.results / "runs").iterdir())
