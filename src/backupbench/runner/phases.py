@@ -26,17 +26,20 @@ class Reporter(Protocol):
 class MonitorPlan:
     """How to sample: which devices (the target's stack) and when to warn. None: no monitor."""
 
-    def __init__(self, stack: DeviceStack, interval: float, thresholds: Thresholds):
+    def __init__(self, stack: DeviceStack | None, interval: float, thresholds: Thresholds):
         self.stack = stack
         self.interval = interval
         self.thresholds = thresholds
 
     def sampler(self, csv_path: Path) -> Sampler:
-        return Sampler(self.interval, devices=self.stack.all_names or None, csv_path=csv_path,
+        devices = self.stack.all_names if self.stack is not None else None
+        return Sampler(self.interval, devices=devices or None, csv_path=csv_path,
                        thresholds=self.thresholds)
 
     def headline(self, summary: Any) -> dict[str, float]:
         """The figures the run table shows: the member disks' average %util and w_await."""
+        if self.stack is None:
+            return {}
         members = list(self.stack.members) or self.stack.all_names
         figures = {}
         for name, metric in (("members_util", "util"), ("members_w_await", "w_await")):

@@ -52,11 +52,17 @@ def write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def monitor_plan(options: MonitorOptions, target: Path) -> MonitorPlan | None:
+def needs_directory(workload: Workload) -> bool:
+    """False for workloads whose target is not a directory here (an S3 endpoint)."""
+    return getattr(workload, "needs_directory", True)
+
+
+def monitor_plan(options: MonitorOptions, target: Path | None) -> MonitorPlan | None:
+    """Sample the devices under `target`; with no target, every block device."""
     if options.no_monitor:
         return None
     thresholds = Thresholds(io_await_ms=options.warn_latency * 1000.0, load1=options.warn_load)
-    return MonitorPlan(device_stack(target), options.monitor_interval, thresholds)
+    return MonitorPlan(device_stack(target) if target is not None else None, options.monitor_interval, thresholds)
 
 
 class RunSession:
@@ -86,16 +92,19 @@ class RunSession:
         self.reporter.run_started(self.run)
         return self
 
-    def measure(self, workload: Workload, target: Path, group: str = "") -> None:
+    def measure(self, workload: Workload, target: Path | None, group: str = "") -> None:
         """Run `workload` in `target`; its phases are stored as operations of this run."""
-        found = check_target(target, workload.space_needed(), workload.buffered)
-        workload.check(target)
-        self.run.notes += eligibility.directory_cautions(found, workload.space_needed(), workload.buffered,
-                                                         self.run.host.get("memory_bytes"))
-        monitor = monitor_plan(self.monitor_options, target)
         key = group or "target"
-        self.run.host.setdefault("targets", {})[key] = found.as_dict()
-        if monitor is not None:
+        if needs_directory(workload):
+            found = check_target(target, workload.space_needed(), workload.buffered)
+            self.run.notes += eligibility.directory_cautions(found, workload.space_needed(), workload.buffered,
+                                                             self.run.host.get("memory_bytes"))
+            self.run.host.setdefault("targets", {})[key] = found.as_dict()
+        else:
+            target = None
+        workload.check(target)
+        monitor = monitor_plan(self.monitor_options, target)
+        if monitor is not None and monitor.stack is not None:
             self.run.host.setdefault("device_stacks", {})[key] = {
                 "describe": monitor.stack.describe(), "devices": monitor.stack.all_names,
                 "members": list(monitor.stack.members)}
@@ -153,15 +162,19 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
     """`backupbench run`: one workload in one directory (a scratch one if none is named)."""
     workload = request.workload
     host = {**facts.collect_host(), **(request.host_facts or {})}
-    scratch = None
-    if request.target is not None:
+    scratch = target = None
+    if not needs_directory(workload):
+        pass
+    elif request.target is not None:
         target = request.target.expanduser().resolve()
     else:
         scratch = target = _scratch_directory(request.scratch_parent, new_run_id())
     try:
-        # Refuse before a run is opened: a bad target leaves nothing in the store.
-        check_target(target, workload.space_needed(), workload.buffered)
-        session = RunSession(request.results, workload.kind, str(target), workload.settings(), host,
+        if target is not None:
+            # Refuse before a run is opened: a bad target leaves nothing in the store.
+            check_target(target, workload.space_needed(), workload.buffered)
+        label = str(target) if target is not None else getattr(workload, "target_label", workload.kind)
+        session = RunSession(request.results, workload.kind, label, workload.settings(), host,
                              reporter, request.monitor)
         with session:
             session.measure(workload, target)
