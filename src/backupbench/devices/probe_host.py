@@ -11,6 +11,8 @@ import os
 import stat
 from dataclasses import dataclass
 
+from backupbench.hostfiles import HostFiles
+
 
 @dataclass(frozen=True)
 class PathInfo:
@@ -38,41 +40,11 @@ def _kind(mode: int) -> str:
     return "special file"
 
 
-class Host:
-    """Reads the host's kernel files and device nodes, relative to `root` ('/': live system)."""
-
-    def __init__(self, root: str | os.PathLike[str] = "/"):
-        self.root = os.fspath(root)
-
-    def __repr__(self) -> str:
-        return f"Host(root={self.root!r})"
+class Host(HostFiles):
+    """HostFiles plus what device probing needs: following links, stat of the user's paths."""
 
     def _real(self, path: str) -> str:
-        if self.root == "/":
-            return path
-        return os.path.join(self.root, os.path.abspath(path).lstrip("/"))
-
-    def read_text(self, path: str) -> str:
-        """The whole file; raises OSError like open() when it cannot be read."""
-        with open(self._real(path), encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-
-    def read_value(self, path: str) -> str | None:
-        """A small sysfs attribute, stripped; None when absent or unreadable."""
-        try:
-            return self.read_text(path).strip()
-        except OSError:
-            return None
-
-    def exists(self, path: str) -> bool:
-        return os.path.exists(self._real(path))
-
-    def listdir(self, path: str) -> list[str]:
-        """Entries sorted by name; [] when the directory is absent."""
-        try:
-            return sorted(os.listdir(self._real(path)))
-        except OSError:
-            return []
+        return self.path(path)
 
     def realpath(self, path: str) -> str:
         """`path` with every symlink followed, as a path on the host (root stripped)."""
