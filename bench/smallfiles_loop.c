@@ -3,9 +3,9 @@
  * Same work as backupbench's smallfiles engine with flush "none": in ROOT, N files of
  * SIZE bytes spread over FOLDERS folders (file i in d%04d/f%06d, folder i % FOLDERS),
  * THREADS pthreads each taking one contiguous chunk of files. Phase "create" writes
- * every file with byte 0x00 (O_CREAT|O_EXCL, write), phase "update-1" rewrites every
- * file in place with 0xff (no O_TRUNC, pwrite at offset 0). Each file's
- * open+write+close is timed, as the engine does. Folders are made before the timing.
+ * the folders, then every file with byte 0x00 (O_CREAT|O_EXCL, write); phase "update-1"
+ * rewrites every file in place with 0xff (no O_TRUNC, pwrite at offset 0). Each file's
+ * open+write+close is timed, as the engine does.
  *
  * Usage: smallfiles_loop ROOT FILES SIZE FOLDERS THREADS
  * Prints one line per phase: "<phase> <seconds> <files>". Exit 1 on any error.
@@ -53,7 +53,8 @@ static void *worker(void *arg) {
         if (fd < 0) { c->err = errno; return NULL; }
         long done = 0;
         while (done < size) {
-            ssize_t n = pwrite(fd, buf + done, size - done, done);
+            ssize_t n = c->update || done ? pwrite(fd, buf + done, size - done, done)
+                                          : write(fd, buf, size);
             if (n < 0) { c->err = errno; close(fd); return NULL; }
             done += n;
         }
@@ -67,6 +68,13 @@ static int phase(const char *name, int update) {
     pthread_t tid[256];
     struct chunk ch[256];
     int64_t t0 = now_ns();
+    if (!update) {
+        char path[32];
+        for (long d = 0; d < folders; d++) {
+            snprintf(path, sizeof path, "d%0*ld", dw, d);
+            if (mkdir(path, 0755) != 0) { perror(path); return 1; }
+        }
+    }
     for (long t = 0; t < threads; t++) {
         ch[t].start = files * t / threads;
         ch[t].end = files * (t + 1) / threads;
@@ -105,11 +113,6 @@ int main(int argc, char **argv) {
     if (!buf_create || !buf_update || !latency) { perror("malloc"); return 1; }
     memset(buf_create, 0x00, size);
     memset(buf_update, 0xff, size);
-    char path[32];
-    for (long d = 0; d < folders; d++) {
-        snprintf(path, sizeof path, "d%0*ld", dw, d);
-        if (mkdir(path, 0755) != 0) { perror(path); return 1; }
-    }
     if (phase("create", 0)) return 1;
     if (phase("update-1", 1)) return 1;
     return 0;

@@ -184,3 +184,32 @@ def test_unknown_baseline_fails_before_measuring(cli, tmp_path):
     result = cli("run", str(tmp_path), "--baseline", "nope")
     assert result.returncode == 2 and "no run 'nope'" in result.stderr
     assert not (cli.results / "runs").exists() or not list((cli.results / "runs").iterdir())
+
+
+def test_small_file_workload_phases_stored_and_compared(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    args = ("run", str(repo), "--workload", "smallfiles", "--files", "300", "--folders", "7", "--file-size", "8KiB",
+            "--patterns", "0x00,0xff,0x55", "--threads", "2", "--verify", "--monitor-interval", "0.2")
+    first = cli(*args, "--json")
+    assert first.returncode == 0, first.stderr
+    data = json.loads(first.stdout)
+    assert data["kind"] == "smallfiles"
+    assert [op["name"] for op in data["operations"]] == ["create", "update-1", "update-2", "verify"]
+    for op in data["operations"]:
+        assert op["figures"]["files"] == 300 and op["figures"]["files_per_s"] > 0
+        assert (cli.results / "runs" / data["run_id"] / f"{op['name']}.monitor.csv").exists()
+    assert data["operations"][-1]["figures"]["mismatches"] == 0
+    assert data["settings"]["flush"] == "sync-end"
+    assert list(repo.iterdir()) == []
+    assert not any("test file" in note for note in data["notes"])
+    second = cli(*args, "--baseline", data["run_id"])
+    assert second.returncode == 0, second.stderr
+    assert "files/s" in second.stdout and "Against baseline" in second.stdout and "update-1" in second.stdout
+
+
+def test_a_flag_of_another_workload_is_refused(cli, tmp_path):
+    result = cli("run", str(tmp_path), "--files", "10")
+    assert result.returncode == 2 and "--files does not apply to --workload kb2014" in result.stderr
+    result = cli("run", str(tmp_path), "--workload", "smallfiles", "--runtime", "5s")
+    assert result.returncode == 2 and "--runtime does not apply to --workload smallfiles" in result.stderr

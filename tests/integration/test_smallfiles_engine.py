@@ -104,6 +104,10 @@ def test_progress_calls_use_phase_names_in_order(tmp_path):
         final = [d for p, f, d in recorder.calls if p == phase and f == 1.0][0]
         assert "files/s" in final
     assert "0 mismatches" in [d for p, f, d in recorder.calls if p == "verify"][-1]
+    # sync-end: each writing phase reports its flush before it ends; verify has none.
+    syncing = {p for p, f, d in recorder.calls if d.startswith("syncing to storage")}
+    assert syncing == set(PHASES) - {"verify"}
+    assert all(f == 0.99 for p, f, d in recorder.calls if d.startswith("syncing"))
 
 
 def test_rewrites_are_in_place(tmp_path):
@@ -292,6 +296,36 @@ def test_workers_ignore_a_ctrl_c_sent_to_them(tmp_path):
     assert running.fired
     assert all(r.complete and r.files == 200 for r in results)
     assert results[-1].mismatches == 1  # the empty FIFO
+
+
+def test_a_killed_worker_fails_the_run_cleanly(tmp_path):
+    spec = SmallFilesSpec(files=200, file_size="8KiB", folders=7, threads=2, flush="none")
+
+    def kill_the_blocked_worker():
+        # Worker 1 (files 100-199) blocks on the FIFO at file 150; worker 0 finishes its
+        # files and exits (a zombie until reaped). The one left alive is the blocked one.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            alive = [pid for pid in child_pids()
+                     if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+            if len(alive) == 1:
+                os.kill(alive[0], signal.SIGKILL)
+                return
+            time.sleep(0.01)
+        raise AssertionError("no worker blocked on the FIFO")
+
+    start = Recorder(lambda: stuck_file(tmp_path, spec, 150), at="update-1")
+    running = Recorder(kill_the_blocked_worker, at="update-1", when="running")
+
+    def both(*call):
+        start(*call)
+        running(*call)
+
+    with pytest.raises(EngineError, match=r"killed by signal 9 \(SIGKILL\)") as caught:
+        engine().run(spec, tmp_path, "t1", both)
+    assert not tagged(tmp_path).exists() and child_pids() == set()
+    last = caught.value.partial[-1]
+    assert last.name == "update-1" and not last.complete and 100 <= last.files < 200
 
 
 # ---- refusals and a full filesystem on tmpfs (root) ----------------------------------------

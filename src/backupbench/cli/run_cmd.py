@@ -10,42 +10,69 @@ from backupbench.cli import options as cli_options
 from backupbench.cli.common import baseline_option, open_store, print_json, results_option, stderr, stdout
 from backupbench.cli.progress import QuietReporter, RichReporter
 from backupbench.engines.fio import FioEngine
+from backupbench.errors import InputError
 from backupbench.recipe.monitor import MonitorOptions
 from backupbench.recipe.suite import SuiteOptions
 from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
 from backupbench.runner import registry
 from backupbench.runner.pipeline import RunRequest, execute, run_as_dict
+from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec
 
-WORKLOAD_HELP = "Workload to run: " + "; ".join(f"{name}: {text}" for name, (text, _) in registry.WORKLOADS.items())
+WORKLOAD_HELP = "Workload to run: " + "; ".join(f"{name}: {registry.describe(name)}" for name in registry.WORKLOADS)
+WORKLOAD_MODELS = (SuiteOptions, SmallFilesSpec)
+
+
+def _workload_options(workload: str, preset: str | None, values: dict) -> object:
+    """The chosen workload's options; a flag that belongs to another workload is an error."""
+    model = registry.options_model(workload)
+    for other in WORKLOAD_MODELS:
+        if other is model:
+            continue
+        given, _ = cli_options.split(other, values)
+        stray = [name for name, value in given.items()
+                 if value is not None and value is not False and name not in model.model_fields]
+        if stray:
+            raise InputError(f"{cli_options.flag_name(stray[0])} does not apply to --workload {workload}",
+                             "drop it, or choose the workload it belongs to (see backupbench run --help)")
+    mine, _ = cli_options.split(model, values)
+    if model is SmallFilesSpec:
+        base = PRESETS[preset or "field-note-e"].model_dump()
+        mine = {**base, **{k: v for k, v in mine.items() if v is not None and v is not False}}
+        return cli_options.build(model, mine)
+    if preset:
+        raise InputError("--preset applies to --workload smallfiles only")
+    return cli_options.build(model, mine)
 
 
 @click.command("run")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--workload", type=click.Choice(list(registry.WORKLOADS)), default="kb2014", show_default=True,
               help=WORKLOAD_HELP)
+@click.option("--preset", type=click.Choice(list(PRESETS)), default=None,
+              help="smallfiles: start from this preset [default: field-note-e, 104,857 x 100 KiB]; flags override it.")
 @cli_options.click_options(SuiteOptions)
+@cli_options.click_options(SmallFilesSpec)
 @cli_options.click_options(MonitorOptions)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @baseline_option
 @results_option
-def run_command(path: Path | None, workload: str, as_json: bool, quiet: bool, baseline_ref: str | None,
-                results: Path | None, **values: object) -> None:
-    """Run a backup workload with fio against a tagged test file in PATH, sampling the host.
+def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, quiet: bool,
+                baseline_ref: str | None, results: Path | None, **values: object) -> None:
+    """Run a backup workload against PATH, sampling the host; keep and show the figures.
 
     Without PATH, a scratch directory is made in the current directory and removed afterwards.
     Everything the run writes in PATH is named backupbench-<run> and is always removed.
     """
-    suite_values, rest = cli_options.split(SuiteOptions, values)
-    options = cli_options.build(SuiteOptions, suite_values)
-    monitor = cli_options.build(MonitorOptions, rest)
+    options = _workload_options(workload, preset, values)
+    monitor = cli_options.build(MonitorOptions, cli_options.split(MonitorOptions, values)[0])
     # Resolve the baseline before measuring, so a typo fails in a second, not after the run.
     baseline = open_store(results)[1].load_run(baseline_ref) if baseline_ref else None
-    engine = FioEngine()
+    host_facts = {"fio": FioEngine().version()} if registry.options_model(workload) is SuiteOptions else {}
     request = RunRequest(
         workload=registry.build(workload, options), results=results_dir(results), target=path,
-        scratch_parent=Path.cwd(), monitor=monitor, host_facts={"fio": engine.version()},
+        scratch_parent=Path.cwd(), monitor=monitor, host_facts=host_facts,
     )
     if quiet:
         record = execute(request, QuietReporter())

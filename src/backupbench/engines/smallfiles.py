@@ -13,9 +13,16 @@ and touches nothing else: file i is `d<i mod D>/f<i>` in it (e.g. d0007/f000123)
   pattern (or that is missing or unreadable) counts as a mismatch.
 
 Per file the engine times open + write (+ fsync with flush "fsync") + close, or open + read
-+ close on verify, and reports p50/p99. A phase's time runs from starting the workers to the
-last worker's last file, plus the end-of-phase syncfs with flush "sync-end". Files are
-split over `threads` forked worker processes (smallfiles_workers.py says why processes).
++ close on verify, and reports p50/p99. A phase's time runs from right after its start
+callback (the folders included, for create) to the last worker's last file, plus the
+end-of-phase syncfs with flush "sync-end" (also reported alone as sync_seconds). Verify
+reads through the page cache: it checks content, it does not measure read speed. Files
+are split over `threads` forked worker processes (smallfiles_workers.py says why).
+
+Progress: on_phase(phase, 0.0, "") when a phase starts, then about every POLL_SECONDS with
+the files done so far (capped at 0.99, also while the sync runs) and the current rate,
+and on_phase(phase, 1.0, final figures) when it has ended. It is called from the thread
+that called run(); whatever it raises stops the run (KeyboardInterrupt -> Interrupted).
 
 The engine refuses before creating anything when the filesystem is read-only or lacks free
 space or inodes for the run plus headroom. Whatever happens after the tagged folder is
@@ -31,6 +38,8 @@ import errno
 import os
 import re
 import shutil
+import signal
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -116,8 +125,9 @@ def percentile(sorted_values: list[int], p: float) -> float:
 class _PhaseFailed(Exception):
     """A worker reported a system error; the engine turns it into a typed error."""
 
-    def __init__(self, phase: str, err: int, path: str | None, files_done: int):
+    def __init__(self, phase: str, err: int, path: str | None, files_done: int, during: str = ""):
         super().__init__(phase, err)
+        self.during = during
         self.phase = phase
         self.errno = err
         self.path = path
@@ -167,7 +177,8 @@ class SmallFilesEngine:
 
     # ---- the run -------------------------------------------------------------------------
     def run(self, spec: SmallFilesSpec, root_parent: Path, run_id: str, on_phase: PhaseCallback,
-            keep: bool = False) -> list[PhaseResult]:
+            keep: bool = False, on_result: Callable[[PhaseResult], None] | None = None) -> list[PhaseResult]:
+        """on_result, if given, gets each phase's result as soon as the phase is done."""
         if not _RUN_ID_RE.match(run_id):
             raise InputError(f"run id {run_id!r} cannot name a folder",
                              fix="use letters, digits, '.', '_' and '-'")
@@ -187,7 +198,7 @@ class SmallFilesEngine:
         # From here on the folder is ours: every way out removes it (unless keep).
         results: list[PhaseResult] = []
         try:
-            self._run_phases(spec, root, on_phase, results)
+            self._run_phases(spec, root, on_phase, results, on_result)
         except _PhaseFailed as failed:
             removed = _remove(root, keep)
             error = EngineError(_failure_message(failed, removed), fix=_failure_fix(failed.errno))
@@ -215,7 +226,7 @@ class SmallFilesEngine:
         return results
 
     def _run_phases(self, spec: SmallFilesSpec, root: Path, on_phase: PhaseCallback,
-                    results: list[PhaseResult]) -> None:
+                    results: list[PhaseResult], on_result: Callable[[PhaseResult], None] | None) -> None:
         paths = file_paths(spec)
         workers = min(spec.threads, spec.files)
         shared = Shared(workers, spec.files)
@@ -230,6 +241,8 @@ class SmallFilesEngine:
                 task = Task(kind, str(root), paths, pattern_buffer(pattern, spec.file_size),
                             fsync and kind != "verify")
                 self._phase(name, task, spec, root, shared, on_phase, results)
+                if on_result is not None:
+                    on_result(results[-1])
         finally:
             shared.close()
 
@@ -257,8 +270,9 @@ class SmallFilesEngine:
             if failed is not None:
                 raise _PhaseFailed(name, failed.errno, _path_of(task, failed), sum(r.done for r in reports))
             if any(r.done != r.end - r.start for r in reports):
-                raise EngineError(f"a worker of phase {name} stopped without saying why "
-                                  f"({sum(r.done for r in reports):,} of {spec.files:,} files done)")
+                raise EngineError(f"a worker of phase {name} {_how_it_ended(reports)} "
+                                  f"({sum(r.done for r in reports):,} of {spec.files:,} files done)",
+                                  fix="check the kernel log (dmesg) for the out-of-memory killer")
             ended = max(r.end_ns for r in reports)
             if spec.flush == "sync-end" and task.kind != "verify":
                 sync_ns = self._sync(root, name, on_phase)
@@ -275,16 +289,58 @@ class SmallFilesEngine:
         on_phase(name, 1.0, _final_detail(last))
 
     def _sync(self, root: Path, name: str, on_phase: PhaseCallback) -> int:
-        """syncfs() the filesystem holding `root`; returns the nanoseconds it took."""
+        """syncfs() the filesystem holding `root`; returns the nanoseconds it took.
+
+        The call runs in a helper thread so that a long flush (minutes, on a slow disk
+        under snapshots) keeps reporting progress and does not hold up Ctrl-C; an
+        abandoned flush finishes on its own in the kernel.
+        """
+        outcome: dict[str, object] = {}
+        finished = threading.Event()
+
+        def flush() -> None:
+            started = time.monotonic_ns()
+            try:
+                _syncfs(root)
+            except OSError as exc:
+                outcome["error"] = exc
+            outcome["ns"] = time.monotonic_ns() - started
+            finished.set()
+
         on_phase(name, _RUNNING_CAP, "syncing to storage")
-        started = time.monotonic_ns()
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            if _LIBC is None or _LIBC.syncfs(fd) != 0:
-                os.sync()
-        finally:
-            os.close(fd)
-        return time.monotonic_ns() - started
+        threading.Thread(target=flush, name="backupbench-syncfs", daemon=True).start()
+        while not finished.wait(self.poll_seconds):
+            on_phase(name, _RUNNING_CAP, f"syncing to storage, {_dirty_mib():,.0f} MiB to write")
+        error = outcome.get("error")
+        if isinstance(error, OSError):
+            raise _PhaseFailed(name, error.errno or 0, None, 0, during="sync")
+        return int(outcome["ns"])  # type: ignore[call-overload]
+
+
+def _syncfs(root: Path) -> None:
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        syncfs = getattr(_LIBC, "syncfs", None)
+        if syncfs is None:  # pragma: no cover - no syncfs(2): flush everything
+            os.sync()
+        elif syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+    finally:
+        os.close(fd)
+
+
+def _dirty_mib() -> float:
+    """Dirty and under-writeback page cache, machine-wide (/proc/meminfo, in kB)."""
+    total_kb = 0
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith(("Dirty:", "Writeback:")):
+                    total_kb += int(line.split()[1])
+    except OSError:
+        return 0.0
+    return total_kb / 1024
 
 
 def _make_folders(root: Path, spec: SmallFilesSpec, phase: str) -> None:
@@ -328,6 +384,14 @@ def _final_detail(result: PhaseResult) -> str:
     return text
 
 
+def _how_it_ended(reports: list[WorkerReport]) -> str:
+    for report in reports:
+        status = report.exit_status
+        if status is not None and os.WIFSIGNALED(status):
+            return f"was killed by signal {os.WTERMSIG(status)} ({signal.Signals(os.WTERMSIG(status)).name})"
+    return "stopped without saying why"
+
+
 def _path_of(task: Task, report: WorkerReport) -> str | None:
     index = report.failed_at
     if index is None or index >= len(task.paths):
@@ -337,6 +401,8 @@ def _path_of(task: Task, report: WorkerReport) -> str | None:
 
 def _failure_message(failed: _PhaseFailed, removed: str) -> str:
     where = f"after {failed.files_done:,} files in phase {failed.phase}"
+    if failed.during == "sync":
+        where = f"while syncing phase {failed.phase} to storage"
     if failed.errno == errno.ENOSPC:
         return f"filesystem full {where}; {removed}"
     if failed.errno == errno.EDQUOT:

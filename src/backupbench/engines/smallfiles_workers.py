@@ -117,8 +117,11 @@ class Shared:
         return out
 
     def close(self) -> None:
-        self.ints.release()
-        self._map.close()
+        try:
+            self.ints.release()
+            self._map.close()
+        except BufferError:  # a view is still referenced (a traceback): the GC unmaps it later
+            pass
 
 
 class Pool:
@@ -140,7 +143,7 @@ class Pool:
         parent = os.getpid()
         # Block SIGINT across fork so that a worker can never receive it; the parent restores
         # its mask at once, the worker keeps SIGINT blocked for its (short) life.
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             for worker, (start, end) in enumerate(self.ranges):
                 with warnings.catch_warnings():

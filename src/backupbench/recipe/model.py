@@ -13,6 +13,7 @@ from backupbench.errors import RecipeError
 from backupbench.recipe.layouts import LAYOUT_KINDS, Layout
 from backupbench.recipe.monitor import MonitorOptions
 from backupbench.recipe.suite import SuiteOptions
+from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec
 
 
 class Kb2014Workload(SuiteOptions):
@@ -23,8 +24,23 @@ class FirstWriteWorkload(SuiteOptions):
     kind: Literal["first-write"]
 
 
-WorkloadSpec = Annotated[Union[Kb2014Workload, FirstWriteWorkload], Field(discriminator="kind")]
-WORKLOAD_KINDS = ("kb2014", "first-write")
+class SmallFilesWorkload(SmallFilesSpec):
+    kind: Literal["smallfiles"]
+    preset: Literal["field-note-e", "quick"] | None = Field(
+        None, description="Start from this preset; keys given beside it override it.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset"):
+            base = PRESETS.get(data["preset"])
+            if base is not None:
+                return {**base.model_dump(), **data}
+        return data
+
+
+WorkloadSpec = Annotated[Union[Kb2014Workload, FirstWriteWorkload, SmallFilesWorkload], Field(discriminator="kind")]
+WORKLOAD_KINDS = ("kb2014", "first-write", "smallfiles")
 
 
 class Recipe(BaseModel):
@@ -60,7 +76,7 @@ def _key_path(location: tuple) -> str:
     for item in location:
         if isinstance(item, int):
             parts[-1] = f"{parts[-1]}[{item}]" if parts else f"[{item}]"
-        elif item in LAYOUT_KINDS or item in ("kb2014", "first-write"):
+        elif item in LAYOUT_KINDS or item in WORKLOAD_KINDS:
             continue  # the union's tag, not a key the user wrote
         else:
             parts.append(str(item))
@@ -78,7 +94,7 @@ def _suggestion(error: dict[str, Any]) -> str:
     candidates: list[str] = []
     from backupbench.recipe import layouts as layout_models
 
-    for model in (Recipe, MonitorOptions, SuiteOptions, layout_models.FilesystemSpec,
+    for model in (Recipe, MonitorOptions, SuiteOptions, SmallFilesSpec, layout_models.FilesystemSpec,
                   *[m for m in vars(layout_models).values() if isinstance(m, type) and issubclass(m, layout_models.Strict)]):
         candidates += _known_keys(model)
     close = difflib.get_close_matches(key, sorted(set(candidates)), n=1)

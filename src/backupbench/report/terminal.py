@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -24,9 +26,17 @@ def _latency(op_figures: dict[str, float]) -> str:
     return f"{worst_ms:,.2f} ms"
 
 
-def _settings_caption(run: RunRecord) -> str:
-    settings = run.settings
+def _target_text(run: RunRecord) -> str:
     target = next(iter(run.host.get("targets", {}).values()), {})
+    if not target.get("fs_type"):
+        return ""
+    return f"{target['fs_type']} on {target.get('block_device') or target.get('source') or '?'}"
+
+
+def _fio_caption(run: RunRecord) -> str:
+    settings = run.settings
+    if "size" not in settings:
+        return _target_text(run)
     parts = [
         f"{units.format_size(settings.get('file_size') or settings.get('size') or 0)} test file",
         (f"{settings.get('runtime', 0):g} s per operation" if run.kind == "kb2014"
@@ -37,38 +47,75 @@ def _settings_caption(run: RunRecord) -> str:
     ]
     if settings.get("jobs", 1) > 1:
         parts.append(f"{settings['jobs']} jobs")
-    if target.get("fs_type"):
-        parts.append(f"{target['fs_type']} on {target.get('block_device') or target.get('source') or '?'}")
-    return ", ".join(parts)
+    return ", ".join(p for p in [*parts, _target_text(run)] if p)
 
 
-def operations_table(run: RunRecord) -> Table:
+def _files_caption(run: RunRecord) -> str:
+    s = run.settings
+    if "files" not in s:
+        return _target_text(run)
+    parts = [f"{s['files']:,} files of {units.format_size(s['file_size'])} in {s['folders']:,} folders",
+             f"{s['threads']} workers", f"flush {s['flush']}", _target_text(run)]
+    return ", ".join(p for p in parts if p)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e6:,.2f} ms"
+
+
+Column = tuple[str, "Callable[[dict[str, float]], str | Text]"]
+FIO_COLUMNS: list[Column] = [
+    ("read MiB/s", lambda f: _mib(f.get("read_bw"))),
+    ("write MiB/s", lambda f: _mib(f.get("write_bw"))),
+    ("effective MiB/s", lambda f: Text(_mib(f.get("effective_bw")), style="bold")),
+    ("IOPS", lambda f: f"{(f.get('read_iops') or 0) + (f.get('write_iops') or 0):,.0f}"),
+    ("p99 latency", _latency),
+]
+FILE_COLUMNS: list[Column] = [
+    ("files/s", lambda f: Text(f"{f.get('files_per_s', 0):,.0f}", style="bold")),
+    ("MiB/s", lambda f: _mib(f.get("effective_bw"))),
+    ("file p50", lambda f: _ms(f.get("file_p50_lat"))),
+    ("file p99", lambda f: _ms(f.get("file_p99_lat"))),
+    ("mismatches", lambda f: "-" if "mismatches" not in f else f"{f['mismatches']:,.0f}"),
+]
+MONITOR_COLUMNS: list[Column] = [
+    ("disk %util", lambda f: _number(f.get("members_util"), "%")),
+    ("disk w_await", lambda f: _number(f.get("members_w_await"), " ms")),
+]
+
+
+def _is_file_phase(op) -> bool:
+    return "files_per_s" in op.figures or (not op.figures and op.pattern.endswith(("none", "fsync", "sync-end")))
+
+
+def _table(run: RunRecord, ops: list, columns: list[Column], pattern_heading: str, caption: str) -> Table:
     buffered = run.settings.get("buffered")
     title = f"Run {run.run_id} — {run.target}" + (" (BUFFERED)" if buffered else "")
-    table = Table(title=title, title_justify="left", caption=_settings_caption(run), caption_justify="left")
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("operation")
-    table.add_column("fio pattern")
-    headings = ["read MiB/s", "write MiB/s", "effective MiB/s", "IOPS", "p99 latency"]
-    monitored = any("members_util" in op.figures for op in run.operations)
-    if monitored:
-        headings += ["disk %util", "disk w_await"]
-    for heading in headings:
+    table.add_column(pattern_heading)
+    if any("members_util" in op.figures for op in ops):
+        columns = columns + MONITOR_COLUMNS
+    for heading, _ in columns:
         table.add_column(heading, justify="right")
-    for op in run.operations:
-        f = op.figures
+    for op in ops:
         if op.status != COMPLETE:
-            table.add_row(op.name, op.pattern, "", "", Text(op.status, style="yellow"),
-                          *[""] * (len(headings) - 3))
-            continue
-        iops = (f.get("read_iops") or 0) + (f.get("write_iops") or 0)
-        cells = [
-            op.name, op.pattern, _mib(f.get("read_bw")), _mib(f.get("write_bw")),
-            Text(_mib(f.get("effective_bw")), style="bold"), f"{iops:,.0f}", _latency(f),
-        ]
-        if monitored:
-            cells += [_number(f.get("members_util"), "%"), _number(f.get("members_w_await"), " ms")]
-        table.add_row(*cells)
+            table.add_row(op.name, op.pattern, Text(op.status, style="yellow"), *[""] * (len(columns) - 1))
+        else:
+            table.add_row(op.name, op.pattern, *[cell(op.figures) for _, cell in columns])
     return table
+
+
+def operations_tables(run: RunRecord) -> list[Table]:
+    """One table per kind of phase: fio operations, small-file phases."""
+    file_ops = [op for op in run.operations if _is_file_phase(op)]
+    fio_ops = [op for op in run.operations if op not in file_ops]
+    tables = []
+    if fio_ops or not file_ops:
+        tables.append(_table(run, fio_ops, FIO_COLUMNS, "fio pattern", _fio_caption(run)))
+    if file_ops:
+        tables.append(_table(run, file_ops, FILE_COLUMNS, "files", _files_caption(run)))
+    return tables
 
 
 def _number(value: float | None, unit: str) -> str:
@@ -144,10 +191,10 @@ def layouts_table(run: RunRecord) -> Table | None:
 
 
 def run_report(run: RunRecord, backup_size: int | None = None, baseline: RunRecord | None = None) -> RenderableType:
-    parts: list[RenderableType] = [operations_table(run), *summary_lines(run, backup_size)]
+    parts: list[RenderableType] = [*operations_tables(run), *summary_lines(run, backup_size)]
     comparison = layouts_table(run)
     if comparison is not None:
-        parts.insert(1, comparison)
+        parts.insert(len(operations_tables(run)), comparison)
     if baseline is not None:
         parts.append(slowdown_table(run, baseline))
     return Group(*parts)

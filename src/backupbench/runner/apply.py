@@ -17,18 +17,22 @@ from backupbench.layouts.executor import Provisioner
 from backupbench.layouts.journal import Journal
 from backupbench.layouts.snapwatch import SnapshotWatch
 from backupbench.plan import Plan
-from backupbench.recipe.model import FirstWriteWorkload, Kb2014Workload
+from backupbench.recipe.model import FirstWriteWorkload, Kb2014Workload, SmallFilesWorkload
 from backupbench.recipe.suite import SuiteOptions
 from backupbench.results.model import RunRecord
 from backupbench.runner import firstwrite, kb2014
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunSession
+from backupbench.runner.smallfiles import SmallFilesWorkload as SmallFilesWorkloadRunner
+from backupbench.workloads.smallfiles import SmallFilesSpec
 
 def journal_dir(results: Path) -> Path:
     return results / "journal"
 
 
 def build_workload(spec):
+    if isinstance(spec, SmallFilesWorkload):
+        return SmallFilesWorkloadRunner(SmallFilesSpec.model_validate(spec.model_dump(exclude={"kind", "preset"})))
     options = SuiteOptions.model_validate(spec.model_dump(exclude={"kind"}))
     if isinstance(spec, Kb2014Workload):
         return kb2014.workload(options)

@@ -97,8 +97,10 @@ class RunSession:
         key = group or "target"
         if needs_directory(workload):
             found = check_target(target, workload.space_needed(), workload.buffered)
-            self.run.notes += eligibility.directory_cautions(found, workload.space_needed(), workload.buffered,
-                                                             self.run.host.get("memory_bytes"))
+            # Cache cautions are about one big test file; a small-file workload caches on purpose.
+            if getattr(workload, "test_file_cautions", True):
+                self.run.notes += eligibility.directory_cautions(
+                    found, workload.space_needed(), workload.buffered, self.run.host.get("memory_bytes"))
             self.run.host.setdefault("targets", {})[key] = found.as_dict()
         else:
             target = None
