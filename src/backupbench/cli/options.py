@@ -7,6 +7,7 @@ from typing import Any, Callable
 import click
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
 from backupbench import units
 from backupbench.recipe.validate import validate
@@ -19,14 +20,14 @@ def flag_name(field_name: str) -> str:
 def _shown_default(field: FieldInfo) -> str:
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     default = field.default
-    if default is None or default is False:
+    if default is None or default is False or default is PydanticUndefined:
         return ""
     if extra.get("metavar") == "SIZE":
         return units.format_size(default).replace(" ", "")
     if extra.get("metavar") == "DURATION":
         return f"{default:g}s"
     if isinstance(default, tuple):
-        return "all"
+        return ",".join(f"0x{v:02x}" if isinstance(v, int) else str(v) for v in default)
     return str(default)
 
 
