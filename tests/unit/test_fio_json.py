@@ -66,3 +66,10 @@ def test_job_error_and_garbage_raise(fixtures):
         fio_json.parse_text("no json here")
     with pytest.raises(EngineError):
         fio_json.parse({"fio version": "x"})
+
+
+def test_total_latency_percentiles_win_over_completion_latency(fixtures):
+    raw = load(fixtures, "seqwrite.json")
+    write = raw["jobs"][0]["write"]
+    write["lat_ns"]["percentile"] = {"99.000000": 4_292_608}
+    assert fio_json.parse(raw).write.p99_ns == 4_292_608

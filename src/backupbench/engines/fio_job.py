@@ -57,6 +57,8 @@ class FioJob:
             opts += [("numjobs", str(self.numjobs)), ("offset_increment", fio_size(self.region_size))]
         if self.runtime_s is not None:
             opts += [("runtime", fio_duration(self.runtime_s)), ("time_based", "1")]
+        # Percentiles of total latency (slat + clat): what the application waits for.
+        opts += [("lat_percentiles", "1"), ("clat_percentiles", "0")]
         opts.append(("group_reporting", "1"))
         if self.stonewall:
             opts.append(("stonewall", "1"))
