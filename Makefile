@@ -2,10 +2,13 @@
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: deps run test bench clean
+.PHONY: deps run test bench bench-all clean
 
+# Debian packages and the venv; the lab VM's host packages; MinIO and the S3 load generator (Go).
 deps:
 	@bash scripts/install-deps.sh
+	@bash scripts/install-lab-deps.sh
+	@bash scripts/install-minio.sh
 
 # The main job: the backup-operation suite on a scratch directory made (and removed) here.
 run: deps
@@ -17,5 +20,13 @@ test: deps
 bench: deps
 	$(BIN)/python bench/fio_overhead.py
 
+# Every benchmark; each prints a ratio against a reference measured in the same run.
+bench-all: deps
+	$(BIN)/python bench/fio_overhead.py
+	$(BIN)/python bench/monitor_overhead.py
+	$(BIN)/python bench/smallfiles.py
+	$(BIN)/python bench/s3.py
+	$(BIN)/python bench/lab.py
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build src/*.egg-info .tools

@@ -10,6 +10,7 @@ from backupbench.cli import options as cli_options
 from backupbench.cli.common import baseline_option, open_store, print_json, results_option, stderr, stdout
 from backupbench.cli.progress import QuietReporter, RichReporter
 from backupbench.engines.fio import FioEngine
+from backupbench.engines.s3 import S3Engine
 from backupbench.errors import InputError
 from backupbench.recipe.monitor import MonitorOptions
 from backupbench.recipe.suite import SuiteOptions
@@ -17,10 +18,11 @@ from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
 from backupbench.runner import registry
 from backupbench.runner.pipeline import RunRequest, execute, run_as_dict
+from backupbench.workloads.s3 import S3Options
 from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec
 
 WORKLOAD_HELP = "Workload to run: " + "; ".join(f"{name}: {registry.describe(name)}" for name in registry.WORKLOADS)
-WORKLOAD_MODELS = (SuiteOptions, SmallFilesSpec)
+WORKLOAD_MODELS = (SuiteOptions, SmallFilesSpec, S3Options)
 
 
 def _workload_options(workload: str, preset: str | None, values: dict) -> object:
@@ -45,6 +47,15 @@ def _workload_options(workload: str, preset: str | None, values: dict) -> object
     return cli_options.build(model, mine)
 
 
+def _engine_versions(workload: str) -> dict[str, str]:
+    model = registry.options_model(workload)
+    if model is SuiteOptions:
+        return {"fio": FioEngine().version()}
+    if model is S3Options:
+        return {"s3load": S3Engine().version()}
+    return {}
+
+
 @click.command("run")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--workload", type=click.Choice(list(registry.WORKLOADS)), default="kb2014", show_default=True,
@@ -53,6 +64,7 @@ def _workload_options(workload: str, preset: str | None, values: dict) -> object
               help="smallfiles: start from this preset [default: field-note-e, 104,857 x 100 KiB]; flags override it.")
 @cli_options.click_options(SuiteOptions)
 @cli_options.click_options(SmallFilesSpec)
+@cli_options.click_options(S3Options)
 @cli_options.click_options(MonitorOptions)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
@@ -66,10 +78,13 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
     Everything the run writes in PATH is named backupbench-<run> and is always removed.
     """
     options = _workload_options(workload, preset, values)
+    if workload == "s3" and path is not None:
+        raise InputError("--workload s3 takes no PATH: it writes to --endpoint/--bucket",
+                         "drop PATH (to measure a directory, serve it with MinIO in a recipe)")
     monitor = cli_options.build(MonitorOptions, cli_options.split(MonitorOptions, values)[0])
     # Resolve the baseline before measuring, so a typo fails in a second, not after the run.
     baseline = open_store(results)[1].load_run(baseline_ref) if baseline_ref else None
-    host_facts = {"fio": FioEngine().version()} if registry.options_model(workload) is SuiteOptions else {}
+    host_facts = _engine_versions(workload)
     request = RunRequest(
         workload=registry.build(workload, options), results=results_dir(results), target=path,
         scratch_parent=Path.cwd(), monitor=monitor, host_facts=host_facts,

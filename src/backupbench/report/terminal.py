@@ -78,6 +78,15 @@ FILE_COLUMNS: list[Column] = [
     ("file p99", lambda f: _ms(f.get("file_p99_lat"))),
     ("mismatches", lambda f: "-" if "mismatches" not in f else f"{f['mismatches']:,.0f}"),
 ]
+S3_COLUMNS: list[Column] = [
+    ("MiB/s", lambda f: Text(_mib(f.get("effective_bw")), style="bold")),
+    ("objects/s", lambda f: f"{f.get('objects_per_s', 0):,.0f}"),
+    ("p50", lambda f: _ms(f.get("lat_p50_ns"))),
+    ("p90", lambda f: _ms(f.get("lat_p90_ns"))),
+    ("p99", lambda f: _ms(f.get("lat_p99_ns"))),
+    ("TTFB p50", lambda f: _ms(f.get("ttfb_p50_ns"))),
+    ("errors", lambda f: f"{f.get('errors', 0):,.0f}"),
+]
 MONITOR_COLUMNS: list[Column] = [
     ("disk %util", lambda f: _number(f.get("members_util"), "%")),
     ("disk w_await", lambda f: _number(f.get("members_w_await"), " ms")),
@@ -106,15 +115,22 @@ def _table(run: RunRecord, ops: list, columns: list[Column], pattern_heading: st
     return table
 
 
+def _is_s3_phase(op) -> bool:
+    return "objects_per_s" in op.figures or (not op.figures and op.pattern.startswith(("PUT", "GET", "DELETE")))
+
+
 def operations_tables(run: RunRecord) -> list[Table]:
-    """One table per kind of phase: fio operations, small-file phases."""
-    file_ops = [op for op in run.operations if _is_file_phase(op)]
-    fio_ops = [op for op in run.operations if op not in file_ops]
+    """One table per kind of phase: fio operations, small-file phases, S3 phases."""
+    s3_ops = [op for op in run.operations if _is_s3_phase(op)]
+    file_ops = [op for op in run.operations if op not in s3_ops and _is_file_phase(op)]
+    fio_ops = [op for op in run.operations if op not in file_ops and op not in s3_ops]
     tables = []
-    if fio_ops or not file_ops:
+    if fio_ops or not (file_ops or s3_ops):
         tables.append(_table(run, fio_ops, FIO_COLUMNS, "fio pattern", _fio_caption(run)))
     if file_ops:
         tables.append(_table(run, file_ops, FILE_COLUMNS, "files", _files_caption(run)))
+    if s3_ops:
+        tables.append(_table(run, s3_ops, S3_COLUMNS, "requests", run.target))
     return tables
 
 

@@ -92,8 +92,9 @@ class RunSession:
         self.reporter.run_started(self.run)
         return self
 
-    def measure(self, workload: Workload, target: Path | None, group: str = "") -> None:
-        """Run `workload` in `target`; its phases are stored as operations of this run."""
+    def measure(self, workload: Workload, target: Path | None, group: str = "", checked: bool = False) -> None:
+        """Run `workload` in `target`; its phases are stored as operations of this run.
+        checked: the caller already ran workload.check(target)."""
         key = group or "target"
         if needs_directory(workload):
             found = check_target(target, workload.space_needed(), workload.buffered)
@@ -104,7 +105,8 @@ class RunSession:
             self.run.host.setdefault("targets", {})[key] = found.as_dict()
         else:
             target = None
-        workload.check(target)
+        if not checked:
+            workload.check(target)
         monitor = monitor_plan(self.monitor_options, target)
         if monitor is not None and monitor.stack is not None:
             self.run.host.setdefault("device_stacks", {})[key] = {
@@ -172,14 +174,15 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
     else:
         scratch = target = _scratch_directory(request.scratch_parent, new_run_id())
     try:
+        # Refuse before a run is opened: a bad target or endpoint leaves nothing in the store.
         if target is not None:
-            # Refuse before a run is opened: a bad target leaves nothing in the store.
             check_target(target, workload.space_needed(), workload.buffered)
+        workload.check(target)
         label = str(target) if target is not None else getattr(workload, "target_label", workload.kind)
         session = RunSession(request.results, workload.kind, label, workload.settings(), host,
                              reporter, request.monitor)
         with session:
-            session.measure(workload, target)
+            session.measure(workload, target, checked=True)
         return session.run
     finally:
         if scratch is not None:

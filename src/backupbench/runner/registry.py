@@ -10,8 +10,9 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from backupbench.recipe.suite import SuiteOptions
-from backupbench.runner import firstwrite, kb2014
+from backupbench.runner import firstwrite, kb2014, s3_workload
 from backupbench.runner.smallfiles import SmallFilesWorkload
+from backupbench.workloads.s3 import S3Options
 from backupbench.runner.workload import Workload
 from backupbench.workloads.smallfiles import SmallFilesSpec
 
@@ -22,6 +23,8 @@ WORKLOADS: dict[str, tuple[str, type[BaseModel], Callable[[Any], Workload]]] = {
                     "CoW allocation cost (field note B)", SuiteOptions, firstwrite.workload),
     "smallfiles": ("many small files created, then rewritten in place pass by pass "
                    "(field note E)", SmallFilesSpec, SmallFilesWorkload),
+    "s3": ("objects PUT then GET (then DELETE) by many streams against an S3 endpoint "
+           "(field note D); needs --endpoint and --bucket, no PATH", S3Options, s3_workload.workload),
 }
 
 

@@ -87,13 +87,13 @@ class S3Workload:
         return self._target, self._creds
 
     def check(self, target: Path | None = None) -> None:
-        self.engine.binary  # ToolMissingError first: nothing else can work without it
+        _ = self.engine.binary  # ToolMissingError first: nothing else can work without it
         s3, creds = self.connect()
         probe = self.engine.probe(s3, creds)
         if not probe.bucket_exists and not self.options.create_bucket:
             raise RefusedError(f"bucket {s3.bucket} does not exist at {s3.endpoint}",
-                               "create it, or pass --create-bucket to let backupbench create it "
-                               "(and remove it afterwards if empty)")
+                               "create it, or pass --create-bucket to let backupbench create it and "
+                               "remove it afterwards")
         self._probe = probe
 
     # ---- the run ------------------------------------------------------------------------
@@ -115,8 +115,8 @@ class S3Workload:
             if not self.options.create_bucket:
                 raise RefusedError(f"bucket {s3.bucket} does not exist at {s3.endpoint}",
                                    "create it, or pass --create-bucket")
-            self._prefix = prefix  # the bucket is new: everything under the prefix will be ours
             self._created_bucket = self.engine.create_bucket(s3, creds)
+        # From here on everything under the prefix is this run's: cleanup deletes it.
         self._prefix = prefix
         opts = self.options
         common = dict(prefix=prefix, object_size=opts.object_size, concurrency=opts.concurrency)

@@ -1,0 +1,3 @@
+module backupbench/native/s3load
+
+go 1.22

@@ -1,0 +1,349 @@
+package main
+
+// A minimal S3 client over net/http: path-style requests, SigV4, error codes by kind.
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type Client struct {
+	base   *url.URL // scheme://host[:port]
+	bucket string
+	http   *http.Client
+	signer *Signer
+}
+
+// OpError is a failed S3 request: Kind is the short name recorded per operation
+// (an S3 error code such as SlowDown, or a transport kind such as timeout).
+type OpError struct {
+	Kind    string
+	Status  int
+	Message string
+}
+
+func (e *OpError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s (HTTP %d): %s", e.Kind, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Kind, e.Message)
+}
+
+func NewClient(cfg *Config, signer *Signer) (*Client, error) {
+	base, err := url.Parse(cfg.Endpoint)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("endpoint %q is not an http(s)://host[:port] URL", cfg.Endpoint)
+	}
+	tlsConf := &tls.Config{InsecureSkipVerify: cfg.InsecureTLS} //nolint:gosec // the user asked for it
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the CA file: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no PEM certificate in %s", cfg.CAFile)
+		}
+		tlsConf.RootCAs = pool
+	}
+	connect := seconds(cfg.ConnectTimeoutS, 5)
+	idle := cfg.Concurrency * 2
+	if idle < 16 {
+		idle = 16
+	}
+	transport := &http.Transport{
+		Proxy:                 nil, // a proxy would be measured instead of the server
+		DialContext:           (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       tlsConf,
+		TLSHandshakeTimeout:   connect,
+		MaxIdleConns:          idle,
+		MaxIdleConnsPerHost:   idle,
+		IdleConnTimeout:       90 * time.Second,
+		DisableCompression:    true,
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        64 << 10,
+		ResponseHeaderTimeout: seconds(cfg.RequestTimeoutS, 60),
+	}
+	return &Client{
+		base:   &url.URL{Scheme: base.Scheme, Host: base.Host},
+		bucket: cfg.Bucket,
+		signer: signer,
+		http: &http.Client{
+			Transport: transport,
+			Timeout:   seconds(cfg.RequestTimeoutS, 60),
+			// A redirect (wrong region, moved bucket) is an answer to report, not to follow.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}, nil
+}
+
+func seconds(value, fallback float64) time.Duration {
+	if value <= 0 {
+		value = fallback
+	}
+	return time.Duration(value * float64(time.Second))
+}
+
+// objectPath is the path-style path of a key ("" for the bucket itself). Keys and bucket
+// names are checked by validateConfig to hold only characters that need no encoding, so the
+// path sent is exactly the path signed.
+func (c *Client) objectPath(key string) string {
+	if key == "" {
+		return "/" + c.bucket
+	}
+	return "/" + c.bucket + "/" + key
+}
+
+// Timing of one request: first byte of the response (status line) and the end.
+type Timing struct {
+	FirstByte time.Time
+}
+
+// Request builds and signs a request. body may be nil.
+func (c *Client) Request(ctx context.Context, method, key string, query map[string]string,
+	body io.Reader, size int64, header http.Header) (*http.Request, error) {
+	u := *c.base
+	u.Path = c.objectPath(key)
+	u.RawQuery = canonicalQuery(query)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	for name, values := range header {
+		req.Header[name] = values
+	}
+	if body != nil {
+		req.ContentLength = size
+	}
+	c.signer.Sign(req, time.Now())
+	return req, nil
+}
+
+// Do sends req, noting when the first response byte arrived.
+func (c *Client) Do(req *http.Request, timing *Timing) (*http.Response, error) {
+	if timing != nil {
+		trace := &httptrace.ClientTrace{GotFirstResponseByte: func() { timing.FirstByte = time.Now() }}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return resp, nil
+}
+
+// Simple sends a request and reads the whole (small) response: for everything but the
+// measured data transfers.
+func (c *Client) Simple(ctx context.Context, method, key string, query map[string]string,
+	body []byte, header http.Header) (int, []byte, error) {
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	req, err := c.Request(ctx, method, key, query, reader, int64(len(body)), header)
+	if err != nil {
+		return 0, nil, &OpError{Kind: "client", Message: err.Error()}
+	}
+	resp, err := c.Do(req, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return resp.StatusCode, nil, classify(err)
+	}
+	if resp.StatusCode >= 300 {
+		return resp.StatusCode, data, responseError(resp, data)
+	}
+	return resp.StatusCode, data, nil
+}
+
+type s3ErrorBody struct {
+	Code    string `xml:"Code"`
+	Message string `xml:"Message"`
+	Region  string `xml:"Region"`
+}
+
+// responseError turns a non-2xx answer into an OpError named by the S3 error code.
+func responseError(resp *http.Response, body []byte) *OpError {
+	var parsed s3ErrorBody
+	if len(body) > 0 && xml.Unmarshal(body, &parsed) == nil && parsed.Code != "" {
+		msg := parsed.Message
+		if parsed.Region != "" {
+			msg += " (region " + parsed.Region + ")"
+		}
+		return &OpError{Kind: parsed.Code, Status: resp.StatusCode, Message: msg}
+	}
+	// HEAD-like answers carry no body; MinIO and S3 set these headers on errors.
+	if code := resp.Header.Get("X-Minio-Error-Code"); code != "" {
+		return &OpError{Kind: code, Status: resp.StatusCode, Message: resp.Header.Get("X-Minio-Error-Desc")}
+	}
+	kind := fmt.Sprintf("http-%d", resp.StatusCode)
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		kind = "NotFound"
+	case http.StatusForbidden:
+		kind = "Forbidden"
+	case http.StatusMovedPermanently, http.StatusTemporaryRedirect:
+		kind = "Redirect"
+	}
+	snippet := strings.TrimSpace(string(body))
+	if len(snippet) > 200 {
+		snippet = snippet[:200]
+	}
+	return &OpError{Kind: kind, Status: resp.StatusCode, Message: snippet}
+}
+
+// classify names a transport failure by kind; the message never holds credentials
+// (requests are signed in headers, which errors do not quote).
+func classify(err error) *OpError {
+	var opErr *OpError
+	if errors.As(err, &opErr) {
+		return opErr
+	}
+	msg := err.Error()
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		msg = urlErr.Err.Error() // without `Get "https://...": `
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostnameErr x509.HostnameError
+	var invalidErr x509.CertificateInvalidError
+	var recordErr tls.RecordHeaderError
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return &OpError{Kind: "canceled", Message: msg}
+	case errors.As(err, &certErr), errors.As(err, &unknownAuthority), errors.As(err, &hostnameErr),
+		errors.As(err, &invalidErr), errors.As(err, &recordErr),
+		strings.Contains(msg, "tls: "), strings.Contains(msg, "x509: "),
+		strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		return &OpError{Kind: "tls", Message: msg}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &OpError{Kind: "connection-refused", Message: msg}
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return &OpError{Kind: "connection-reset", Message: msg}
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return &OpError{Kind: "unreachable", Message: msg}
+	case errors.As(err, &dnsErr):
+		return &OpError{Kind: "dns", Message: msg}
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return &OpError{Kind: "timeout", Message: msg}
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return &OpError{Kind: "eof", Message: msg}
+	case strings.Contains(msg, "malformed HTTP"):
+		return &OpError{Kind: "protocol", Message: msg}
+	}
+	return &OpError{Kind: "transport", Message: msg}
+}
+
+// ---- bucket-level operations ------------------------------------------------------------
+
+type listResult struct {
+	KeyCount              int    `xml:"KeyCount"`
+	IsTruncated           bool   `xml:"IsTruncated"`
+	NextContinuationToken string `xml:"NextContinuationToken"`
+	Contents              []struct {
+		Key string `xml:"Key"`
+	} `xml:"Contents"`
+}
+
+// List returns up to maxKeys keys under prefix, and the token for the next page ("" at the end).
+func (c *Client) List(ctx context.Context, prefix string, maxKeys int, token string) ([]string, string, error) {
+	query := map[string]string{"list-type": "2", "max-keys": fmt.Sprint(maxKeys)}
+	if prefix != "" {
+		query["prefix"] = prefix
+	}
+	if token != "" {
+		query["continuation-token"] = token
+	}
+	_, body, err := c.Simple(ctx, http.MethodGet, "", query, nil, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	var parsed listResult
+	if err := xml.Unmarshal(body, &parsed); err != nil {
+		return nil, "", &OpError{Kind: "protocol", Message: "cannot parse the bucket listing: " + err.Error()}
+	}
+	keys := make([]string, 0, len(parsed.Contents))
+	for _, item := range parsed.Contents {
+		keys = append(keys, item.Key)
+	}
+	next := ""
+	if parsed.IsTruncated {
+		next = parsed.NextContinuationToken
+	}
+	return keys, next, nil
+}
+
+func (c *Client) CreateBucket(ctx context.Context, region string) error {
+	var body []byte
+	if region != "" && region != "us-east-1" {
+		body = []byte("<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">" +
+			"<LocationConstraint>" + region + "</LocationConstraint></CreateBucketConfiguration>")
+	}
+	_, _, err := c.Simple(ctx, http.MethodPut, "", nil, body, nil)
+	return err
+}
+
+func (c *Client) DeleteBucket(ctx context.Context) error {
+	_, _, err := c.Simple(ctx, http.MethodDelete, "", nil, nil, nil)
+	return err
+}
+
+type deleteResult struct {
+	Errors []struct {
+		Key     string `xml:"Key"`
+		Code    string `xml:"Code"`
+		Message string `xml:"Message"`
+	} `xml:"Error"`
+}
+
+// DeleteKeys removes up to 1000 keys in one multi-object delete; it returns how many failed
+// and the first failure.
+func (c *Client) DeleteKeys(ctx context.Context, keys []string) (int, error) {
+	var body bytes.Buffer
+	body.WriteString(`<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet>`)
+	for _, key := range keys {
+		body.WriteString("<Object><Key>")
+		_ = xml.EscapeText(&body, []byte(key))
+		body.WriteString("</Key></Object>")
+	}
+	body.WriteString("</Delete>")
+	sum := md5.Sum(body.Bytes())
+	header := http.Header{}
+	header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+	header.Set("Content-Type", "application/xml")
+	_, data, err := c.Simple(ctx, http.MethodPost, "", map[string]string{"delete": ""}, body.Bytes(), header)
+	if err != nil {
+		return len(keys), err
+	}
+	var parsed deleteResult
+	if err := xml.Unmarshal(data, &parsed); err != nil {
+		return len(keys), &OpError{Kind: "protocol", Message: "cannot parse the delete answer: " + err.Error()}
+	}
+	if len(parsed.Errors) > 0 {
+		first := parsed.Errors[0]
+		return len(parsed.Errors), &OpError{Kind: first.Code, Message: first.Key + ": " + first.Message}
+	}
+	return 0, nil
+}

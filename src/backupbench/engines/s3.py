@@ -1,0 +1,350 @@
+"""The S3 engine: drives the native load generator `backupbench-s3load` (native/s3load, Go).
+
+Why a native load generator. One Python process tops out near one core on GET: parsing HTTP,
+copying 1 MiB bodies and timing each request costs more CPU than the server spends serving
+it, so a Python client measures itself. Worker processes would scale, but each costs an
+interpreter, and on a host shared with the server under test (a MinIO on the same box, or
+a 2-core lab VM) every cycle the client burns is taken from the server. So the hot loop is a
+small Go program (standard library only: net/http, its own SigV4 with UNSIGNED-PAYLOAD, no
+per-object copies, records kept in memory and written after the phase) and Python does what
+Python is good at here: options, credentials, safety checks, orchestration, parsing records
+and computing figures. bench/s3.py checks it keeps up with a minio-go reference client.
+
+Contract with the binary (see native/s3load/main.go):
+- argv is `[binary, CONFIG.json]` only. The config holds no secret; credentials go in the
+  child's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), so they
+  never appear in argv, settings, the run folder or logs.
+- events are JSON lines on stdout: progress, probe, done, error {kind, status, message}.
+- a measured phase writes `<phase>.ops.csv.gz` (see s3_records), keeps `<phase>.config.json`
+  and `<phase>.events.jsonl` beside it in the run folder.
+- every op that writes or deletes objects refuses any prefix but backupbench/<run-id>/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from backupbench import process, units
+from backupbench.engines.base import ProgressCallback, no_progress
+from backupbench.engines.s3_credentials import Credentials, mask
+from backupbench.engines.s3_records import OpRecord, errors_by_kind, phase_figures, read_records, records_file
+from backupbench.errors import BackupbenchError, EngineError, InputError, Interrupted, RefusedError, ToolMissingError
+
+BINARY = "backupbench-s3load"
+# src/backupbench/engines/s3.py -> the project folder, where scripts/install-minio.sh builds into .tools/bin.
+PROJECT_TOOLS = Path(__file__).resolve().parents[3] / ".tools" / "bin"
+POLL_SECONDS = 0.25
+STOP_GRACE_SECONDS = 10.0
+EXIT_INTERRUPTED = 130
+
+
+def find_tool(name: str, env_var: str | None = None) -> str:
+    """A tool built by scripts/install-minio.sh: $env_var, then .tools/bin, then PATH."""
+    explicit = os.environ.get(env_var) if env_var else None
+    candidates = [Path(explicit)] if explicit else []
+    candidates.append(PROJECT_TOOLS / name)
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise ToolMissingError(f"{name} is not built", "build it with: scripts/install-minio.sh (make deps does it)")
+
+
+@dataclass(frozen=True)
+class S3Target:
+    """Where requests go and how; no secrets."""
+
+    endpoint: str
+    bucket: str
+    region: str = "us-east-1"
+    insecure_tls: bool = False
+    ca_file: str | None = None
+    request_timeout: float = 60.0
+    connect_timeout: float = 3.0
+
+    def config(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "bucket": self.bucket, "region": self.region,
+                "insecure_tls": self.insecure_tls, "ca_file": self.ca_file or "",
+                "request_timeout_s": self.request_timeout, "connect_timeout_s": self.connect_timeout}
+
+    @property
+    def probe_timeout(self) -> float:
+        """Bound on one pre-flight request: a connect, then an answer."""
+        return min(self.request_timeout, 2 * self.connect_timeout + 2.0)
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    """What one measured phase does: objects 0..objects-1 minus skip, or (put/get) for duration_s."""
+
+    op: str
+    prefix: str
+    object_size: int
+    concurrency: int
+    objects: int = 0
+    duration_s: float = 0.0
+    skip: tuple[int, ...] = ()
+
+    def config(self) -> dict[str, Any]:
+        return {"op": self.op, "prefix": self.prefix, "object_size": self.object_size,
+                "concurrency": self.concurrency, "objects": self.objects, "duration_s": self.duration_s,
+                "skip": list(self.skip)}
+
+
+@dataclass(frozen=True)
+class Probe:
+    bucket_exists: bool
+    bucket_empty: bool | None = None
+    prefix_empty: bool | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class PhaseRun:
+    op: str
+    records: list[OpRecord]
+    figures: dict[str, float]
+    errors: dict[str, int]
+    files: dict[str, str] = field(default_factory=dict)  # role -> file name in the run folder
+    interrupted: bool = False
+
+
+# ---- S3 error -> typed error with a fix (pure) ------------------------------------------------
+
+_CREDENTIAL_CODES = {
+    "InvalidAccessKeyId": "the server does not know this access key",
+    "SignatureDoesNotMatch": "the secret key does not match the access key",
+    "InvalidToken": "the session token is not valid",
+    "ExpiredToken": "the session token has expired",
+    "InvalidClientTokenId": "the server does not know this access key",
+}
+
+
+def error_for(event: dict[str, Any], target: S3Target, source: str, doing: str) -> BackupbenchError:
+    """One typed error, one line, naming the cause and the fix, for an "error" event."""
+    kind = str(event.get("kind") or "error")
+    message = str(event.get("message") or "").strip().splitlines()[0:1]
+    said = f": {message[0]}" if message and message[0] else ""
+    where = f"{target.endpoint} (bucket {target.bucket})"
+    if kind in _CREDENTIAL_CODES:
+        return InputError(f"S3 refused the credentials while {doing}: {kind} - {_CREDENTIAL_CODES[kind]} "
+                          f"(credentials from {source})",
+                          "check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, --profile or --access-key/--secret-key"
+                          + (" and --region" if kind == "SignatureDoesNotMatch" else ""))
+    if kind == "RequestTimeTooSkewed":
+        return InputError(f"S3 refused the request while {doing}: RequestTimeTooSkewed - this host's clock is off",
+                          "synchronise the clock (e.g. systemctl start systemd-timesyncd)")
+    if kind in ("AccessDenied", "Forbidden", "AllAccessDisabled"):
+        return RefusedError(f"S3 denied access to bucket {target.bucket} while {doing}: {kind}",
+                            f"grant these credentials ({source}) list, put, get and delete on "
+                            f"{target.bucket}/backupbench/*")
+    if kind in ("AuthorizationHeaderMalformed", "PermanentRedirect", "Redirect", "IllegalLocationConstraintException"):
+        return InputError(f"S3 answered {kind} while {doing}{said}", "set --region to the bucket's region")
+    if kind == "connection-refused":
+        return InputError(f"cannot reach the S3 endpoint {target.endpoint}: connection refused",
+                          "check --endpoint (host and port) and that the S3 server is running")
+    if kind in ("timeout", "unreachable"):
+        return InputError(f"the S3 endpoint {target.endpoint} did not answer in time while {doing} ({kind})",
+                          "check --endpoint, the network path and firewalls; --connect-timeout raises the limit")
+    if kind == "dns":
+        return InputError(f"cannot resolve the host of the S3 endpoint {target.endpoint}", "check --endpoint")
+    if kind == "tls":
+        return InputError(f"TLS with {target.endpoint} failed while {doing}{said}",
+                          "use https:// only for a TLS endpoint; for a self-signed certificate give --ca-file "
+                          "PEM, or --insecure-tls to skip verification")
+    if kind in ("protocol", "eof", "connection-reset"):
+        hint = ("is it an S3 endpoint, and does the scheme match (http:// vs https://)?"
+                if target.endpoint.startswith("http://") else "is it an S3 endpoint?")
+        return InputError(f"{where} did not answer like S3 while {doing} ({kind}){said}", hint)
+    return EngineError(f"S3 error while {doing} at {where}: {kind}{said}")
+
+
+# ---- the engine --------------------------------------------------------------------------------
+
+class S3Engine:
+    name = "s3"
+    capabilities = frozenset({"object", "put", "get", "delete", "per-op-records", "ttfb", "native"})
+
+    def __init__(self, binary: str | Path | None = None, poll_seconds: float = POLL_SECONDS,
+                 stop_grace_seconds: float = STOP_GRACE_SECONDS,
+                 on_start: Callable[[process.Background], None] | None = None):
+        self._binary = str(binary) if binary is not None else None
+        self.poll_seconds = poll_seconds
+        self.stop_grace_seconds = stop_grace_seconds
+        # Called with the load generator's process right after it starts (tests look at it).
+        self.on_start = on_start
+
+    @property
+    def binary(self) -> str:
+        if self._binary is None:
+            self._binary = find_tool(BINARY, "BACKUPBENCH_S3LOAD")
+        return self._binary
+
+    def version(self) -> str:
+        return process.run([self.binary, "--version"], timeout=10).stdout.strip()
+
+    def argv(self, config_path: Path) -> list[str]:
+        """The load generator's whole command line: no credentials, ever."""
+        return [self.binary, str(config_path)]
+
+    # ---- un-measured operations: bounded, typed errors ------------------------------------
+    def _call(self, config: dict[str, Any], creds: Credentials, target: S3Target, doing: str,
+              timeout: float) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="backupbench-s3-") as tmp:
+            config_path = Path(tmp) / "config.json"
+            config_path.write_text(json.dumps(config))
+            try:
+                result = process.run(self.argv(config_path), timeout=timeout, check=False,
+                                     env=creds.env(), secrets=creds.secrets())
+            except BackupbenchError as exc:
+                if "did not finish" in exc.message:
+                    raise InputError(f"the S3 endpoint {target.endpoint} did not answer within {timeout:g} s "
+                                     f"while {doing}", "check --endpoint and the network path") from None
+                raise
+        events = _events(result.stdout)
+        if result.returncode == 0 and events:
+            return events[-1]
+        errors = [e for e in events if e.get("event") == "error"]
+        if errors:
+            event = {**errors[-1], "message": mask(str(errors[-1].get("message", "")), creds.secrets())}
+            raise error_for(event, target, creds.source, doing)
+        if result.returncode == EXIT_INTERRUPTED:
+            raise Interrupted(f"interrupted while {doing}")
+        tail = mask(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
+        raise EngineError(f"{BINARY} failed while {doing} (exit {result.returncode}): {tail[0]}")
+
+    def probe(self, target: S3Target, creds: Credentials, prefix: str = "") -> Probe:
+        """Reachable? credentials accepted? bucket there, empty, our prefix unused? Bounded in time."""
+        config = {**target.config(), "op": "probe", "prefix": prefix,
+                  "request_timeout_s": target.probe_timeout}
+        event = self._call(config, creds, target, "checking the endpoint", timeout=2 * target.probe_timeout + 5)
+        return Probe(bool(event.get("bucket_exists")), event.get("bucket_empty"), event.get("prefix_empty"),
+                     float(event.get("seconds", 0.0)))
+
+    def create_bucket(self, target: S3Target, creds: Credentials) -> bool:
+        """Create the bucket; False when it already existed (and is ours to use)."""
+        event = self._call({**target.config(), "op": "create-bucket"}, creds, target,
+                           f"creating bucket {target.bucket}", timeout=target.request_timeout + 5)
+        return bool(event.get("created"))
+
+    def delete_bucket(self, target: S3Target, creds: Credentials) -> None:
+        """Delete the bucket; S3 itself refuses when it holds any object (BucketNotEmpty)."""
+        self._call({**target.config(), "op": "delete-bucket"}, creds, target,
+                   f"removing bucket {target.bucket}", timeout=target.request_timeout + 5)
+
+    def delete_prefix(self, target: S3Target, creds: Credentials, prefix: str, timeout: float = 3600.0) -> int:
+        """Delete every object under `prefix` (backupbench/<run-id>/ only); returns how many.
+        Raises EngineError if some are left."""
+        event = self._call({**target.config(), "op": "delete-prefix", "prefix": prefix}, creds, target,
+                           f"removing the objects under {prefix}", timeout=timeout)
+        if event.get("left") or event.get("failed"):
+            raise EngineError(f"{event.get('failed', 0)} objects under {prefix} in bucket {target.bucket} "
+                              "could not be deleted")
+        return int(event.get("deleted", 0))
+
+    # ---- a measured phase -----------------------------------------------------------------
+    def run_phase(self, target: S3Target, creds: Credentials, spec: PhaseSpec, folder: Path,
+                  on_progress: ProgressCallback = no_progress) -> PhaseRun:
+        op = spec.op
+        files = {"config": f"{op}.config.json", "events": f"{op}.events.jsonl", "records": records_file(op)}
+        config = {**target.config(), **spec.config(), "records": str(folder / files["records"]),
+                  "progress_interval_s": min(0.5, max(self.poll_seconds, 0.05))}
+        (folder / files["config"]).write_text(json.dumps(config, indent=2) + "\n")
+        events_path = folder / files["events"]
+        reader = _EventReader(events_path)
+        child = process.Background(self.argv(folder / files["config"]), stdout_path=events_path,
+                                   env=creds.env(), secrets=creds.secrets())
+        try:
+            if self.on_start is not None:
+                self.on_start(child)
+            on_progress(0.0, "")
+            last: tuple[float, int, int] | None = None
+            events: list[dict[str, Any]] = []
+            while child.running():
+                time.sleep(self.poll_seconds)
+                for event in reader.new():
+                    events.append(event)
+                    if event.get("event") == "progress":
+                        last = self._report(event, spec, last, on_progress)
+            result = child.wait()
+        except BaseException:
+            child.stop(self.stop_grace_seconds)
+            raise
+        events += reader.new(final=True)
+        done = [e for e in events if e.get("event") == "done"]
+        if result.returncode not in (0, EXIT_INTERRUPTED) or not done:
+            tail = mask(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
+            raise EngineError(f"{BINARY} failed in phase {op} (exit {result.returncode}): {tail[0]}")
+        records = read_records(folder / files["records"])
+        run = PhaseRun(op, records, phase_figures(records, op), errors_by_kind(records), files,
+                       interrupted=bool(done[-1].get("interrupted")))
+        if run.interrupted:
+            raise Interrupted(f"interrupted during phase {op}")
+        on_progress(1.0, _rate_text(run.figures["effective_bw"], run.figures["objects_per_s"],
+                                    int(run.figures["errors"])))
+        return run
+
+    @staticmethod
+    def _report(event: dict[str, Any], spec: PhaseSpec, last: tuple[float, int, int] | None,
+                on_progress: ProgressCallback) -> tuple[float, int, int]:
+        elapsed = float(event.get("elapsed_s", 0.0))
+        ops, moved, errors = int(event.get("ops", 0)), int(event.get("bytes", 0)), int(event.get("errors", 0))
+        total = spec.objects - len(spec.skip) if spec.duration_s <= 0 or spec.op == "delete" else 0
+        fraction = (ops + errors) / total if total > 0 else elapsed / spec.duration_s if spec.duration_s else 0.0
+        if last is not None and elapsed > last[0]:
+            span = elapsed - last[0]
+            bw, rate = (moved - last[2]) / span, (ops - last[1]) / span
+        else:
+            bw, rate = (moved / elapsed, ops / elapsed) if elapsed > 0 else (0.0, 0.0)
+        on_progress(min(0.99, max(0.0, fraction)), _rate_text(bw, rate, errors))
+        return elapsed, ops, moved
+
+
+def _rate_text(bw: float, objects_per_s: float, errors: int) -> str:
+    text = f"{bw / units.MiB:,.1f} MiB/s, {objects_per_s:,.0f} objects/s"
+    return text + (f", {errors:,} errors" if errors else "")
+
+
+def _events(text: str) -> list[dict[str, Any]]:
+    events = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+class _EventReader:
+    """Reads the JSON lines a running child appends to a file, whole lines only."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = 0
+
+    def new(self, final: bool = False) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return []
+        if not final:
+            cut = data.rfind(b"\n") + 1
+            data = data[:cut]
+        self.offset += len(data)
+        return _events(data.decode(errors="replace"))

@@ -1,0 +1,131 @@
+"""Per-operation records of an S3 phase, and the figures computed from them (pure).
+
+The load generator writes one record per request to `<phase>.ops.csv.gz` in the run folder:
+
+    op,key,worker,start_ns,first_byte_ns,end_ns,bytes,status,error
+
+Times are nanoseconds since the phase started (monotonic clock); first_byte_ns is when the
+first byte of the response (its status line) arrived, -1 when none did; bytes is what was
+transferred for a successful request; status is the HTTP status (0: no response); error is
+empty on success, else its kind: an S3 error code (SlowDown, NoSuchKey, ...) or a transport
+kind (timeout, connection-refused, connection-reset, eof, tls, size-mismatch, canceled, ...).
+
+Figures of a phase (plain floats; the phase runs from 0 to the end of its last request):
+ops and errors (requests that succeeded / failed), bytes (of successful requests),
+runtime (s), effective_bw (bytes/s), objects_per_s, lat_p50/p90/p99_ns (end - start of
+successful requests), and for GET ttfb_p50/p99_ns (first byte - start). Percentiles are
+nearest-rank: the smallest value with at least p% of the values at or below it.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from backupbench.errors import EngineError
+
+COLUMNS = ("op", "key", "worker", "start_ns", "first_byte_ns", "end_ns", "bytes", "status", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class OpRecord:
+    op: str
+    key: int
+    worker: int
+    start_ns: int
+    first_byte_ns: int
+    end_ns: int
+    bytes: int
+    status: int
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+def records_file(phase: str) -> str:
+    return f"{phase}.ops.csv.gz"
+
+
+def parse_records(lines: Iterable[str]) -> list[OpRecord]:
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    if header is None or tuple(header) != COLUMNS:
+        raise EngineError(f"unexpected S3 record columns: {header!r}")
+    records = []
+    for row in reader:
+        if len(row) != len(COLUMNS):
+            raise EngineError(f"malformed S3 record: {row!r}")
+        op, key, worker, start, first, end, size, status, error = row
+        records.append(OpRecord(op, int(key), int(worker), int(start), int(first), int(end), int(size),
+                                int(status), error))
+    return records
+
+
+def read_records(path: Path) -> list[OpRecord]:
+    try:
+        with gzip.open(path, "rt", newline="") as handle:
+            return parse_records(handle)
+    except (OSError, EOFError, ValueError) as exc:
+        raise EngineError(f"cannot read the S3 records {path}: {exc}") from exc
+
+
+def format_records(records: Iterable[OpRecord]) -> str:
+    """The CSV text of records (tests and tools that write records themselves)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for r in records:
+        writer.writerow((r.op, r.key, r.worker, r.start_ns, r.first_byte_ns, r.end_ns, r.bytes, r.status, r.error))
+    return out.getvalue()
+
+
+def percentile(sorted_values: list[int], p: float) -> float:
+    """Nearest-rank percentile of an ascending list; 0.0 for an empty list."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, -(-len(sorted_values) * p // 100))
+    return float(sorted_values[int(rank) - 1])
+
+
+def errors_by_kind(records: Iterable[OpRecord]) -> dict[str, int]:
+    counts = Counter(r.error for r in records if r.error)
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def phase_figures(records: list[OpRecord], op: str) -> dict[str, float]:
+    ok = [r for r in records if r.ok]
+    runtime_s = max((r.end_ns for r in records), default=0) / 1e9
+    moved = sum(r.bytes for r in ok)
+    figures = {
+        "ops": float(len(ok)),
+        "errors": float(len(records) - len(ok)),
+        "bytes": float(moved),
+        "runtime": runtime_s,
+        "effective_bw": moved / runtime_s if runtime_s > 0 else 0.0,
+        "objects_per_s": len(ok) / runtime_s if runtime_s > 0 else 0.0,
+    }
+    latencies = sorted(r.end_ns - r.start_ns for r in ok)
+    for p in (50, 90, 99):
+        figures[f"lat_p{p}_ns"] = percentile(latencies, p)
+    if op == "get":
+        ttfb = sorted(r.first_byte_ns - r.start_ns for r in ok if r.first_byte_ns >= 0)
+        figures["ttfb_p50_ns"] = percentile(ttfb, 50)
+        figures["ttfb_p99_ns"] = percentile(ttfb, 99)
+    return figures
+
+
+def written_keys(records: Iterable[OpRecord]) -> set[int]:
+    """Object numbers a PUT phase wrote successfully."""
+    return {r.key for r in records if r.ok}
+
+
+def attempted_keys(records: Iterable[OpRecord]) -> set[int]:
+    """Object numbers a phase tried, successfully or not (a failed PUT may still have stored it)."""
+    return {r.key for r in records}

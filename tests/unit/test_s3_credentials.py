@@ -1,0 +1,152 @@
+"""Where credentials come from, that they never show, and how S3 errors read (pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from backupbench.engines.s3 import S3Engine, S3Target, error_for
+from backupbench.engines.s3_credentials import Credentials, mask, resolve
+from backupbench.errors import EngineError, InputError, RefusedError
+
+ENV_KEY, ENV_SECRET = "AKIAENVIRONMENT00001", "env-secret-value-0001"
+FILE_KEY, FILE_SECRET = "AKIAPROFILEFILE00002", "file-secret-value-0002"
+
+
+def home_with(tmp_path: Path, credentials: str = "", config: str = "") -> Path:
+    aws = tmp_path / ".aws"
+    aws.mkdir()
+    if credentials:
+        (aws / "credentials").write_text(credentials)
+    if config:
+        (aws / "config").write_text(config)
+    return tmp_path
+
+
+PROFILES = f"""[default]
+aws_access_key_id = {FILE_KEY}
+aws_secret_access_key = {FILE_SECRET}
+
+[lab]
+aws_access_key_id = AKIALAB
+aws_secret_access_key = lab-secret
+aws_session_token = lab-token
+"""
+
+
+def test_options_win_over_everything(tmp_path):
+    home = home_with(tmp_path, PROFILES)
+    creds, _ = resolve(SecretStr("k"), SecretStr("s"), "lab", {"AWS_ACCESS_KEY_ID": ENV_KEY,
+                                                               "AWS_SECRET_ACCESS_KEY": ENV_SECRET}, home)
+    assert creds.source == "options" and creds.access_key.get_secret_value() == "k"
+
+
+def test_named_profile_wins_over_the_environment(tmp_path):
+    home = home_with(tmp_path, PROFILES)
+    creds, _ = resolve(None, None, "lab", {"AWS_ACCESS_KEY_ID": ENV_KEY, "AWS_SECRET_ACCESS_KEY": ENV_SECRET}, home)
+    assert creds.access_key.get_secret_value() == "AKIALAB"
+    assert creds.session_token.get_secret_value() == "lab-token"
+    assert creds.source == "profile 'lab' in ~/.aws/credentials"
+
+
+def test_environment_then_aws_profile_then_default(tmp_path):
+    home = home_with(tmp_path, PROFILES)
+    env = {"AWS_ACCESS_KEY_ID": ENV_KEY, "AWS_SECRET_ACCESS_KEY": ENV_SECRET, "AWS_REGION": "eu-west-1"}
+    creds, region = resolve(None, None, None, env, home)
+    assert (creds.source, region) == ("environment", "eu-west-1")
+    creds, _ = resolve(None, None, None, {"AWS_PROFILE": "lab"}, home)
+    assert creds.access_key.get_secret_value() == "AKIALAB"
+    creds, _ = resolve(None, None, None, {}, home)
+    assert creds.access_key.get_secret_value() == FILE_KEY
+
+
+def test_config_file_profile_and_region(tmp_path):
+    home = home_with(tmp_path, config=f"[profile ceph]\nregion = default-placement\naws_access_key_id = {FILE_KEY}\n"
+                                      f"aws_secret_access_key = {FILE_SECRET}\n")
+    creds, region = resolve(None, None, "ceph", {}, home)
+    assert creds.source == "profile 'ceph' in ~/.aws/config" and region == "default-placement"
+
+
+def test_shared_credentials_file_variable(tmp_path):
+    other = tmp_path / "elsewhere.ini"
+    other.write_text(PROFILES)
+    creds, _ = resolve(None, None, None, {"AWS_SHARED_CREDENTIALS_FILE": str(other)}, tmp_path)
+    assert creds.access_key.get_secret_value() == FILE_KEY and creds.source.endswith("elsewhere.ini")
+
+
+def test_missing_credentials_say_where_they_looked(tmp_path):
+    with pytest.raises(InputError, match="no S3 credentials found") as caught:
+        resolve(None, None, None, {"AWS_ACCESS_KEY_ID": ENV_KEY}, tmp_path)
+    assert "only one of" in caught.value.message and ENV_KEY not in caught.value.one_line()
+    with pytest.raises(InputError, match="profile 'nope' does not exist"):
+        resolve(None, None, "nope", {}, home_with(tmp_path, PROFILES))
+
+
+def test_broken_credentials_file_is_not_quoted(tmp_path):
+    home = home_with(tmp_path, f"[default]\naws_secret_access_key = {FILE_SECRET}\n[default]\n")
+    with pytest.raises(InputError) as caught:
+        resolve(None, None, None, {}, home)
+    assert FILE_SECRET not in caught.value.one_line()
+
+
+def test_credentials_hide_themselves():
+    creds = Credentials(SecretStr(ENV_KEY), SecretStr(ENV_SECRET), SecretStr("tok"), "environment")
+    assert ENV_SECRET not in repr(creds) and ENV_KEY not in repr(creds)
+    assert creds.env() == {"AWS_ACCESS_KEY_ID": ENV_KEY, "AWS_SECRET_ACCESS_KEY": ENV_SECRET,
+                           "AWS_SESSION_TOKEN": "tok"}
+    assert mask(f"failed with {ENV_SECRET} and {ENV_KEY}", creds.secrets()) == "failed with **** and ****"
+
+
+def test_load_generator_argv_holds_no_credentials(tmp_path):
+    engine = S3Engine(binary="/opt/backupbench-s3load")
+    assert engine.argv(tmp_path / "put.config.json") == ["/opt/backupbench-s3load", str(tmp_path / "put.config.json")]
+
+
+TARGET = S3Target("http://127.0.0.1:9000", "backups")
+
+
+@pytest.mark.parametrize("kind, error_type, words", [
+    ("InvalidAccessKeyId", InputError, ["InvalidAccessKeyId", "access key", "AWS_ACCESS_KEY_ID"]),
+    ("SignatureDoesNotMatch", InputError, ["SignatureDoesNotMatch", "secret key", "--region"]),
+    ("AccessDenied", RefusedError, ["denied", "backups/backupbench/*"]),
+    ("connection-refused", InputError, ["connection refused", "--endpoint"]),
+    ("timeout", InputError, ["did not answer", "--connect-timeout"]),
+    ("tls", InputError, ["TLS", "--insecure-tls", "--ca-file"]),
+    ("RequestTimeTooSkewed", InputError, ["clock"]),
+    ("protocol", InputError, ["did not answer like S3"]),
+    ("InternalError", EngineError, ["InternalError"]),
+])
+def test_errors_read_as_one_line_with_a_fix(kind, error_type, words):
+    error = error_for({"event": "error", "kind": kind, "status": 403, "message": "detail\nmore"}, TARGET,
+                      "environment", "checking the endpoint")
+    assert type(error) is error_type
+    line = error.one_line()
+    assert "\n" not in line
+    for word in words:
+        assert word in line
+
+
+def test_progress_events_are_read_whole_and_reported(tmp_path):
+    from backupbench.engines.s3 import PhaseSpec, _EventReader
+
+    path = tmp_path / "put.events.jsonl"
+    path.write_text('{"event":"progress","elapsed_s":1,"ops":10,"bytes":10485760,"errors":0}\n{"event":"prog')
+    reader = _EventReader(path)
+    events = reader.new()
+    assert [e["ops"] for e in events] == [10]
+    with path.open("a") as handle:
+        handle.write('ress","elapsed_s":2,"ops":30,"bytes":31457280,"errors":2}\n')
+    events += reader.new()
+    assert [e["ops"] for e in events] == [10, 30]
+
+    calls = []
+    spec = PhaseSpec("put", "backupbench/r/", 2**20, 4, objects=100)
+    last = S3Engine._report(events[0], spec, None, lambda f, d: calls.append((f, d)))
+    S3Engine._report(events[1], spec, last, lambda f, d: calls.append((f, d)))
+    assert calls[0] == (0.10, "10.0 MiB/s, 10 objects/s")
+    assert calls[1] == (0.32, "20.0 MiB/s, 20 objects/s, 2 errors")
+    timed = PhaseSpec("get", "backupbench/r/", 2**20, 4, objects=100, duration_s=4.0)
+    S3Engine._report(events[1], timed, None, lambda f, d: calls.append((f, d)))
+    assert calls[2][0] == 0.5
