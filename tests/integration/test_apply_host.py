@@ -132,3 +132,29 @@ def test_lvm_is_refused_on_a_kernel_without_device_mapper(cli, tmp_path, loops):
     assert "needs device-mapper" in result.stderr and "backupbench lab" in result.stderr
     assert sha256(backing) == before
     assert not (cli.results / "runs").exists() or not list((cli.results / "runs").iterdir())
+
+
+def test_minio_erasure_and_minio_on_a_filesystem_measured_with_s3(cli, tmp_path, loops):
+    from s3_fixtures import require_s3_tools
+    require_s3_tools()
+    devices = loops(5)
+    paths = [d for d, _ in devices]
+    drives = ", ".join(f'"{p}"' for p in paths[:4])
+    layouts = (
+        f'\n[[layout]]\nname = "ec"\nkind = "minio-ec"\ndevices = [{drives}]\nparity = 2\n'
+        'filesystem = { type = "xfs" }\n'
+        f'\n[[layout]]\nname = "single"\nkind = "filesystem"\ndevices = ["{paths[4]}"]\nminio = true\n'
+        'filesystem = { type = "ext4" }\n'
+    )
+    workload = '\n[[workload]]\nkind = "s3"\nobjects = 30\nobject_size = "64KiB"\nconcurrency = 4\n'
+    recipe = write_recipe(tmp_path, paths, layouts, workload)
+    result = cli("apply", str(recipe), "--yes", "--mount-root", str(tmp_path / "mnt"), "--json")
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    ops = {op["name"]: op["figures"] for op in run["operations"]}
+    assert set(ops) == {f"{layout}/{phase}" for layout in ("ec", "single") for phase in ("put", "get", "delete")}
+    assert ops["ec/put"]["ops"] == 30 and ops["single/get"]["ops"] == 30
+    assert (cli.results / "runs" / run["run_id"] / "ec.minio.log").exists()
+    for device in paths:
+        assert subprocess.run(["blkid", "-p", device], capture_output=True).returncode == 2
+    assert str(tmp_path / "mnt") not in subprocess.run(["findmnt", "-rn"], capture_output=True, text=True).stdout

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import click
 
 from backupbench.cli.common import print_json, results_option, stderr, stdout
 from backupbench.cli.progress import QuietReporter, RichReporter
-from backupbench.errors import RefusedError
+from backupbench.errors import RefusedError, ToolMissingError
 from backupbench.layouts import capabilities
 from backupbench.layouts.executor import undo_actions
 from backupbench.layouts.journal import Journal, open_journals, pending
+from backupbench.layouts.minio import find_minio
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
 from backupbench.plan import Plan, build, required_tools
 from backupbench.recipe import model
@@ -22,7 +24,18 @@ from backupbench.results.model import new_run_id
 from backupbench.runner.apply import ApplyHooks, apply, journal_dir
 from backupbench.runner.pipeline import run_as_dict
 
-ALL_TOOLS = ("lvcreate", "thin_check", "mdadm", "mkfs.xfs", "mkfs.ext4", "mkfs.btrfs", "btrfs", "zpool")
+ALL_TOOLS = ("lvcreate", "thin_check", "mdadm", "mkfs.xfs", "mkfs.ext4", "mkfs.btrfs", "btrfs", "zpool", "minio")
+
+
+def which(tool: str) -> str | None:
+    """PATH, and for MinIO also the project's .tools/bin where install-minio.sh builds it."""
+    found = shutil.which(tool)
+    if found or tool != "minio":
+        return found
+    try:
+        return str(find_minio())
+    except ToolMissingError:
+        return None
 
 
 def device_reasons(path: str) -> list[str]:
@@ -39,7 +52,7 @@ def recheck(devices: tuple[str, ...]) -> None:
 
 def make_plan(recipe_path: Path, mount_root: Path) -> Plan:
     recipe = model.load(recipe_path)
-    caps = capabilities.collect(tools=tuple(dict.fromkeys((*ALL_TOOLS, *required_tools(recipe)))))
+    caps = capabilities.collect(which=which, tools=tuple(dict.fromkeys((*ALL_TOOLS, *required_tools(recipe)))))
     return build(recipe, new_run_id(), caps, device_reasons, mount_root)
 
 

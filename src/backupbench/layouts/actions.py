@@ -71,3 +71,6 @@ class LayoutPlan:
     # Snapshots whose fill level is sampled during the workloads: (vg, lv) pairs.
     watched_snapshots: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # Directories a MinIO server is started over for the workloads (empty: no MinIO).
+    s3_drives: tuple[Path, ...] = ()
+    s3_env: tuple[tuple[str, str], ...] = ()

@@ -38,8 +38,8 @@ def mkfs_action(spec: FilesystemSpec, devices: tuple[str, ...], names: Names, *,
                   undo, guard, destructive=wipe_on_undo)
 
 
-def mount_actions(spec: FilesystemSpec, device: str, names: Names) -> tuple[Action, ...]:
-    point = str(names.mount_point)
+def mount_actions(spec: FilesystemSpec, device: str, names: Names, point: Path | None = None) -> tuple[Action, ...]:
+    point = str(point or names.mount_point)
     options = ("-o", ",".join(spec.mount_options)) if spec.mount_options else ()
     actions = [
         Action(f"create mount point {point}", (("mkdir", "-p", point),), (("rmdir", point),)),

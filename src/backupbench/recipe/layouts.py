@@ -46,6 +46,8 @@ class LayoutBase(Strict):
     devices: tuple[str, ...] = Field(..., min_length=1, description="Block devices to build on (from [devices]).")
     filesystem: FilesystemSpec | None = Field(default_factory=FilesystemSpec,
                                               description="Filesystem on top; mounted for the workloads.")
+    minio: bool = Field(False, description="Also serve the mounted filesystem with a single-drive MinIO "
+                                           "(field note D: MinIO on top of RAID); s3 workloads run against it.")
 
 
 class LvmLinear(LayoutBase):
@@ -129,6 +131,20 @@ class FilesystemOnly(LayoutBase):
     devices: tuple[str, ...] = Field(..., min_length=1, max_length=1, description="The one device to format.")
 
 
+class MinioSingle(LayoutBase):
+    kind: Literal["minio-single"]
+    devices: tuple[str, ...] = Field(..., min_length=1, max_length=1, description="The one drive.")
+    minio: bool = Field(True, description="Always served by MinIO.")
+
+
+class MinioErasure(LayoutBase):
+    kind: Literal["minio-ec"]
+    devices: tuple[str, ...] = Field(..., min_length=4, description="Drives; each gets its own filesystem.")
+    parity: int | None = Field(None, ge=0, le=8, description="Parity drives per erasure set "
+                                                           "(MINIO_STORAGE_CLASS_STANDARD=EC:N) [default: MinIO's].")
+    minio: bool = Field(True, description="Always served by MinIO.")
+
+
 class ExistingDirectory(Strict):
     kind: Literal["directory"]
     name: str = Field(..., pattern=NAME_PATTERN, description="Short name.")
@@ -140,8 +156,9 @@ class ExistingDirectory(Strict):
 
 
 Layout = Annotated[
-    Union[LvmLinear, LvmStriped, LvmThin, LvmSnapshot, MdRaid, Btrfs, Zfs, FilesystemOnly, ExistingDirectory],
+    Union[LvmLinear, LvmStriped, LvmThin, LvmSnapshot, MdRaid, Btrfs, Zfs, FilesystemOnly, MinioSingle,
+          MinioErasure, ExistingDirectory],
     Field(discriminator="kind"),
 ]
 LAYOUT_KINDS = ("lvm-linear", "lvm-striped", "lvm-thin", "lvm-snapshot", "mdraid", "btrfs", "zfs",
-                "filesystem", "directory")
+                "filesystem", "minio-single", "minio-ec", "directory")

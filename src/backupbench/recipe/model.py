@@ -7,12 +7,13 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from backupbench.errors import RecipeError
 from backupbench.recipe.layouts import LAYOUT_KINDS, Layout
 from backupbench.recipe.monitor import MonitorOptions
 from backupbench.recipe.suite import SuiteOptions
+from backupbench.workloads.s3 import S3Options, normalise_endpoint
 from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec
 
 
@@ -39,8 +40,20 @@ class SmallFilesWorkload(SmallFilesSpec):
         return data
 
 
-WorkloadSpec = Annotated[Union[Kb2014Workload, FirstWriteWorkload, SmallFilesWorkload], Field(discriminator="kind")]
-WORKLOAD_KINDS = ("kb2014", "first-write", "smallfiles")
+class S3Workload(S3Options):
+    kind: Literal["s3"]
+    endpoint: str | None = Field(None, description="S3 endpoint; unset: the MinIO that the layout serves.")
+    bucket: str = Field("backupbench", description="Bucket; created (and removed when empty) for a layout's MinIO.")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else normalise_endpoint(value)
+
+
+WorkloadSpec = Annotated[Union[Kb2014Workload, FirstWriteWorkload, SmallFilesWorkload, S3Workload],
+                         Field(discriminator="kind")]
+WORKLOAD_KINDS = ("kb2014", "first-write", "smallfiles", "s3")
 
 
 class Recipe(BaseModel):
@@ -60,6 +73,12 @@ class Recipe(BaseModel):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"layout names must be unique: {', '.join(duplicates)}")
+        for workload in self.workload:
+            if workload.kind == "s3" and workload.endpoint is None:
+                unserved = [layout.name for layout in self.layout if not getattr(layout, "minio", False)]
+                if unserved:
+                    raise ValueError(f"an s3 workload without endpoint needs MinIO on every layout; "
+                                     f"{', '.join(unserved)} has none (set minio = true, or give endpoint)")
         allowed = set(self.devices)
         for layout in self.layout:
             extra = [d for d in (*layout.devices, *getattr(layout, "special", ()), *getattr(layout, "log", ()))
@@ -94,7 +113,7 @@ def _suggestion(error: dict[str, Any]) -> str:
     candidates: list[str] = []
     from backupbench.recipe import layouts as layout_models
 
-    for model in (Recipe, MonitorOptions, SuiteOptions, SmallFilesSpec, layout_models.FilesystemSpec,
+    for model in (Recipe, MonitorOptions, SuiteOptions, SmallFilesSpec, S3Options, layout_models.FilesystemSpec,
                   *[m for m in vars(layout_models).values() if isinstance(m, type) and issubclass(m, layout_models.Strict)]):
         candidates += _known_keys(model)
     close = difflib.get_close_matches(key, sorted(set(candidates)), n=1)

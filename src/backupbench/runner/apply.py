@@ -17,10 +17,14 @@ from backupbench.layouts.executor import Provisioner
 from backupbench.layouts.journal import Journal
 from backupbench.layouts.snapwatch import SnapshotWatch
 from backupbench.plan import Plan
-from backupbench.recipe.model import FirstWriteWorkload, Kb2014Workload, SmallFilesWorkload
+from pydantic import SecretStr
+
+from backupbench.layouts.minio import MinioServer
+from backupbench.recipe.model import FirstWriteWorkload, Kb2014Workload, S3Workload, SmallFilesWorkload
+from backupbench.workloads.s3 import S3Options
 from backupbench.recipe.suite import SuiteOptions
 from backupbench.results.model import RunRecord
-from backupbench.runner import firstwrite, kb2014
+from backupbench.runner import firstwrite, kb2014, s3_workload
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunSession
 from backupbench.runner.smallfiles import SmallFilesWorkload as SmallFilesWorkloadRunner
@@ -30,7 +34,15 @@ def journal_dir(results: Path) -> Path:
     return results / "journal"
 
 
-def build_workload(spec):
+def build_workload(spec, server: MinioServer | None = None):
+    if isinstance(spec, S3Workload):
+        values = spec.model_dump(exclude={"kind"})
+        if spec.endpoint is None:
+            if server is None:
+                raise RefusedError("an s3 workload without endpoint runs only on a layout served by MinIO")
+            values.update(endpoint=server.endpoint, create_bucket=True, access_key=SecretStr(server.access_key),
+                          secret_key=SecretStr(server.secret_key))
+        return s3_workload.workload(S3Options.model_validate(values))
     if isinstance(spec, SmallFilesWorkload):
         return SmallFilesWorkloadRunner(SmallFilesSpec.model_validate(spec.model_dump(exclude={"kind", "preset"})))
     options = SuiteOptions.model_validate(spec.model_dump(exclude={"kind"}))
@@ -76,12 +88,22 @@ def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host
 
 
 def _measure_layout(session: RunSession, recipe, layout) -> None:
-    target = layout.mount_point
+    if not layout.s3_drives:
+        _measure_workloads(session, recipe, layout, None)
+        return
+    with MinioServer(list(layout.s3_drives), log_path=session.folder / f"{layout.name}.minio.log",
+                     extra_env=dict(layout.s3_env)) as server:
+        _measure_workloads(session, recipe, layout, server)
+
+
+def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer | None) -> None:
+    # fio and small-file workloads on a MinIO layout run on its first drive.
+    target = layout.s3_drives[0] if layout.s3_drives else layout.mount_point
     for index, spec in enumerate(recipe.workload):
         group = layout.name if len(recipe.workload) == 1 else f"{layout.name}/{index + 1}-{spec.kind}"
         before = len(session.run.operations)
         with SnapshotWatch(layout.watched_snapshots) as watch:
-            session.measure(build_workload(spec), target, group=group)
+            session.measure(build_workload(spec, server), target, group=group)
         if watch.snapshots:
             session.annotate(session.run.operations[before:], watch.figures())
         if watch.invalid:
