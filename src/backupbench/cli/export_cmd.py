@@ -12,7 +12,7 @@ from backupbench.cli.common import open_store, results_option
 from backupbench.errors import InputError, NotFoundError
 from backupbench.recipe.suite import SuiteOptions
 from backupbench.results.location import run_folder
-from backupbench.runner.kb2014 import layout_job, operation_job
+from backupbench.runner.kb2014 import LAYOUT, layout_job, needs_layout, operation_job
 from backupbench.workloads.kb2014 import KB2014_BLOCK_SIZE
 from backupbench.workloads.kb2014 import OPERATION_NAMES, OPERATIONS, select
 
@@ -41,8 +41,9 @@ def export_fio_command(operation_names: tuple[str, ...], directory: Path, run_re
         values = {**values, "operations": ",".join(operation_names)}
     options = cli_options.build(SuiteOptions, values).with_block_default(KB2014_BLOCK_SIZE)
     test_file = directory.expanduser().resolve() / "backupbench-export.dat"
-    jobs = [layout_job(options, test_file)] + [operation_job(op, options, test_file)
-                                              for op in select(options.operations)]
+    operations = select(options.operations)
+    jobs = ([layout_job(options, test_file)] if needs_layout(operations) else []) + [
+        operation_job(op, options, test_file) for op in operations]
     click.echo("\n".join(dataclasses.replace(job, stonewall=True).text() for job in jobs), nl=False)
 
 
@@ -50,7 +51,8 @@ def _stored_job_files(results: Path | None, run_ref: str, operations: tuple[str,
     directory, store = open_store(results)
     run = store.load_run(run_ref)
     folder = run_folder(directory, run.run_id)
-    names = ["layout"] + [op.name for op in run.operations if not operations or op.name in operations]
+    names = ([LAYOUT] if (folder / f"{LAYOUT}.fio").exists() else []) + [
+        op.name for op in run.operations if not operations or op.name in operations]
     texts = []
     for name in names:
         job_file = folder / f"{name}.fio"

@@ -34,6 +34,12 @@ def layout_job(options: SuiteOptions, test_file: Path) -> FioJob:
     )
 
 
+def needs_layout(operations: list[Operation]) -> bool:
+    """Reads need real data under them; a write-only selection lets fio create the file
+    itself, exactly as the plain fio command of the knowledge-base article does."""
+    return any(op.rw != "write" for op in operations)
+
+
 def _scorer(op: Operation):
     def score(summary):
         figures = base_figures(summary)
@@ -45,10 +51,11 @@ def _scorer(op: Operation):
 def workload(options: SuiteOptions, engine: FioEngine | None = None) -> FioWorkload:
     options = options.with_block_default(KB2014_BLOCK_SIZE)
 
+    operations = select(options.operations)
+
     def phases(test_file: Path) -> list[FioPhase]:
-        return [FioPhase(layout_job(options, test_file), f"lay out {test_file.name}", None)] + [
-            FioPhase(operation_job(op, options, test_file), op.title, _scorer(op))
-            for op in select(options.operations)
-        ]
+        layout = ([FioPhase(layout_job(options, test_file), f"lay out {test_file.name}", None)]
+                  if needs_layout(operations) else [])
+        return layout + [FioPhase(operation_job(op, options, test_file), op.title, _scorer(op)) for op in operations]
     return FioWorkload(kind="kb2014", options=options, phases_for=phases, file_size=options.file_size,
                        buffered=options.buffered, engine=engine or FioEngine())
