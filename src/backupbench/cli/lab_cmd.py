@@ -1,0 +1,134 @@
+"""`backupbench lab [RECIPE]`: run a recipe (or any command) in a throwaway VM with throttled disks."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from backupbench.cli import options as cli_options
+from backupbench.cli.common import results_option, stderr
+from backupbench.errors import InputError
+from backupbench.lab.options import LabOptions
+from backupbench.lab.vm import LabVM
+from backupbench.results.location import results_dir
+from backupbench.units import format_duration, parse_duration
+
+
+class StepPrinter:
+    """One line per step on stderr with the time since start; a spinner while a step runs."""
+
+    def __init__(self, console: Console, quiet: bool = False):
+        self.console = console
+        self.quiet = quiet
+        self.started = time.monotonic()
+        self._status = None
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        self.console.print(f"[dim]{time.monotonic() - self.started:6.1f}s[/dim] {message}", highlight=False)
+        if self._status is not None:
+            self._status.update(message)
+
+    def __enter__(self) -> "StepPrinter":
+        if not self.quiet and self.console.is_terminal:
+            self._status = self.console.status("starting the lab VM")
+            self._status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_spinner()
+
+    def stop_spinner(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def guest_terminal_env() -> dict[str, str]:
+    """The guest's output ends up on our stdout: tell its programs how wide that is."""
+    env = {"COLUMNS": str(shutil.get_terminal_size((140, 40)).columns)}
+    if sys.stdout.isatty() and os.environ.get("TERM"):
+        env["TERM"] = os.environ["TERM"]
+    return env
+
+
+@click.command("lab")
+@click.argument("recipe", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--command", "command", metavar="CMD",
+              help="Run this shell command in the VM instead of a recipe, e.g. --command 'lvs'.")
+@cli_options.click_options(LabOptions)
+@click.option("--timeout", "timeout_text", metavar="DURATION", default=None,
+              help="Stop the VM if the recipe or command runs longer than this (default: no limit).")
+@click.option("--quiet", is_flag=True, help="No progress lines, only the guest's output.")
+@results_option
+def lab_command(recipe: Path | None, command: str | None, timeout_text: str | None, quiet: bool,
+                results: Path | None, **values: object) -> int:
+    """Run RECIPE (or --command) as root in a throwaway QEMU VM whose virtual disks are throttled.
+
+    The VM boots Debian's kernel and sees this machine's files read-only (changes stay in the
+    VM), so LVM, mdadm, mkfs and this backupbench run there as they would on a real server.
+    RECIPE runs as `backupbench apply RECIPE --yes --results DIR`; DIR is shared into the VM
+    at the same path, so its results land in the usual store. The VM and its disk images are
+    removed at the end, also on errors and Ctrl-C.
+    """
+    if (recipe is None) == (command is None):
+        raise InputError("give a RECIPE or --command, not both" if recipe else "give a RECIPE or --command",
+                         "e.g. backupbench lab --command 'lvs' or backupbench lab recipe.toml")
+    options = cli_options.build(LabOptions, values)
+    timeout = None
+    if timeout_text is not None:
+        try:
+            timeout = parse_duration(timeout_text)
+        except ValueError as exc:
+            raise InputError(f"--timeout: {exc}") from exc
+    shares: list[Path] = []
+    if recipe is not None:
+        recipe = recipe.expanduser().resolve()
+        if not recipe.is_file():
+            raise InputError(f"recipe {recipe} does not exist")
+        store = results_dir(results)
+        store.mkdir(parents=True, exist_ok=True)
+        shares.append(store)
+        guest: list[str] | str = [sys.executable, "-m", "backupbench", "apply", str(recipe), "--yes",
+                                  "--results", str(store)]
+        shown = shlex.join(["backupbench", "apply", str(recipe), "--yes", "--results", str(store)])
+        cwd = "/"
+    else:
+        if results is not None:
+            store = results_dir(results)
+            store.mkdir(parents=True, exist_ok=True)
+            shares.append(store)
+        guest = shown = str(command)
+        cwd = os.getcwd()
+    steps = StepPrinter(stderr, quiet)
+    with steps:
+        vm = LabVM(options.disk_specs(), throttle=options.throttle(), memory=options.memory, cpus=options.cpus,
+                   shares=shares, work_parent=options.work_dir, keep_images=options.keep_images, progress=steps)
+        with vm:
+            for note in vm.notes:
+                steps(f"[yellow]note:[/yellow] {note}")
+            steps(f"running in the VM: {shown}")
+            steps.stop_spinner()
+
+            def write(text: str) -> None:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+
+            result = vm.run(guest, timeout=timeout, stream=write, env=guest_terminal_env(), cwd=cwd,
+                            tty=sys.stdout.isatty())
+            verdict = "finished" if result.returncode == 0 else f"[red]failed (exit {result.returncode})[/red]"
+            cpu = "" if result.guest_cpu_busy is None else f", guest CPU {result.guest_cpu_busy:.0%} busy"
+            steps(f"{verdict} in {format_duration(result.seconds)}{cpu}; stopping the VM")
+            if result.cpu_saturated:
+                steps("[yellow]warning:[/yellow] the guest's CPU was saturated: under TCG the emulator, not the "
+                      "throttled disks, may have set the pace; lower --disk-rate so that the disks bind")
+        steps("VM stopped" + ("" if options.keep_images else ", disk images removed"))
+    return result.returncode

@@ -1,0 +1,84 @@
+"""The lab's self-test: field note A (LVM linear vs striped) inside a lab VM.
+
+Four throttled disks, one VG; a linear LV pinned to the first PV and a `-i 4 -I 64k` striped
+LV; fio 512 KiB sequential direct writes with libaio, 4 jobs each in its own region
+(`offset_increment`), on each in turn. With every disk capped at R, the linear LV can only
+reach R and the striped LV about 4R, so striped/linear near 4 shows that the throttles bind
+and the lab measures the layout, not the emulator. The guest's CPU is sampled around each
+run: a saturated guest CPU would mean TCG, not the disks, set the figure.
+
+The bench (bench/lab.py) and the integration tests use this; `backupbench lab` with a recipe
+is the general way to run such experiments.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from backupbench.lab.agent import cpu_busy_fraction
+from backupbench.units import MiB
+
+VG = "bblab_a"
+LAYOUTS = ("linear", "striped")
+
+
+def field_note_a_script(devices: list[str], out_dir: str, runtime_s: int = 5, lv_size_mib: int = 768,
+                        jobs: int = 4) -> str:
+    """Guest shell script: provision, run fio on each LV (JSON into out_dir), tear down."""
+    if len(devices) < 2:
+        raise ValueError("field note A needs at least two disks")
+    devs = " ".join(shlex.quote(d) for d in devices)
+    region = lv_size_mib // jobs
+    fio_common = (f"--rw=write --bs=512k --direct=1 --ioengine=libaio --iodepth=1 --numjobs={jobs} "
+                  f"--size={region}m --offset_increment={region}m --time_based --runtime={runtime_s} "
+                  f"--ramp_time=1 --group_reporting --output-format=json")
+    out = shlex.quote(out_dir)
+    return f"""set -e
+cleanup() {{ lvremove -qq -y {VG} >/dev/null 2>&1 || true; vgremove -qq -y {VG} >/dev/null 2>&1 || true; pvremove -qq -y {devs} >/dev/null 2>&1 || true; }}
+trap cleanup EXIT
+pvcreate -qq -y {devs}
+vgcreate -qq --addtag backupbench {VG} {devs}
+lvcreate -qq -y -n linear -L {lv_size_mib}m {VG} {shlex.quote(devices[0])}
+lvcreate -qq -y -n striped -i {len(devices)} -I 64k -L {lv_size_mib}m {VG}
+lvs --noheadings -o lv_name,segtype,stripes,devices {VG}
+for lv in {' '.join(LAYOUTS)}; do
+    head -n1 /proc/stat > {out}/$lv.cpu-before
+    fio --name=$lv --filename=/dev/{VG}/$lv {fio_common} > {out}/$lv.json
+    head -n1 /proc/stat > {out}/$lv.cpu-after
+done
+"""
+
+
+@dataclass
+class LayoutFigure:
+    layout: str
+    write_bytes_per_s: float
+    write_iops: float
+    guest_cpu_busy: float  # 0..1, all vCPUs
+
+    @property
+    def mib_s(self) -> float:
+        return self.write_bytes_per_s / MiB
+
+
+@dataclass
+class FieldNoteA:
+    linear: LayoutFigure
+    striped: LayoutFigure
+
+    @property
+    def ratio(self) -> float:
+        return self.striped.write_bytes_per_s / self.linear.write_bytes_per_s
+
+
+def read_results(out_dir: Path) -> FieldNoteA:
+    figures = {}
+    for layout in LAYOUTS:
+        job = json.loads((out_dir / f"{layout}.json").read_text())["jobs"][0]
+        busy = cpu_busy_fraction((out_dir / f"{layout}.cpu-before").read_text(),
+                                 (out_dir / f"{layout}.cpu-after").read_text()) or 0.0
+        figures[layout] = LayoutFigure(layout, float(job["write"]["bw_bytes"]), float(job["write"]["iops"]), busy)
+    return FieldNoteA(figures["linear"], figures["striped"])
