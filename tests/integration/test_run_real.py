@@ -213,3 +213,14 @@ def test_a_flag_of_another_workload_is_refused(cli, tmp_path):
     assert result.returncode == 2 and "--files does not apply to --workload kb2014" in result.stderr
     result = cli("run", str(tmp_path), "--workload", "smallfiles", "--runtime", "5s")
     assert result.returncode == 2 and "--runtime does not apply to --workload smallfiles" in result.stderr
+
+
+def test_keep_leaves_the_tagged_small_file_folder(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    result = cli("run", str(repo), "--workload", "smallfiles", "--files", "20", "--folders", "2",
+                 "--file-size", "4KiB", "--patterns", "0x00", "--keep", "--no-monitor", "--json")
+    assert result.returncode == 0, result.stderr
+    run_id = json.loads(result.stdout)["run_id"]
+    [kept] = list(repo.iterdir())
+    assert kept.name.endswith(run_id) and len(list(kept.rglob("f*"))) == 20

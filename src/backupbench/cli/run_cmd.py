@@ -66,11 +66,12 @@ def _engine_versions(workload: str) -> dict[str, str]:
 @cli_options.click_options(SmallFilesSpec)
 @cli_options.click_options(S3Options)
 @cli_options.click_options(MonitorOptions)
+@click.option("--keep", is_flag=True, help="smallfiles: keep the tagged folder of files after the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @baseline_option
 @results_option
-def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, quiet: bool,
+def run_command(path: Path | None, workload: str, preset: str | None, keep: bool, as_json: bool, quiet: bool,
                 baseline_ref: str | None, results: Path | None, **values: object) -> None:
     """Run a backup workload against PATH, sampling the host; keep and show the figures.
 
@@ -85,8 +86,13 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
     # Resolve the baseline before measuring, so a typo fails in a second, not after the run.
     baseline = open_store(results)[1].load_run(baseline_ref) if baseline_ref else None
     host_facts = _engine_versions(workload)
+    chosen = registry.build(workload, options)
+    if keep:
+        if not hasattr(chosen, "keep"):
+            raise InputError(f"--keep does not apply to --workload {workload}")
+        chosen.keep = True
     request = RunRequest(
-        workload=registry.build(workload, options), results=results_dir(results), target=path,
+        workload=chosen, results=results_dir(results), target=path,
         scratch_parent=Path.cwd(), monitor=monitor, host_facts=host_facts,
     )
     if quiet:

@@ -35,6 +35,7 @@ class SmallFilesWorkload:
     kind: str = "smallfiles"
     buffered: bool = True  # page cache on purpose: an application's view (see workloads.smallfiles)
     test_file_cautions: bool = False
+    keep: bool = False  # leave the tagged folder of files in place (to inspect it)
 
     def settings(self) -> dict[str, Any]:
         return self.spec.model_dump(mode="json")
@@ -59,7 +60,7 @@ class SmallFilesWorkload:
         def on_result(result: PhaseResult) -> None:
             hooks.finished(result.name, figures_of(result), {"flush": result.flush})
 
-        self.engine.run(self.spec, target, run_id, on_phase, on_result=on_result)
+        self.engine.run(self.spec, target, run_id, on_phase, keep=self.keep, on_result=on_result)
 
     def cleanup(self, target: Path, run_id: str) -> None:
         # The engine removes its folder on every exit path; nothing else was created.

@@ -1,0 +1,114 @@
+"""backupbench's own layouts code for real inside the lab VM, run the way a user runs it:
+`backupbench lab RECIPE`. LVM linear/striped/thin/snapshot and md RAID6 are provisioned by
+`apply`, measured, torn down; field note A's 4x; a disk that holds a filesystem is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.real]
+
+DEVICES = '["/dev/vda", "/dev/vdb", "/dev/vdc", "/dev/vdd"]'
+
+
+def _lab_missing() -> str | None:
+    if os.geteuid() != 0:
+        return "the lab needs root"
+    for tool in ("qemu-system-x86_64", "busybox", "depmod", "dpkg-deb"):
+        if shutil.which(tool) is None:
+            return f"{tool} is missing (run scripts/install-lab-deps.sh; make test does)"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _needs_lab():
+    missing = _lab_missing()
+    if missing:
+        pytest.skip(missing)
+
+
+def lab(tmp_path: Path, recipe_text: str, *extra: str, timeout: float = 900) -> tuple[subprocess.CompletedProcess, Path]:
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(recipe_text)
+    results = tmp_path / "results"
+    done = subprocess.run(
+        [sys.executable, "-m", "backupbench", "lab", str(recipe), "--results", str(results),
+         "--work-dir", str(tmp_path), *extra],
+        capture_output=True, text=True, timeout=timeout)
+    return done, results
+
+
+def stored_runs(results: Path) -> list[tuple]:
+    with sqlite3.connect(results / "results.db") as db:
+        return db.execute("SELECT run_id, status, error FROM runs").fetchall()
+
+
+def test_every_lvm_kind_and_raid6_built_measured_and_torn_down_by_apply(tmp_path):
+    layouts = "".join(
+        f'\n[[layout]]\nname = "{name}"\nkind = "{kind}"\ndevices = {DEVICES}\n{extra}'
+        for name, kind, extra in (
+            ("linear", "lvm-linear", 'size = "256MiB"\n'),
+            ("striped", "lvm-striped", 'stripe_size = "128k"\nsize = "256MiB"\n'),
+            ("thin", "lvm-thin", 'pool_size = "512MiB"\nchunk_size = "64k"\nvirtual_size = "1GiB"\n'),
+            ("snap", "lvm-snapshot", 'origin_size = "256MiB"\nsnapshots = 1\nsnapshot_size = "128MiB"\n'),
+            ("raid6", "mdraid", 'level = 6\nchunk = "64k"\nfilesystem = { type = "ext4" }\n'),
+            # 8 MiB of CoW space for 32 MiB of first writes: the snapshot overflows (Invalid).
+            ("overflow", "lvm-snapshot", 'origin_size = "256MiB"\nsnapshots = 1\nsnapshot_size = "8MiB"\n'),
+        ))
+    recipe = (f'name = "lab-kinds"\ndevices = {DEVICES}\n{layouts}'
+              '\n[[workload]]\nkind = "first-write"\nsize = "32MiB"\n')
+    done, results = lab(tmp_path, recipe, "--disks", "4x1GiB", "--disk-rate", "100MiB/s")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    [(run_id, status, error)] = stored_runs(results)
+    # The overflowing snapshot voids the run (field note E's first attempt), and says why.
+    assert status == "void", error
+    run = json.loads((results / "runs" / run_id / "result.json").read_text())
+    assert any("snapshot snap1 of overflow overflowed and is Invalid" in note for note in run["notes"])
+    names = [op["name"] for op in run["operations"]]
+    for layout in ("linear", "striped", "thin", "snap", "raid6", "overflow"):
+        assert [n for n in names if n.startswith(f"{layout}/")] == [
+            f"{layout}/first-write", f"{layout}/overwrite", f"{layout}/read"]
+    ops = {op["name"]: op for op in run["operations"]}
+    assert all(op["figures"]["effective_bw"] > 0 for op in run["operations"])
+    # The classic snapshot's fill was sampled while the workload wrote under it.
+    assert ops["snap/first-write"]["figures"]["snapshot.snap1.data_pct_max"] > 0
+    assert run["host"]["targets"]["raid6"]["fs_type"] == "ext4"
+    assert run["host"]["targets"]["striped"]["fs_type"] == "xfs"
+    # Every layout's journal closed: its teardown went through in full.
+    journals = results / "journal"
+    assert not list(journals.glob("*.open.jsonl")) and len(list(journals.glob("*.closed.jsonl"))) == 6
+    assert "teardown failed" not in " ".join(run["notes"])
+
+
+def test_field_note_a_striped_is_about_four_times_linear_through_apply(tmp_path):
+    recipe = (f'name = "field-note-a-short"\ndevices = {DEVICES}\n'
+              f'\n[[layout]]\nname = "linear"\nkind = "lvm-linear"\ndevices = {DEVICES}\n'
+              f'\n[[layout]]\nname = "striped"\nkind = "lvm-striped"\ndevices = {DEVICES}\nstripes = 4\nstripe_size = "64k"\n'
+              '\n[[workload]]\nkind = "kb2014"\noperations = ["active-full"]\nsize = "256MiB"\nruntime = "5s"\n'
+              'jobs = 4\niodepth = 16\n')
+    done, results = lab(tmp_path, recipe, "--disks", "4x1GiB", "--disk-rate", "50MiB/s")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    [(run_id, status, _)] = stored_runs(results)
+    run = json.loads((results / "runs" / run_id / "result.json").read_text())
+    speed = {op["name"]: op["figures"]["effective_bw"] for op in run["operations"]}
+    ratio = speed["striped/active-full"] / speed["linear/active-full"]
+    assert 3.0 <= ratio <= 4.5, speed
+    assert "Layouts compared" in done.stdout
+
+
+def test_a_virtual_disk_holding_a_filesystem_is_refused(tmp_path):
+    recipe = ('name = "refusal"\ndevices = ["/dev/vda"]\n'
+              '\n[[layout]]\nname = "x"\nkind = "filesystem"\ndevices = ["/dev/vda"]\n'
+              '\n[[workload]]\nkind = "first-write"\nsize = "16MiB"\n')
+    done, results = lab(tmp_path, recipe, "--disks", "1x512MiB:ext4")
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "ext4" in done.stdout + done.stderr
+    assert not (results / "results.db").exists() or stored_runs(results) == []
