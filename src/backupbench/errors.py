@@ -39,6 +39,16 @@ class ToolMissingError(BackupbenchError):
     exit_code = 4
 
 
+def reason_line(stderr: str) -> str:
+    """The line of a tool's error output that says what went wrong: the last one, unless the
+    tool then printed its usage text (mkfs.xfs does), in which case the last one before it."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    usage = next((i for i, line in enumerate(lines) if line.lower().startswith("usage:")), None)
+    if usage:
+        lines = lines[:usage]
+    return lines[-1] if lines else "no error output"
+
+
 class ProcessError(BackupbenchError):
     """An external command failed; `stderr` holds what it said."""
 
@@ -46,8 +56,7 @@ class ProcessError(BackupbenchError):
         self.argv = argv
         self.returncode = returncode
         self.stderr = stderr
-        tail = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
-        super().__init__(message or f"{argv[0]} failed (exit {returncode}): {tail}")
+        super().__init__(message or f"{argv[0]} failed (exit {returncode}): {reason_line(stderr)}")
 
 
 class EngineError(BackupbenchError):

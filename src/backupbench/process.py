@@ -109,16 +109,20 @@ class Background:
 
     def __init__(self, argv: Sequence[str], *, cwd: Path | None = None,
                  stdout_path: Path | None = None, env: dict[str, str] | None = None,
-                 secrets: Iterable[str] = ()):
+                 secrets: Iterable[str] = (), die_with_parent: bool = True):
         self.argv = [str(a) for a in argv]
         require_tool(self.argv[0])
+        # Should backupbench itself be killed outright (SIGKILL, OOM), the kernel ends the
+        # child too: no fio left writing, no QEMU or MinIO left running.
+        setpriv = shutil.which("setpriv") if die_with_parent else None
+        spawn = [setpriv, "--pdeathsig", "TERM", "--", *self.argv] if setpriv else self.argv
         self._secrets = list(secrets)
         log.debug("start: %s", render(self.argv, self._secrets))
         self._stdout_file = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
         # A file, not a pipe: a chatty child must never block on a pipe nobody reads.
         self._stderr_file = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            self.argv, cwd=cwd, stdout=self._stdout_file, stderr=self._stderr_file,
+            spawn, cwd=cwd, stdout=self._stdout_file, stderr=self._stderr_file,
             stdin=subprocess.DEVNULL, start_new_session=True,
             env={**os.environ, **env} if env else None,
         )

@@ -55,13 +55,13 @@ def test_every_lvm_kind_and_raid6_built_measured_and_torn_down_by_apply(tmp_path
     layouts = "".join(
         f'\n[[layout]]\nname = "{name}"\nkind = "{kind}"\ndevices = {DEVICES}\n{extra}'
         for name, kind, extra in (
-            ("linear", "lvm-linear", 'size = "256MiB"\n'),
-            ("striped", "lvm-striped", 'stripe_size = "128k"\nsize = "256MiB"\n'),
+            ("linear", "lvm-linear", 'size = "320MiB"\n'),  # XFS needs more than 300 MB
+            ("striped", "lvm-striped", 'stripe_size = "128k"\nsize = "320MiB"\n'),
             ("thin", "lvm-thin", 'pool_size = "512MiB"\nchunk_size = "64k"\nvirtual_size = "1GiB"\n'),
-            ("snap", "lvm-snapshot", 'origin_size = "256MiB"\nsnapshots = 1\nsnapshot_size = "128MiB"\n'),
+            ("snap", "lvm-snapshot", 'origin_size = "320MiB"\nsnapshots = 1\nsnapshot_size = "128MiB"\n'),
             ("raid6", "mdraid", 'level = 6\nchunk = "64k"\nfilesystem = { type = "ext4" }\n'),
             # 8 MiB of CoW space for 32 MiB of first writes: the snapshot overflows (Invalid).
-            ("overflow", "lvm-snapshot", 'origin_size = "256MiB"\nsnapshots = 1\nsnapshot_size = "8MiB"\n'),
+            ("overflow", "lvm-snapshot", 'origin_size = "320MiB"\nsnapshots = 1\nsnapshot_size = "8MiB"\n'),
         ))
     recipe = (f'name = "lab-kinds"\ndevices = {DEVICES}\n{layouts}'
               '\n[[workload]]\nkind = "first-write"\nsize = "32MiB"\n')

@@ -9,7 +9,7 @@ The server listens on 127.0.0.1 only, on a free port, with random root credentia
 in its environment (never its argv), and is ready when /minio/health/cluster answers 200
 (the erasure set has write quorum) - waited for with a bound. It is stopped on exit from
 the `with` block, by an atexit hook if the interpreter ends first, and by the kernel if
-backupbench dies outright (setpriv --pdeathsig KILL, when util-linux's setpriv is there;
+backupbench dies outright (process.Background's setpriv --pdeathsig, when util-linux's setpriv is there;
 the signal follows the thread that started the server, so start it from a thread that lives
 as long as the server).
 
@@ -107,12 +107,12 @@ def random_credentials() -> tuple[str, str]:
     return user, password
 
 
-def server_argv(binary: str, drives: list[Path], address: str, port: int, pdeathsig: str | None,
+def server_argv(binary: str, drives: list[Path], address: str, port: int,
                 certs_dir: Path | None = None) -> list[str]:
-    """The command line: no credentials (they are in the environment)."""
-    wrapper = [pdeathsig, "--pdeathsig", "KILL", "--"] if pdeathsig else []
+    """The command line: no credentials (they are in the environment). process.Background
+    makes the server die with backupbench."""
     certs = ["--certs-dir", str(certs_dir)] if certs_dir else []
-    return [*wrapper, binary, "server", "--address", f"{address}:{port}", *certs, *[str(d) for d in drives]]
+    return [binary, "server", "--address", f"{address}:{port}", *certs, *[str(d) for d in drives]]
 
 
 def on_root_filesystem(path: Path) -> bool:
@@ -194,8 +194,7 @@ class MinioServer:
         return env
 
     def argv(self) -> list[str]:
-        return server_argv(self.binary, self.drives, self.address, self.port or 0, shutil.which("setpriv"),
-                           self.certs_dir)
+        return server_argv(self.binary, self.drives, self.address, self.port or 0, self.certs_dir)
 
     def running(self) -> bool:
         return self._child is not None and self._child.running()
