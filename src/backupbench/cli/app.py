@@ -17,6 +17,7 @@ from backupbench.cli.history_cmd import history_command, show_command
 from backupbench.cli.monitor_cmd import monitor_command
 from backupbench.cli.devices_cmd import devices_command
 from backupbench.cli.lab_cmd import lab_command
+from backupbench.cli.size_cmd import size_command
 from backupbench.cli.recipe_cmds import apply_command, cleanup_command, plan_command
 from backupbench.cli.run_cmd import run_command
 from backupbench.errors import BackupbenchError
@@ -40,6 +41,7 @@ app.add_command(export_fio_command)
 app.add_command(monitor_command)
 app.add_command(devices_command)
 app.add_command(lab_command)
+app.add_command(size_command)
 app.add_command(plan_command)
 app.add_command(apply_command)
 app.add_command(cleanup_command)

@@ -1,0 +1,174 @@
+"""Options of `backupbench size ...`, each defined once: the click flags and their help are
+derived from these fields (cli.options.click_options), values are validated here."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, field_validator
+
+from backupbench import units
+from backupbench.errors import InputError
+from backupbench.recipe.types import Duration, Size, comma_list
+import backupbench.sizing.capacity as cap
+from backupbench.sizing.percent import parse_percent, percent_of
+
+def parse_size_or_percent(text: str) -> str:
+    """'10GB' or '10%' as given, once it is known to parse as one of them."""
+    text = str(text).strip()
+    if text.endswith("%"):
+        parse_percent(text)
+    else:
+        units.parse_size(text)
+    return text
+
+
+Rate = Annotated[int, BeforeValidator(units.parse_rate), PlainSerializer(int)]
+Percent = Annotated[float, BeforeValidator(parse_percent)]
+Sizes = Annotated[tuple[Size, ...], BeforeValidator(comma_list)]
+Names = Annotated[tuple[str, ...], BeforeValidator(comma_list)]
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LayoutOptions(_Options):
+    """A disk layout: which layout, which disks, and the parameters of its kind."""
+
+    # Layout-specific options that every layout accepts (none for capacity).
+    ALWAYS_APPLICABLE: ClassVar[frozenset[str]] = frozenset()
+
+    layout: Names = Field(
+        ..., min_length=1,
+        description="Layout, or several comma-separated to compare: " + ", ".join(cap.LAYOUTS)
+        + "; or a zpool dRAID spec such as draid2:3d:45c:2s.",
+        json_schema_extra={"metavar": "LAYOUT[,LAYOUT...]"},
+    )
+    disks: int | None = Field(
+        None, ge=1, le=100_000,
+        description="Number of disks (may be left out when --disk-size lists every disk, or a dRAID spec gives c).",
+        json_schema_extra={"metavar": "N"},
+    )
+    disk_size: Sizes = Field(
+        ..., min_length=1,
+        description="Size of each disk (6TB is decimal, 6TiB binary), or one size per disk, comma-separated, "
+        "when they differ.",
+        json_schema_extra={"metavar": "SIZE[,SIZE...]"},
+    )
+    stripes: int | None = Field(None, ge=2, description="lvm-striped: number of stripes (-i) [default: one per disk].",
+                                json_schema_extra={"metavar": "N"})
+    vdevs: int | None = Field(None, ge=1, description="raidz: split the disks evenly into this many raidz vdevs "
+                                                     "[default: 1].", json_schema_extra={"metavar": "N"})
+    draid_data: int | None = Field(None, ge=1, description="dRAID: data disks per redundancy group (d) "
+                                                          "[default: zpool's, 8 or fewer].",
+                                   json_schema_extra={"metavar": "D"})
+    draid_spares: int | None = Field(None, ge=0, description="dRAID: distributed spares (s) [default: 0; rebuild "
+                                                            "compares other layouts with 1].",
+                                     json_schema_extra={"metavar": "S"})
+    set_size: int | None = Field(None, ge=1, le=16, description="minio-ec: drives per erasure set [default: as "
+                                                               "MinIO picks, the largest from 2 to 16 dividing the "
+                                                               "drive count].", json_schema_extra={"metavar": "N"})
+    parity: int | None = Field(None, ge=0, le=8, description="minio-ec: parity drives per set, EC:N [default: "
+                                                            "MinIO's for the set size: EC:2 for 4-5, EC:3 for 6-7, "
+                                                            "EC:4 for 8-16].", json_schema_extra={"metavar": "N"})
+
+    @field_validator("layout")
+    @classmethod
+    def _known(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not cap.is_layout_name(name):
+                raise ValueError(f"{name!r} is not a layout: use one of {', '.join(cap.LAYOUTS)}, "
+                                 "or a zpool dRAID spec such as draid2:3d:45c:2s")
+        return names
+
+    def disk_sizes(self, layout: str) -> tuple[int, ...]:
+        if len(self.disk_size) > 1:
+            if self.disks is not None and self.disks != len(self.disk_size):
+                raise InputError(f"--disks {self.disks} but --disk-size lists {len(self.disk_size)} sizes",
+                                 "give one size for all disks, or one per disk")
+            return self.disk_size
+        count = self.disks
+        if count is None and cap.layout_family(layout) == "draid":
+            count = cap.parse_draid(layout)[1].get("c")
+        if count is None:
+            raise InputError("--disks: how many disks?", "e.g. --disks 16 --disk-size 6TB")
+        return self.disk_size * count
+
+    def specs(self) -> list[cap.LayoutSpec]:
+        """One LayoutSpec per layout. With one layout, an option of another kind is an error;
+        comparing several, each option goes to the layouts it belongs to (and must fit one)."""
+        specific = {"stripes": self.stripes, "vdevs": self.vdevs, "draid_data": self.draid_data,
+                    "draid_spares": self.draid_spares, "set_size": self.set_size, "parity": self.parity}
+        given = {name: value for name, value in specific.items() if value is not None}
+        specs = []
+        for layout in self.layout:
+            kept = dict(given)
+            if len(self.layout) > 1:
+                kept = {name: value for name, value in given.items()
+                        if name in self.ALWAYS_APPLICABLE or cap.option_applies(name, layout)}
+            specs.append(cap.LayoutSpec(layout, self.disk_sizes(layout), **kept))
+        for name in given:
+            if name not in self.ALWAYS_APPLICABLE and not any(cap.option_applies(name, s.layout) for s in specs):
+                raise InputError(f"--{name.replace('_', '-')} does not apply to {', '.join(self.layout)}",
+                                 "drop it, or add the layout it belongs to")
+        return specs
+
+
+class CapacityOptions(LayoutOptions):
+    pass
+
+
+class RebuildOptions(LayoutOptions):
+    # On a layout other than dRAID, --draid-data/--draid-spares shape the dRAID it is compared with.
+    ALWAYS_APPLICABLE: ClassVar[frozenset[str]] = frozenset({"draid_data", "draid_spares"})
+
+    rebuild_rate: Rate = Field(
+        ..., description="Rebuild rate of one disk (e.g. 100MB/s decimal, 100MiB/s binary): what a disk "
+        "sustains while rebuilding.", json_schema_extra={"metavar": "RATE"},
+    )
+    used: Percent | None = Field(
+        None, gt=0, le=100, description="How full the layout is: ZFS, btrfs and MinIO rebuild only allocated data "
+        "(md always the whole disk) [default: 100%].", json_schema_extra={"metavar": "PERCENT"},
+    )
+
+
+class SnapshotOptions(_Options):
+    origin: Size = Field(..., description="Size of the origin LV.", json_schema_extra={"metavar": "SIZE"})
+    change: Annotated[str, BeforeValidator(parse_size_or_percent)] = Field(
+        ..., description="Data expected to change while the snapshot exists: a size (10GB) or a share of the "
+        "origin (10%).", json_schema_extra={"metavar": "SIZE|PERCENT"},
+    )
+    snapshots: int = Field(1, ge=1, le=64, description="Number of classic snapshots of the origin at once.",
+                           json_schema_extra={"metavar": "N"})
+    factor_low: float = Field(1.5, gt=0, description="Low end of the change factor (base = change x factor).",
+                              json_schema_extra={"metavar": "X"})
+    factor_high: float = Field(2.0, gt=0, description="High end of the change factor.",
+                               json_schema_extra={"metavar": "X"})
+    margin_low: float = Field(1.3, ge=0, description="Low end of the margin factor (margin = base x factor).",
+                              json_schema_extra={"metavar": "X"})
+    margin_high: float = Field(1.5, ge=0, description="High end of the margin factor.",
+                               json_schema_extra={"metavar": "X"})
+
+    def change_bytes(self) -> int:
+        if self.change.endswith("%"):
+            percent = parse_percent(self.change)
+            if not 0 < percent <= 100:
+                raise InputError(f"--change {self.change}: a share of the origin must be above 0% and at most 100%")
+            return percent_of(self.origin, percent)
+        return units.parse_size(self.change)
+
+
+class WindowOptions(_Options):
+    backup_size: Size = Field(..., description="Size of a full backup.",
+                              json_schema_extra={"metavar": "SIZE"})
+    speed: Rate | None = Field(None, description="Effective speed of the backup job (e.g. 200MiB/s).",
+                               json_schema_extra={"metavar": "RATE"})
+    change_rate: Percent | None = Field(None, gt=0, le=100,
+                                        description="Share of the full that changes between backups: adds "
+                                                    "the incremental's window.",
+                                        json_schema_extra={"metavar": "PERCENT"})
+    window: Duration | None = Field(None, gt=0, description="Backup window (e.g. 8h): prints the speed it needs.",
+                                    json_schema_extra={"metavar": "DURATION"})
+    from_run: str | None = Field(None, description="Use a stored run's measured effective speeds (an id, a unique "
+                                                   "prefix, or 'latest').", json_schema_extra={"metavar": "RUN"})
