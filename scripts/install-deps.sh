@@ -16,6 +16,8 @@ declare -A NEEDED=(
   [findmnt]=util-linux
   [sfdisk]=fdisk
   [pvs]=lvm2
+  [setpriv]=util-linux
+  [chromium]=chromium
   [pgrep]=procps
 )
 missing=()
@@ -23,6 +25,8 @@ for cmd in "${!NEEDED[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEEDED[$cmd]}")
 done
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+# The HTML report's charts draw text as shapes, but the page's own text needs a font in Chromium.
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   echo "backupbench needs Python 3.11 or newer as python3" >&2
   exit 1

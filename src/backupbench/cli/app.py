@@ -18,6 +18,7 @@ from backupbench.cli.monitor_cmd import monitor_command
 from backupbench.cli.devices_cmd import devices_command
 from backupbench.cli.lab_cmd import lab_command
 from backupbench.cli.size_cmd import size_command
+from backupbench.cli.report_cmd import report_command
 from backupbench.cli.recipe_cmds import apply_command, cleanup_command, plan_command
 from backupbench.cli.run_cmd import run_command
 from backupbench.errors import BackupbenchError
@@ -42,6 +43,7 @@ app.add_command(monitor_command)
 app.add_command(devices_command)
 app.add_command(lab_command)
 app.add_command(size_command)
+app.add_command(report_command)
 app.add_command(plan_command)
 app.add_command(apply_command)
 app.add_command(cleanup_command)

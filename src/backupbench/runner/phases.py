@@ -54,10 +54,11 @@ class PhaseRecorder:
     stored as '<group>/<phase>' and their raw files kept in a sub-folder of that name."""
 
     def __init__(self, run: RunRecord, store: Store, folder: Path, reporter: Reporter,
-                 monitor: MonitorPlan | None, group: str = ""):
+                 monitor: MonitorPlan | None, group: str = "", run_root: Path | None = None):
         self.run = run
         self.store = store
         self.folder = folder
+        self.run_root = run_root or folder  # paths stored in detail are relative to the run folder
         self.reporter = reporter
         self.monitor = monitor
         self.group = group
@@ -82,7 +83,7 @@ class PhaseRecorder:
         if self.monitor is not None:
             csv_path = self.folder / f"{name}.monitor.csv"
             self._sampler = self.monitor.sampler(csv_path).start()
-            record.detail["monitor_csv"] = str(csv_path.relative_to(self.folder.parent if self.group else self.folder))
+            record.detail["monitor_csv"] = str(csv_path.relative_to(self.run_root))
 
     def progress(self, name: str, fraction: float, detail: str) -> None:
         self.reporter.stage_progress(self.qualified(name), fraction, detail)

@@ -113,8 +113,8 @@ class RunSession:
                 "describe": monitor.stack.describe(), "devices": monitor.stack.all_names,
                 "members": list(monitor.stack.members)}
         folder = self.folder / group if group else self.folder
-        folder.mkdir(exist_ok=True)
-        self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group, self.folder)
         try:
             workload.execute(target, folder, self.run_id, self._recorder)
         finally:

@@ -1,0 +1,91 @@
+"""`backupbench report [RUN]...`: a self-contained HTML page of stored runs, with charts.
+
+One RUN: the run's tables, charts, monitor timelines, host, settings and commands.
+Several RUNs: the same operations' effective speeds side by side.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from backupbench import units
+from backupbench.cli.common import open_store, results_option
+from backupbench.errors import InputError, ToolMissingError
+from backupbench.results.model import RunRecord
+
+
+def default_file_name(runs: list[RunRecord]) -> str:
+    ids = [run.run_id for run in runs]
+    if len(ids) == 1:
+        return f"report-{ids[0]}.html"
+    shown = "_".join(ids) if len(ids) <= 3 else f"{ids[0]}-and-{len(ids) - 1}-more"
+    return f"report-compare-{shown}.html"
+
+
+def _renderer():
+    # Imported here: matplotlib takes a while to import and only this command needs it.
+    try:
+        from backupbench.report import html
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] == "matplotlib":
+            raise ToolMissingError("matplotlib is not installed (the report's charts need it)",
+                                   "install it into backupbench's environment: pip install matplotlib") from exc
+        raise
+    return html
+
+
+def _target_file(html_file: Path | None, runs: list[RunRecord]) -> Path:
+    path = html_file if html_file is not None else Path.cwd() / default_file_name(runs)
+    path = path.expanduser()
+    if path.is_dir():
+        raise InputError(f"--html {path} is a directory", "give a file name, e.g. --html report.html")
+    if not path.parent.is_dir():
+        raise InputError(f"cannot write {path}: folder {path.parent} does not exist", "create it or choose another path")
+    return path
+
+
+@click.command("report")
+@click.argument("run_refs", metavar="[RUN]...", nargs=-1)
+@click.option("--html", "html_file", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Where to write the page (default: report-<run>.html in the current folder).")
+@click.option("--baseline", "baseline_ref", default=None, metavar="RUN",
+              help="Add each phase's slowdown against this earlier run (one RUN only).")
+@click.option("--backup-size", default=None, metavar="SIZE", help="Add backup windows for this size, e.g. 10TiB.")
+@results_option
+def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_ref: str | None,
+                   backup_size: str | None, results: Path | None) -> None:
+    """Write a self-contained HTML report (tables + charts, no remote resources) of a stored run.
+
+    RUN: an id, a unique prefix of one, or 'latest' (the default). Several RUNs: a comparison
+    of the same operations across them.
+    """
+    try:
+        size = units.parse_size(backup_size) if backup_size else None
+    except ValueError as exc:
+        raise InputError(f"--backup-size: {exc}") from exc
+    if size == 0:
+        raise InputError("--backup-size: must be more than 0 bytes")
+    refs = list(run_refs) or ["latest"]
+    if len(refs) > 1 and baseline_ref:
+        raise InputError("--baseline applies to one RUN", "drop --baseline: with several RUNs each is shown side by side")
+    directory, store = open_store(results)
+    runs = [store.load_run(ref) for ref in refs]
+    seen: dict[str, str] = {}
+    for ref, run in zip(refs, runs):
+        if run.run_id in seen:
+            raise InputError(f"{ref!r} and {seen[run.run_id]!r} are the same run {run.run_id}", "give each run once")
+        seen[run.run_id] = ref
+    baseline = store.load_run(baseline_ref) if baseline_ref else None
+    path = _target_file(html_file, runs)
+    html = _renderer()
+    if len(runs) == 1:
+        page = html.render(runs[0], results_dir=directory, baseline=baseline, backup_size=size)
+    else:
+        page = html.render_comparison(runs, backup_size=size)
+    try:
+        written = html.write(path, page)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}", "choose another --html path") from exc
+    click.echo(str(written.resolve()))

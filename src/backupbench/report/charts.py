@@ -1,0 +1,389 @@
+"""Charts of a stored run: pure functions run -> matplotlib Figure -> SVG or PNG bytes.
+
+Nothing here touches pyplot or leaves rcParams changed: every figure is a plain
+`matplotlib.figure.Figure` built and saved inside one `rc_context` with this module's style,
+on the Agg/SVG canvases. Output is deterministic (fixed hash salt, no date or creator
+metadata, text drawn as paths so no font is needed where the report is opened), so the same
+run always renders the same bytes.
+
+Charts:
+- `speed_figure`: effective MiB/s per operation; for recipe runs grouped by layout (which
+  layout should I build?).
+- `latency_figure`: p99 latency per operation (read and write separately for fio).
+- `timeline_figure`: one phase's monitor CSV: read+write MiB/s per member disk over time,
+  stacked, and CPU %iowait (field note A: linear keeps one disk busy, striped all four).
+- `comparison_figure`: effective MiB/s of the same operation across several runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import matplotlib
+import matplotlib.ticker
+from matplotlib.figure import Figure
+
+from backupbench import units
+from backupbench.analysis.compare import layout_matrix
+from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+# Okabe-Ito: tells colours apart for colour-blind readers and stays distinct in greyscale print.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000")
+WIDTH_IN = 7.5
+
+STYLE = {
+    "font.family": "DejaVu Sans",         # shipped with matplotlib: same glyphs on every host
+    "font.size": 9.0,
+    "axes.titlesize": 10.5,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 9.0,
+    "axes.edgecolor": "#444444",
+    "axes.linewidth": 0.8,
+    "axes.grid": True,
+    "axes.axisbelow": True,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": matplotlib.cycler(color=list(PALETTE)),
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "legend.fontsize": 8.0,
+    "legend.frameon": False,
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "svg.fonttype": "path",               # no font needed by the reader
+    "svg.hashsalt": "backupbench",        # stable ids: same run, same bytes
+    "svg.image_inline": True,
+    "path.simplify": True,
+}
+# Metadata that would change between renders or point elsewhere (the creator is a URL).
+SVG_METADATA = {"Date": None, "Creator": "backupbench", "Format": None, "Type": None}
+PNG_METADATA = {"Software": None}
+
+
+@contextlib.contextmanager
+def style(salt: str = "backupbench") -> Iterator[None]:
+    """This module's rcParams for the duration of the block only."""
+    with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"backupbench-{salt}"}):
+        yield
+
+
+def _new_figure(height_in: float, **kwargs) -> Figure:
+    # A bare Figure: not registered with pyplot, garbage collected when dropped.
+    return Figure(figsize=(WIDTH_IN, height_in), layout="constrained", **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def svg_bytes(figure: Figure, salt: str = "backupbench") -> bytes:
+    """The figure as a standalone SVG document (deterministic for a given salt)."""
+    buffer = io.BytesIO()
+    with style(salt):
+        figure.savefig(buffer, format="svg", metadata=SVG_METADATA)
+    return buffer.getvalue()
+
+
+def png_bytes(figure: Figure) -> bytes:
+    """The figure as PNG (Agg), without the software/version text chunk."""
+    buffer = io.BytesIO()
+    with style():
+        figure.savefig(buffer, format="png", metadata=PNG_METADATA)
+    return buffer.getvalue()
+
+
+_ID = re.compile(r'\bid="([^"]+)"')
+_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
+_COMMENT = re.compile(r"\s*<!--.*?-->", re.DOTALL)
+
+
+def inline_svg(figure: Figure, scope: str, label: str = "") -> str:
+    """SVG markup to put inside an HTML page: no XML prolog, RDF metadata or comments, every id (and
+    every reference to it) prefixed with `scope` so several charts in one page never share an
+    id (glyph definitions are otherwise named the same in every chart)."""
+    scope = re.sub(r"[^A-Za-z0-9_-]", "-", scope)
+    text = svg_bytes(figure, salt=scope).decode("utf-8")
+    text = _METADATA.sub("", _PROLOG.sub("", text, count=1), count=1)
+    text = _COMMENT.sub("", text)  # matplotlib repeats each label as a comment: keep the page lean
+    ids = set(_ID.findall(text))
+
+    def scoped(name: str) -> str:
+        return f"{scope}-{name}" if name in ids else name
+
+    text = _ID.sub(lambda m: f'id="{scoped(m.group(1))}"', text)
+    text = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{scoped(m.group(1))}"', text)
+    text = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{scoped(m.group(1))})", text)
+    attrs = f'<svg class="chart" role="img" aria-label="{_attr(label)}" ' if label else '<svg class="chart" role="img" '
+    return text.replace("<svg ", attrs, 1).strip() + "\n"
+
+
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# ---------------------------------------------------------------------------------------------
+# Effective speed
+
+
+def _mib(value: float) -> float:
+    return value / units.MiB
+
+
+def _complete(run: RunRecord) -> list[OperationRecord]:
+    return [op for op in run.operations if op.status == COMPLETE]
+
+
+def _bar_height(bars: int) -> float:
+    return min(11.0, 1.4 + 0.32 * bars)
+
+
+def _label_bars(ax, container, fmt: str) -> None:
+    ax.bar_label(container, labels=[fmt.format(v) if v else "" for v in container.datavalues],
+                 padding=3, fontsize=7.5)
+
+
+def _hbar_groups(title: str, xlabel: str, groups: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]],
+                 fmt: str) -> Figure:
+    """Horizontal bars: one row per group (top to bottom), one bar per series that has a value
+    in that row, centred in the row; a series keeps its colour in every row."""
+    count = len(series)
+    present = [[i for i, (_, values) in enumerate(series) if _usable(values[row])] for row in range(len(groups))]
+    slots = max([len(p) for p in present] or [1]) or 1
+    thickness = 0.8 / slots
+    with style():
+        fig = _new_figure(_bar_height(sum(max(len(p), 1) for p in present) + (1 if any(name for name, _ in series) else 0)))
+        ax = fig.add_subplot()
+        for index, (name, values) in enumerate(series):
+            positions, numbers = [], []
+            for row, members in enumerate(present):
+                if index in members:
+                    slot = members.index(index)
+                    positions.append(row + (slot - (len(members) - 1) / 2) * thickness)
+                    numbers.append(float(values[row]))  # type: ignore[arg-type]
+            bars = ax.barh(positions, numbers, height=thickness * 0.92, label=name or None,
+                           color=PALETTE[index % len(PALETTE)])
+            _label_bars(ax, bars, fmt)
+        ax.set_yticks(range(len(groups)), labels=list(groups))
+        ax.set_ylim(len(groups) - 0.5, -0.5)   # first row on top
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:,.10g}"))
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, loc="left")
+        ax.grid(axis="y", visible=False)
+        ax.margins(x=0.15)
+        if any(name for name, _ in series):
+            fig.legend(loc="outside lower center", ncols=min(count, 4))
+        return fig
+
+
+def _usable(value: float | None) -> bool:
+    return value is not None and not math.isnan(value) and value > 0
+
+
+def speed_series(run: RunRecord) -> tuple[list[str], list[tuple[str, list[float | None]]]]:
+    """(row labels, [(series name, MiB/s per row)]): by phase x layout for a recipe run with
+    several layouts, else one series over the operations."""
+    ops = [op for op in _complete(run) if op.figures.get("effective_bw")]
+    matrix = layout_matrix(run)
+    if matrix is not None:
+        speed = {(op.name.removeprefix(f"{op.detail['layout']}/"), op.detail["layout"]): op.figures["effective_bw"]
+                 for op in ops if op.detail.get("layout")}
+        phases = [p for p in matrix.phases if any((p, lay) in speed for lay in matrix.layouts)]
+        return phases, [(layout, [_mib(speed[(p, layout)]) if (p, layout) in speed else None for p in phases])
+                        for layout in matrix.layouts]
+    return [op.name for op in ops], [("", [_mib(op.figures["effective_bw"]) for op in ops])]
+
+
+def speed_figure(run: RunRecord) -> Figure | None:
+    rows, series = speed_series(run)
+    if not rows:
+        return None
+    grouped = len(series) > 1
+    title = "Effective speed by layout" if grouped else "Effective speed per operation"
+    return _hbar_groups(title, "effective speed (MiB/s, higher is better)", rows, series, "{:,.1f}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Latency
+
+# (figure, legend name) in the order they are drawn; ns in the store.
+LATENCY_FIGURES = (
+    ("read_p99_lat", "read p99"),
+    ("write_p99_lat", "write p99"),
+    ("file_p99_lat", "per-file p99"),
+    ("lat_p99_ns", "request p99"),
+)
+
+
+def latency_series(run: RunRecord) -> tuple[list[str], list[tuple[str, list[float | None]]]]:
+    """(operations, [(kind of p99, ms per operation)]), only kinds some operation has."""
+    ops = [op for op in _complete(run) if any(op.figures.get(name) for name, _ in LATENCY_FIGURES)]
+    series = []
+    for name, label in LATENCY_FIGURES:
+        values = [op.figures[name] / 1e6 if op.figures.get(name) else None for op in ops]
+        if any(values):
+            series.append((label, values))
+    return [op.name for op in ops], series
+
+
+def latency_figure(run: RunRecord) -> Figure | None:
+    rows, series = latency_series(run)
+    if not rows:
+        return None
+    return _hbar_groups("p99 latency per operation", "p99 latency (ms, lower is better)", rows, series, "{:,.2f}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison of runs
+
+
+def comparison_series(runs: Sequence[RunRecord]) -> tuple[list[str], list[tuple[str, list[float | None]]]]:
+    """(operations in first-seen order, [(run id, MiB/s per operation)])."""
+    speeds = [{op.name: op.figures["effective_bw"] for op in _complete(run) if op.figures.get("effective_bw")}
+              for run in runs]
+    names: list[str] = []
+    for table in speeds:
+        names += [name for name in table if name not in names]
+    return names, [(run.run_id, [_mib(table[n]) if n in table else None for n in names])
+                   for run, table in zip(runs, speeds)]
+
+
+def comparison_figure(runs: Sequence[RunRecord]) -> Figure | None:
+    rows, series = comparison_series(runs)
+    if not rows:
+        return None
+    return _hbar_groups("Effective speed across runs", "effective speed (MiB/s, higher is better)",
+                        rows, series, "{:,.1f}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Monitor timelines
+
+
+@dataclass(frozen=True)
+class MonitorSeries:
+    """One phase's monitor CSV: elapsed seconds and every column as floats (NaN = no value)."""
+
+    elapsed: tuple[float, ...]
+    columns: dict[str, tuple[float, ...]]
+    devices: tuple[str, ...]
+
+    def column(self, name: str) -> tuple[float, ...] | None:
+        return self.columns.get(name)
+
+
+def _float(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
+
+
+def parse_monitor_csv(text: str) -> MonitorSeries:
+    """Columns as written by monitor/csvlog.py; unknown columns are kept, bad cells are NaN."""
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, [])
+    rows = [row for row in reader if row]
+    columns: dict[str, tuple[float, ...]] = {}
+    for index, name in enumerate(header):
+        if name == "timestamp":
+            continue
+        columns[name] = tuple(_float(row[index]) if index < len(row) else math.nan for row in rows)
+    devices: list[str] = []
+    for name in header:
+        if ":" in name:
+            device = name.rsplit(":", 1)[0]
+            devices += [device] if device not in devices else []
+    return MonitorSeries(columns.pop("elapsed_s", ()), columns, tuple(devices))
+
+
+def monitor_csv_path(run_folder: Path, op: OperationRecord) -> Path | None:
+    """The phase's monitor CSV inside the run folder, or None. Recorded relative to the run
+    folder, or (layouts measured with several workloads) to the layout's folder."""
+    recorded = op.detail.get("monitor_csv")
+    if not recorded:
+        return None
+    candidates = [run_folder / recorded]
+    layout = op.detail.get("layout")
+    if layout:
+        candidates.append(run_folder / Path(layout).parent / recorded)
+        candidates.append(run_folder / layout / Path(recorded).name)
+    root = run_folder.resolve()
+    for path in candidates:
+        resolved = path.resolve()
+        if resolved.is_relative_to(root) and resolved.is_file():
+            return resolved
+    return None
+
+
+def phase_devices(run: RunRecord, op: OperationRecord, series: MonitorSeries) -> list[str]:
+    """The member disks of the stack the phase ran on, as far as the CSV has them; else every
+    device in the CSV."""
+    stack = run.host.get("device_stacks", {}).get(op.detail.get("layout") or "target", {})
+    for wanted in (stack.get("members"), op.detail.get("monitor", {}).get("devices")):
+        found = [d for d in (wanted or []) if d in series.devices]
+        if found:
+            return found
+    return list(series.devices)
+
+
+def _steps(elapsed: Sequence[float], values: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Each sample is the average over the interval that ends at its elapsed time (the first
+    starts at 0): drawn as a flat step over that interval, NaN as 0."""
+    xs: list[float] = []
+    ys: list[float] = []
+    start = 0.0
+    for end, value in zip(elapsed, values):
+        value = 0.0 if math.isnan(value) else value
+        xs += [start, end]
+        ys += [value, value]
+        start = end
+    return xs, ys
+
+
+def _member_rate(series: MonitorSeries, device: str) -> list[float]:
+    nan = (math.nan,) * len(series.elapsed)
+    read = series.column(f"{device}:rMB/s") or nan
+    write = series.column(f"{device}:wMB/s") or nan
+    return [(0.0 if math.isnan(r) else r) + (0.0 if math.isnan(w) else w) for r, w in zip(read, write)]
+
+
+def timeline_figure(title: str, series: MonitorSeries, devices: Sequence[str]) -> Figure | None:
+    """Read+write MiB/s of each device stacked over the phase (one band per member disk: one
+    busy band for linear, four equal ones for a 4-way stripe), and CPU %iowait below it."""
+    if not series.elapsed:
+        return None
+    elapsed = list(series.elapsed)
+    with style():
+        fig = _new_figure(3.9)
+        disk_ax, cpu_ax = fig.subplots(2, 1, sharex=True, height_ratios=(2.4, 1.0))
+        if devices:
+            bands = [_steps(elapsed, _member_rate(series, device)) for device in devices]
+            colors = [PALETTE[i % len(PALETTE)] for i in range(len(devices))]
+            disk_ax.stackplot(bands[0][0], *[ys for _, ys in bands], labels=list(devices), colors=colors,
+                              edgecolor="white", linewidth=0.6)
+            handles, labels = disk_ax.get_legend_handles_labels()
+            # Legend top to bottom as the bands are stacked.
+            disk_ax.legend(handles[::-1], labels[::-1], title="member disk", loc="upper left",
+                           bbox_to_anchor=(1.0, 1.0), title_fontsize=8)
+        disk_ax.set_ylabel("read+write MiB/s\n(stacked per disk)")
+        disk_ax.set_ylim(bottom=0)
+        disk_ax.set_title(title, loc="left")
+        iowait = series.column("%iowait")
+        if iowait is not None:
+            xs, ys = _steps(elapsed, iowait)
+            cpu_ax.plot(xs, ys, color="#555555", linewidth=1.2)
+            cpu_ax.fill_between(xs, ys, color="#555555", alpha=0.15, linewidth=0)
+        cpu_ax.set_ylabel("CPU %iowait")
+        top = max([v for v in (iowait or ()) if not math.isnan(v)] or [0.0])
+        cpu_ax.set_ylim(0, max(5.0, top * 1.15))
+        cpu_ax.set_xlabel("time into the phase (s)")
+        cpu_ax.set_xlim(0, elapsed[-1])
+        return fig

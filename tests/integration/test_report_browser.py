@@ -1,0 +1,132 @@
+"""`backupbench report` on a real run, opened in headless Chromium with the network cut off:
+the page renders fully (tables, inline SVG charts, a non-blank screenshot, a PDF) and makes
+no request at all (Chromium's own net log, checked against a page that does make some)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.real
+
+CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(name)), None)
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-extensions", "--hide-scrollbars",
+    # Any name resolves to nothing: a page that needs the network cannot get it.
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]
+WIDTH, HEIGHT = 1280, 2000
+
+
+def chromium(tmp_path: Path, url: str, *extra: str, name: str = "profile") -> subprocess.CompletedProcess:
+    profile = tmp_path / name
+    profile.mkdir(exist_ok=True)
+    done = subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def page_requests(net_log: Path) -> list[str]:
+    """URLs the page (not the browser's own background services) asked the network for."""
+    text = net_log.read_text()
+    try:
+        log = json.loads(text)
+    except json.JSONDecodeError:  # a log Chromium did not get to close
+        log = json.loads(text.rstrip().rstrip(",") + "]}")
+    start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    found = []
+    for event in log["events"]:
+        params = event.get("params") or {}
+        if event["type"] == start_job and "url" in params and "file://" in params.get("network_isolation_key", ""):
+            found.append(params["url"])
+    return found
+
+
+def report(cli, *args: str, cwd: Path):
+    from backupbench.cli.app import app
+
+    if "report" in app.commands:
+        return cli("report", *args, cwd=cwd)
+    done = subprocess.run([sys.executable, "-m", "backupbench", "report", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "BACKUPBENCH_RESULTS": str(cli.results)})
+    return done
+
+
+@pytest.fixture
+def written_report(cli, tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (make test installs it)")
+    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run = cli("run", str(repo), "--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-random",
+              "--json")
+    assert run.returncode == 0, run.stderr
+    run_id = json.loads(run.stdout)["run_id"]
+    done = report(cli, "--backup-size", "10TiB", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    path = Path(done.stdout.strip())
+    assert path == tmp_path / f"report-{run_id}.html" and path.is_file()
+    return path
+
+
+def test_report_renders_fully_in_chromium_offline(written_report, tmp_path):
+    import matplotlib.image
+
+    url = written_report.as_uri()
+    dom = chromium(tmp_path, url, "--dump-dom").stdout
+    assert "<table" in dom and "active-full" in dom and "restore-random" in dom
+    assert "Backup windows for 10 TiB" in dom
+    # speed + latency + a monitor timeline per phase, all inline
+    assert dom.count("<svg ") == 4, dom.count("<svg ")
+    assert re.search(r"<path[^>]+d=\"M ", dom)
+    assert "<script" not in dom and "<link" not in dom
+
+    shot = tmp_path / "report.png"
+    chromium(tmp_path, url, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
+    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    assert pixels.shape[:2] == (HEIGHT, WIDTH)
+    white = (pixels > 0.97).all(axis=2)
+    dark = (pixels < 0.3).all(axis=2)                       # text and table rules
+    r, g, b = pixels[:, :, 0], pixels[:, :, 1], pixels[:, :, 2]
+    bars = (r < 0.15) & (g > 0.35) & (g < 0.55) & (b > 0.6)  # the charts' blue (#0072B2)
+    assert white.mean() < 0.97, "the screenshot is (almost) blank"
+    assert dark.sum() > 5_000, "no text drawn"
+    assert bars.sum() > 5_000, "no chart drawn"
+
+    pdf = tmp_path / "report.pdf"
+    chromium(tmp_path, url, f"--print-to-pdf={pdf}", "--no-pdf-header-footer")
+    assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 20_000
+
+
+def test_report_makes_no_network_request(written_report, tmp_path):
+    # Without its Content-Security-Policy too: the page itself must reference nothing remote.
+    bare = tmp_path / "no-csp.html"
+    page = written_report.read_text()
+    bare.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page))
+    assert "Content-Security-Policy" not in bare.read_text()
+    net_log = tmp_path / "net.json"
+    chromium(tmp_path, bare.as_uri(), "--dump-dom", f"--log-net-log={net_log}", "--net-log-capture-mode=Everything")
+    assert page_requests(net_log) == []
+
+    # The check sees requests when a page does make them.
+    leaky = tmp_path / "leaky.html"
+    leaky.write_text('<!DOCTYPE html><p>x</p><img src="http://img.example.invalid/a.png">'
+                     '<link rel="stylesheet" href="https://cdn.example.invalid/b.css">')
+    leaky_log = tmp_path / "leaky.json"
+    chromium(tmp_path, leaky.as_uri(), "--dump-dom", f"--log-net-log={leaky_log}",
+             "--net-log-capture-mode=Everything", name="leaky-profile")
+    assert sorted(page_requests(leaky_log)) == ["http://img.example.invalid/a.png", "https://cdn.example.invalid/b.css"]

@@ -1,0 +1,379 @@
+"""The HTML report and its charts, on runs built here (and monitor CSVs written in tmp_path)."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib", reason="the HTML report's charts need matplotlib (make test installs it)")
+
+import matplotlib  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from backupbench.cli.report_cmd import default_file_name, report_command  # noqa: E402
+from backupbench.errors import InputError, NotFoundError  # noqa: E402
+from backupbench.report import charts, html  # noqa: E402
+from backupbench.results.location import run_folder  # noqa: E402
+from backupbench.results.model import COMPLETE, FAILED, OperationRecord, RunRecord  # noqa: E402
+from backupbench.results.store import Store  # noqa: E402
+
+MiB = 2**20
+TiB = 2**40
+HOSTILE = '<script>alert("x")</script>'
+CSV_HEADER = ("timestamp,elapsed_s,%user,%system,%iowait,%steal,%idle,mem_used_MiB,%memused,swap_used_MiB,"
+              "ldavg-1,ldavg-5,ldavg-15")
+DISK_COLUMNS = ("r/s", "w/s", "rMB/s", "wMB/s", "r_await", "w_await", "aqu-sz", "%util")
+
+
+def monitor_csv(devices: list[str], busy: dict[str, float], samples: int = 5, read: bool = False) -> str:
+    """A monitor CSV as monitor/csvlog.py writes it: `busy` MiB/s per device, others idle."""
+    header = CSV_HEADER + "".join(f",{d}:{c}" for d in devices for c in DISK_COLUMNS)
+    rows = [header]
+    for i in range(1, samples + 1):
+        cells = [f"2026-11-22T00:00:{i:02d}.000+00:00", f"{i:.3f}", "3.00", "4.00", f"{10 + i:.2f}", "0.00",
+                 "80.00", "1500.00", "6.00", "0.00", "1.00", "1.00", "1.00"]
+        for device in devices:
+            mb = busy.get(device, 0.0)
+            rmb, wmb = (mb, 0.0) if read else (0.0, mb)
+            cells += [f"{rmb * 2:.2f}", f"{wmb * 2:.2f}", f"{rmb:.2f}", f"{wmb:.2f}", "1.00", "150.00", "1.00",
+                      f"{min(100.0, mb * 2):.2f}"]
+        if i == 3 and devices:
+            cells[-1] = ""  # a missing value, as the monitor writes for an absent device
+        rows.append(",".join(cells))
+    return "\n".join(rows) + "\n"
+
+
+def fio_op(name: str, pattern: str, read: float, write: float, effective: float, p99_ms: float, **detail) -> OperationRecord:
+    figures = {"effective_bw": effective * MiB, "runtime": 10.0}
+    if read:
+        figures.update(read_bw=read * MiB, read_iops=read * 2, read_p99_lat=p99_ms * 1e6)
+    if write:
+        figures.update(write_bw=write * MiB, write_iops=write * 2, write_p99_lat=p99_ms * 1.5e6)
+    figures.update(members_util=55.5, members_w_await=1.25)
+    return OperationRecord(name=name, pattern=pattern, status=COMPLETE, figures=figures,
+                           detail={"monitor_csv": f"{name}.monitor.csv", **detail},
+                           started_at="2026-11-22T00:00:00+00:00", finished_at="2026-11-22T00:00:10+00:00")
+
+
+def kb_run(results: Path, run_id: str = "20261122T000000-aaaa", target: str = "/srv/backups",
+           scale: float = 1.0) -> RunRecord:
+    run = RunRecord(
+        run_id=run_id, kind="kb2014", target=target, status=COMPLETE,
+        started_at="2026-11-22T00:00:00+00:00", finished_at="2026-11-22T00:01:00+00:00",
+        settings={"size": 1 * 2**30, "file_size": 1 * 2**30, "runtime": 10.0, "block_size": 512 * 1024,
+                  "buffered": False, "engine": "libaio", "jobs": 1, "backup_size": None,
+                  "monitor": {"monitor_interval": 1.0}},
+        host={"hostname": "repo01", "kernel": "6.1.0-18-amd64", "cpus": 2, "memory_bytes": 8 * 2**30,
+              "fio": "fio-3.33",
+              "targets": {"target": {"path": target, "fs_type": "xfs", "block_device": "sdb"}},
+              "device_stacks": {"target": {"describe": "/srv: xfs on sdb", "devices": ["sdb"], "members": ["sdb"]}}},
+        notes=["The test file (1 GiB) is small for this storage: caches may serve it."],
+    )
+    run.operations = [
+        fio_op("active-full", "write qd1", 0, 1728.7 * scale, 1728.7 * scale, 0.47),
+        fio_op("synthetic-full", "randrw w50% qd4", 1448.1 * scale, 1450.6 * scale, 1449.4 * scale, 1.43),
+        fio_op("restore-sequential", "read qd1", 2504.9 * scale, 0, 2504.9 * scale, 0.30),
+        fio_op("restore-random", "randread qd1", 2603.7 * scale, 0, 2603.7 * scale, 0.25),
+    ]
+    folder = run_folder(results, run_id)
+    folder.mkdir(parents=True)
+    for op in run.operations:
+        (folder / op.detail["monitor_csv"]).write_text(
+            monitor_csv(["sdb"], {"sdb": op.figures["effective_bw"] / MiB}, read="read" in op.pattern))
+    (folder / "commands.txt").write_text(
+        f"fio --output-format=json --output={folder}/active-full.json {folder}/active-full.fio\n")
+    return run
+
+
+def recipe_run(results: Path, run_id: str = "20261122T010000-bbbb") -> RunRecord:
+    """Field note A: linear keeps one of four disks busy, striped all four."""
+    disks = ["vda", "vdb", "vdc", "vdd"]
+    run = RunRecord(run_id=run_id, kind="recipe", target="field-note-a", status=COMPLETE,
+                    started_at="2026-11-22T01:00:00+00:00", finished_at="2026-11-22T01:05:00+00:00",
+                    settings={"recipe": {"name": "field-note-a", "devices": ["/dev/" + d for d in disks],
+                                         "layout": [{"name": "linear", "kind": "lvm-linear"},
+                                                    {"name": "striped", "kind": "lvm-striped", "stripes": 4}]}},
+                    host={"hostname": "lab", "device_stacks": {
+                        name: {"describe": f"/run/backupbench/x/{name}: xfs on dm-0", "devices": ["dm-0", *disks],
+                               "members": disks} for name in ("linear", "striped")}})
+    folder = run_folder(results, run_id)
+    for layout, speed, busy in (("linear", 50.3, {"vda": 50.0}), ("striped", 201.0, {d: 50.0 for d in disks})):
+        (folder / layout).mkdir(parents=True)
+        op = fio_op(f"{layout}/active-full", "write qd16 x4", 0, speed, speed, 759.17 if layout == "linear" else 189.79,
+                    layout=layout)
+        op.detail["monitor_csv"] = f"{layout}/active-full.monitor.csv"
+        run.operations.append(op)
+        (folder / op.detail["monitor_csv"]).write_text(monitor_csv(["dm-0", *disks], {"dm-0": speed, **busy}))
+        (folder / layout / "commands.txt").write_text(f"fio {layout}/active-full.fio\n")
+    return run
+
+
+class ResourceScan(HTMLParser):
+    """Every tag and every attribute that could make a browser fetch something."""
+
+    URL_ATTRS = {"src", "href", "xlink:href", "action", "data", "poster", "srcset", "background", "formaction"}
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[str] = []
+        self.urls: list[str] = []
+        self.ids: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        for name, value in attrs:
+            if name in self.URL_ATTRS and value is not None:
+                self.urls.append(value)
+            if name == "id":
+                self.ids.append(value)
+
+    handle_startendtag = handle_starttag
+
+
+def scan(page: str) -> ResourceScan:
+    parser = ResourceScan()
+    parser.feed(page)
+    return parser
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def test_page_has_the_operations_and_formatted_figures(tmp_path):
+    run = kb_run(tmp_path)
+    page = html.render(run, results_dir=tmp_path, backup_size=10 * TiB)
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    for text in ("active-full", "synthetic-full", "randrw w50% qd4", "1,728.7", "1,449.4", "3,457", "0.70 ms",
+                 "55.5%", "1.2 ms", "Backup windows for 10 TiB", "Restore range: 2,504.9–2,603.7 MiB/s",
+                 "xfs on sdb", "repo01", "fio-3.33", "8 GiB", "1 GiB (1,073,741,824 bytes)",
+                 "The test file (1 GiB) is small"):
+        assert text in page, text
+    # The terminal's headline column stays bold.
+    assert '<span class="strong">1,728.7</span>' in page
+    # The exact commands from commands.txt.
+    assert f"--output={run_folder(tmp_path, run.run_id)}/active-full.json" in page
+
+
+def test_hostile_text_is_escaped(tmp_path):
+    run = kb_run(tmp_path, target=f"/srv/{HOSTILE}")
+    run.notes.append('<img src="http://evil.example/x.png" onerror="alert(1)">')
+    run.operations[0].name = f"active-full{HOSTILE}--><script>x()</script><!--"
+    run.operations[0].pattern = '"><b>bold</b>'
+    run.settings["label"] = "</style><script>bad()</script>"
+    run.host["hostname"] = "<iframe src=//evil>"
+    (run_folder(tmp_path, run.run_id) / "commands.txt").write_text(f"fio {HOSTILE}\n")
+    page = html.render(run, results_dir=tmp_path)
+    lowered = page.lower()
+    assert "<script" not in lowered and "<img" not in lowered and "<iframe" not in lowered and "<b>" not in lowered
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert "&lt;img src=&quot;http://evil.example/x.png&quot;" in page
+    assert scan(page).urls == [u for u in scan(page).urls if u.startswith("#")]
+
+
+def test_no_remote_or_external_resources(tmp_path):
+    run = kb_run(tmp_path, target="http://10.0.0.5:9000/backups")  # an S3 target is text, not a resource
+    page = html.render(run, results_dir=tmp_path)
+    found = scan(page)
+    assert "script" not in found.tags and "link" not in found.tags and "iframe" not in found.tags
+    assert "img" not in found.tags or all(u.startswith("data:") for u in found.urls if not u.startswith("#"))
+    for url in found.urls:
+        assert url.startswith(("#", "data:")), url
+    assert not re.search(r"url\(\s*['\"]?(?!#)", page), "CSS url() outside the page"
+    assert "@import" not in page and "@font-face" not in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.IGNORECASE)
+    assert "default-src 'none'" in page   # and the browser is told not to fetch anything anyway
+
+
+def test_charts_are_inline_svg_with_unique_ids(tmp_path):
+    run = kb_run(tmp_path)
+    page = html.render(run, results_dir=tmp_path)
+    # speed + latency + one timeline per phase
+    assert page.count("<svg ") == 2 + len(run.operations)
+    assert "<?xml" not in page and "<!DOCTYPE svg" not in page and "<metadata>" not in page
+    ids = scan(page).ids
+    assert len(ids) == len(set(ids)) > 50
+    referenced = set(re.findall(r'href="#([^"]+)"', page)) | set(re.findall(r"url\(#([^)]+)\)", page))
+    assert referenced <= set(ids)
+    assert "Effective speed per operation" not in page  # titles are drawn as paths (no fonts needed)...
+    assert "<!--" not in page
+    assert 'aria-label="Effective speed"' in page        # ...and named for readers and tests
+
+
+def test_same_run_renders_the_same_bytes(tmp_path):
+    run = kb_run(tmp_path)
+    first = html.render(run, results_dir=tmp_path, backup_size=TiB)
+    assert html.render(run, results_dir=tmp_path, backup_size=TiB) == first
+    figure = charts.speed_figure(run)
+    assert charts.svg_bytes(figure) == charts.svg_bytes(charts.speed_figure(run))
+    assert charts.png_bytes(figure) == charts.png_bytes(charts.speed_figure(run))
+    assert charts.png_bytes(figure).startswith(b"\x89PNG")
+    assert b"Date" not in charts.svg_bytes(figure) and b"https://" not in charts.svg_bytes(figure)
+
+
+def test_rendering_leaves_matplotlib_settings_alone(tmp_path):
+    before = dict(matplotlib.rcParams)
+    html.render(recipe_run(tmp_path), results_dir=tmp_path)
+    assert dict(matplotlib.rcParams) == before
+
+
+def test_recipe_run_groups_speed_by_layout_and_plots_each_member(tmp_path):
+    run = recipe_run(tmp_path)
+    rows, series = charts.speed_series(run)
+    assert rows == ["active-full"]
+    assert [(name, [round(v, 1) for v in values]) for name, values in series] == [("linear", [50.3]),
+                                                                                   ("striped", [201.0])]
+    folder = run_folder(tmp_path, run.run_id)
+    linear = run.operations[0]
+    series_csv = charts.parse_monitor_csv(charts.monitor_csv_path(folder, linear).read_text())
+    assert series_csv.devices == ("dm-0", "vda", "vdb", "vdc", "vdd")
+    assert charts.phase_devices(run, linear, series_csv) == ["vda", "vdb", "vdc", "vdd"]  # members, not dm-0
+    assert series_csv.column("vda:wMB/s")[0] == 50.0 and series_csv.column("vdb:wMB/s")[0] == 0.0
+    page = html.render(run, results_dir=tmp_path)
+    assert "Layouts compared" in page and "201.0 (4.00x)" in page
+    assert 'aria-label="Effective speed by layout"' in page
+    assert 'aria-label="Monitor timeline of linear/active-full"' in page
+    assert "read+write MiB/s per member disk, stacked: vda, vdb, vdc, vdd" in page
+    # Each layout's commands.txt, under its layout's name.
+    assert "<h3>linear</h3>" in page and "fio striped/active-full.fio" in page
+
+
+def test_monitor_csv_parsing_and_paths(tmp_path):
+    text = monitor_csv(["sdb"], {"sdb": 10.0}, samples=4)
+    parsed = charts.parse_monitor_csv(text)
+    assert parsed.elapsed == (1.0, 2.0, 3.0, 4.0)
+    assert parsed.column("%iowait") == (11.0, 12.0, 13.0, 14.0)
+    assert parsed.column("sdb:%util")[2] != parsed.column("sdb:%util")[2]  # empty cell -> NaN
+    assert charts.parse_monitor_csv("").elapsed == ()
+    assert charts.timeline_figure("empty", charts.parse_monitor_csv(CSV_HEADER + "\n"), []) is None
+    folder = tmp_path / "runs" / "r"
+    folder.mkdir(parents=True)
+    (tmp_path / "secret.csv").write_text(text)
+    escaping = OperationRecord(name="x", pattern="", detail={"monitor_csv": "../../secret.csv"})
+    assert charts.monitor_csv_path(folder, escaping) is None
+    # A layout measured with several workloads records the path relative to the layout folder.
+    (folder / "striped" / "1-kb2014").mkdir(parents=True)
+    (folder / "striped" / "1-kb2014" / "active-full.monitor.csv").write_text(text)
+    nested = OperationRecord(name="striped/1-kb2014/active-full", pattern="",
+                             detail={"layout": "striped/1-kb2014", "monitor_csv": "1-kb2014/active-full.monitor.csv"})
+    assert charts.monitor_csv_path(folder, nested) == (folder / "striped/1-kb2014/active-full.monitor.csv").resolve()
+
+
+def test_missing_run_folder_and_csv_are_said_not_fatal(tmp_path):
+    run = kb_run(tmp_path)
+    (run_folder(tmp_path, run.run_id) / "active-full.monitor.csv").unlink()
+    page = html.render(run, results_dir=tmp_path)
+    assert "active-full: monitor CSV active-full.monitor.csv not found" in page
+    elsewhere = tmp_path / "other"
+    page = html.render(run, results_dir=elsewhere)
+    assert "is not here" in page and "1,728.7" in page and "Monitor timelines" not in page
+
+
+def test_baseline_slowdown_and_failed_run(tmp_path):
+    baseline = kb_run(tmp_path)
+    run = kb_run(tmp_path, run_id="20261122T020000-cccc", scale=0.5)
+    run.status, run.error = FAILED, "fio failed (exit 1): <disk gone>"
+    run.operations[-1].status = FAILED
+    page = html.render(run, results_dir=tmp_path, baseline=baseline)
+    assert f"Against baseline {baseline.run_id}" in page and "2.00x" in page
+    assert "This run did not complete" in page and "&lt;disk gone&gt;" in page
+    assert '<span class="status">failed</span>' in page
+
+
+def test_small_file_and_s3_phases_get_their_tables(tmp_path):
+    run = RunRecord(run_id="r1", kind="smallfiles", target="/srv", settings={}, status=COMPLETE)
+    run.operations = [
+        OperationRecord(name="pass-1", pattern="create none", status=COMPLETE,
+                        figures={"files_per_s": 1234.0, "effective_bw": 5 * MiB, "file_p99_lat": 2.5e6, "mismatches": 0}),
+        OperationRecord(name="put", pattern="PUT 1 MiB x100", status=COMPLETE,
+                        figures={"objects_per_s": 321.0, "effective_bw": 321 * MiB, "lat_p99_ns": 9e7, "errors": 0}),
+    ]
+    page = html.render(run, results_dir=tmp_path)
+    assert "files/s" in page and "1,234" in page and "objects/s" in page and "90.00 ms" in page
+    rows, series = charts.latency_series(run)
+    assert rows == ["pass-1", "put"] and [name for name, _ in series] == ["per-file p99", "request p99"]
+
+
+def test_secrets_in_settings_are_not_shown(tmp_path):
+    run = kb_run(tmp_path)
+    run.settings.update(secret_key="hunter2", access_key="AKIAEXAMPLE")
+    page = html.render(run, results_dir=tmp_path)
+    assert "hunter2" not in page and "AKIAEXAMPLE" not in page and "(not shown)" in page
+
+
+def test_comparison_of_runs(tmp_path):
+    one, two = kb_run(tmp_path), kb_run(tmp_path, run_id="20261122T020000-cccc", scale=2.0)
+    two.operations = two.operations[:2]
+    page = html.render_comparison([one, two], backup_size=10 * TiB)
+    assert one.run_id in page and two.run_id in page
+    assert "3,457.4 (2.00x)" in page and 'aria-label="Effective speed across runs"' in page
+    assert "Backup windows for 10 TiB (hours)" in page
+    found = scan(page)
+    assert all(u.startswith("#") for u in found.urls) and "script" not in found.tags
+    assert html.render_comparison([one, two]) == html.render_comparison([one, two])
+    rows, series = charts.comparison_series([one, two])
+    assert rows[:2] == ["active-full", "synthetic-full"] and series[1][1][2] is None
+
+
+def test_write_replaces_the_file(tmp_path):
+    target = tmp_path / "r.html"
+    target.write_text("old")
+    assert html.write(target, "<!DOCTYPE html>new") == target
+    assert target.read_text() == "<!DOCTYPE html>new"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+
+def stored(tmp_path: Path, *runs: RunRecord) -> Path:
+    store = Store(tmp_path / "results.db")
+    for run in runs:
+        store.create_run(run)
+        for seq, op in enumerate(run.operations):
+            store.save_operation(run.run_id, seq, op)
+        store.finish_run(run)
+    return tmp_path
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(report_command, list(args), standalone_mode=False, catch_exceptions=True)
+
+
+def test_report_command_writes_the_latest_run_to_the_current_folder(tmp_path, monkeypatch):
+    results = stored(tmp_path / "results", kb_run(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    done = invoke("--results", str(results), "--backup-size", "10TiB")
+    assert done.exception is None, done.output
+    written = tmp_path / "report-20261122T000000-aaaa.html"
+    assert done.output.strip() == str(written)
+    page = written.read_text()
+    assert "Backup windows for 10 TiB" in page and "<svg " in page
+
+
+def test_report_command_compares_several_runs(tmp_path):
+    results = tmp_path / "results"
+    second = kb_run(results, run_id="20261122T020000-cccc")
+    second.started_at = "2026-11-22T02:00:00+00:00"
+    stored(results, kb_run(results), second)
+    out = tmp_path / "cmp.html"
+    done = invoke("20261122T00", "20261122T02", "--html", str(out), "--results", str(results))
+    assert done.exception is None, done.output
+    assert "2 runs compared" in out.read_text()
+    assert default_file_name([RunRecord("a", "k", "t", {}), RunRecord("b", "k", "t", {})]) == "report-compare-a_b.html"
+
+
+@pytest.mark.parametrize("args, error, match", [
+    (["nope"], NotFoundError, "no run 'nope'"),
+    (["--backup-size", "lots"], InputError, "--backup-size"),
+    (["latest", "20261122T00"], InputError, "same run"),
+    (["latest", "20261122T00", "--baseline", "latest"], InputError, "--baseline applies to one RUN"),
+    (["--html", "/nonexistent-folder/r.html"], InputError, "does not exist"),
+])
+def test_report_command_bad_input_is_one_typed_error(tmp_path, args, error, match):
+    results = stored(tmp_path / "results", kb_run(tmp_path / "results"))
+    done = invoke(*args, "--results", str(results))
+    assert isinstance(done.exception, error) and re.search(re.escape(match), done.exception.message)
