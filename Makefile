@@ -2,16 +2,21 @@
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: deps run test bench bench-all clean
 
-# Debian packages and the venv; the lab VM's host packages; MinIO and the S3 load generator (Go).
-deps:
+.PHONY: deps deps-run run test bench bench-all clean
+
+# What `make run` needs: Debian packages and the venv.
+deps-run:
 	@bash scripts/install-deps.sh
+
+# Everything the tests need besides: the lab VM's host packages; MinIO and the S3 load generator (Go).
+deps: deps-run
+	@bash scripts/install-deps.sh --test
 	@bash scripts/install-lab-deps.sh
 	@bash scripts/install-minio.sh
 
 # The main job: the backup-operation suite on a scratch directory made (and removed) here.
-run: deps
+run: deps-run
 	$(BIN)/backupbench run --backup-size 10TiB
 
 test: deps
