@@ -86,8 +86,10 @@ def run(
     require_tool(argv[0])
     log.debug("run: %s", render(argv, secrets))
     try:
+        # stdin from /dev/null: a tool that would prompt (vgremove, pvcreate) gets end-of-input
+        # and declines, instead of waiting invisibly for the user's terminal.
         completed = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+            argv, capture_output=True, text=True, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL,
             env={**os.environ, **env} if env else None,
         )
     except subprocess.TimeoutExpired as exc:

@@ -115,7 +115,7 @@ def test_a_device_holding_a_filesystem_is_refused_unchanged(cli, tmp_path, loops
     recipe = write_recipe(tmp_path, [device], f'\n[[layout]]\nname = "x"\nkind = "filesystem"\ndevices = ["{device}"]\n')
     before = sha256(backing)
     plan = cli("plan", str(recipe), "--mount-root", str(tmp_path / "mnt"))
-    assert "REFUSED" in plan.stdout and "ext4" in plan.stdout
+    assert plan.returncode == 3 and "REFUSED" in plan.stdout and "ext4" in plan.stdout
     result = cli("apply", str(recipe), "--yes", "--mount-root", str(tmp_path / "mnt"))
     assert result.returncode == 3 and "ext4" in result.stderr
     assert sha256(backing) == before

@@ -82,10 +82,10 @@ def test_every_lvm_kind_and_raid6_built_measured_and_torn_down_by_apply(tmp_path
     assert ops["snap/first-write"]["figures"]["snapshot.snap1.data_pct_max"] > 0
     assert run["host"]["targets"]["raid6"]["fs_type"] == "ext4"
     assert run["host"]["targets"]["striped"]["fs_type"] == "xfs"
-    # Every layout's journal closed: its teardown went through in full.
-    journals = results / "journal"
-    assert not list(journals.glob("*.open.jsonl")) and len(list(journals.glob("*.closed.jsonl"))) == 6
+    # A failed teardown would have failed the run; the guest's journals stayed in the guest
+    # (they name the guest's disks, which are other disks on the host).
     assert "teardown failed" not in " ".join(run["notes"])
+    assert not (results / "journal").exists()
 
 
 def test_field_note_a_striped_is_about_four_times_linear_through_apply(tmp_path):

@@ -68,8 +68,8 @@ def lvs(vm: LabVM, vg: str) -> list[dict]:
     return json.loads(out)["report"][0]["lv"]
 
 
-def test_boots_quickly_and_sees_throttled_disks_by_serial(vm):
-    assert vm.boot_seconds is not None and vm.boot_seconds < 60
+def test_boots_and_sees_throttled_disks_by_serial(vm):
+    assert vm.boot_seconds is not None
     out = sh(vm, "for d in /dev/disk/by-id/virtio-lab-d*; do echo $d $(readlink -f $d) $(blockdev --getsize64 $d); done")
     lines = [line.split() for line in out.strip().splitlines()]
     assert [(name, dev) for name, dev, _ in lines] == [

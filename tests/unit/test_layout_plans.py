@@ -6,6 +6,7 @@ from backupbench.layouts.actions import Action, Guard
 from backupbench.layouts.capabilities import HostCapabilities, missing
 from backupbench.layouts.executor import Provisioner, undo_actions
 from backupbench.layouts.journal import Journal, open_journals, pending
+from backupbench.layouts.naming import Names
 from backupbench.layouts.registry import plan_layout
 from backupbench.plan import build
 from backupbench.process import Result
@@ -37,7 +38,7 @@ def test_lvm_striped_exact_commands():
         ["vgcreate", "--addtag", "backupbench", "--addtag", f"bb_run_{RUN}", vg, *DEVICES],
         ["lvcreate", "--yes", "--addtag", "backupbench", "--addtag", f"bb_run_{RUN}", "-n", "lv",
          "-i", "4", "-I", "64k", "-l", "100%FREE", vg],
-        ["mkfs.xfs", "-f", "-L", "bb-ab12", "-m", "reflink=1,crc=1", f"/dev/{vg}/lv"],
+        ["mkfs.xfs", "-f", "-L", Names(RUN, "striped").label, "-m", "reflink=1,crc=1", f"/dev/{vg}/lv"],
         ["mkdir", "-p", f"/mnt/bb/{RUN}/striped"],
         ["mount", f"/dev/{vg}/lv", f"/mnt/bb/{RUN}/striped"],
     ]
@@ -82,7 +83,7 @@ def test_mdraid_is_assume_clean_and_named():
 
 def test_btrfs_zfs_and_plain_filesystem():
     _, cmds = commands({"name": "b", "kind": "btrfs", "devices": DEVICES[:2], "data": "raid1", "metadata": "raid1"})
-    assert cmds[0] == ["mkfs.btrfs", "-f", "-L", "bb-ab12", "-d", "raid1", "-m", "raid1", *DEVICES[:2]]
+    assert cmds[0] == ["mkfs.btrfs", "-f", "-L", Names(RUN, "b").label, "-d", "raid1", "-m", "raid1", *DEVICES[:2]]
     assert cmds[1] == ["btrfs", "device", "scan", *DEVICES[:2]]
     plan, cmds = commands({"name": "z", "kind": "zfs", "vdev": "draid2", "draid_data": 3, "draid_spares": 1,
                            "devices": DEVICES, "properties": {"xattr": "sa", "atime": "off", "recordsize": "1M"}})
@@ -92,7 +93,8 @@ def test_btrfs_zfs_and_plain_filesystem():
     assert plan.actions[0].guard.contains == RUN
     plan, cmds = commands({"name": "x", "kind": "filesystem", "devices": ["/dev/vda"]})
     assert cmds[0][0] == "mkfs.xfs" and plan.actions[0].undo == (("wipefs", "-a", "/dev/vda"),)
-    assert plan.actions[0].guard == Guard(("blkid", "-o", "value", "-s", "LABEL", "/dev/vda"), "bb-ab12")
+    assert plan.actions[0].guard == Guard(("blkid", "-p", "-o", "value", "-s", "LABEL", "/dev/vda"), Names(RUN, "x").label)
+    assert len(Names(RUN, "x").label) == 12 and Names(RUN, "x").label != Names(RUN, "y").label
 
 
 def test_missing_kernel_features_refuse_the_layout_with_the_reason():
@@ -136,6 +138,7 @@ def test_executor_journals_rechecks_once_and_undoes_only_what_the_guard_allows(t
     provisioner.apply(plan.actions, lambda: rechecks.append(True))
     assert rechecks == [True]
     assert [c[0] for c in host.calls] == ["pvcreate", "vgcreate", "lvcreate", "mkfs.xfs", "mkdir", "mount"]
+    host.guard_output["ls"] = f"/mnt/bb/{RUN}/s\n"
     assert len(pending(next(open_journals(tmp_path)))) == 6
     host.calls.clear()
     report = provisioner.teardown()
@@ -157,3 +160,41 @@ def test_a_failed_undo_keeps_the_journal_open_for_cleanup(tmp_path):
     later = FakeHost()
     result = undo_actions(pending(journal), Journal.at(journal), later)
     assert result.undone == ["mount"] and later.calls == [["umount", "/m"]]
+
+
+def test_after_a_failed_undo_no_destructive_undo_runs_and_a_broken_guard_is_a_failure(tmp_path):
+    plan = plan_layout(recipe({"name": "x", "kind": "filesystem", "devices": ["/dev/vda"]}).layout[0], RUN,
+                       Path("/mnt/bb"))
+    host = FakeHost({"findmnt": f"/mnt/bb/{RUN}/x\n", "ls": f"/mnt/bb/{RUN}/x\n", "blkid": Names(RUN, "x").label},
+                    fail=("umount",))
+    provisioner = Provisioner(Journal(tmp_path, RUN, "x"), run=host)
+    provisioner.apply(plan.actions, lambda: None)
+    host.calls.clear()
+    report = provisioner.teardown()
+    assert ["wipefs", "-a", "/dev/vda"] not in host.calls  # the filesystem may still be mounted
+    assert any("not attempted" in line for line in report.failed)
+    assert list(open_journals(tmp_path))  # left open for cleanup
+
+    class HangingGuard(FakeHost):
+        def __call__(self, argv, timeout=0, check=True):
+            from backupbench.errors import ProcessError
+            if argv[0] == "findmnt":
+                raise ProcessError(argv, None, "", "findmnt did not finish within 120 s")
+            return super().__call__(argv, timeout, check)
+
+    action = Action("mount", (("mount", "/dev/x", "/m"),), (("umount", "/m"),), Guard(("findmnt", "/m"), "/m"))
+    report = undo_actions([action], None, HangingGuard())
+    assert report.failed and "could not check" in report.failed[0] and not report.skipped
+
+
+def test_cleanup_skips_a_journal_a_running_apply_holds(tmp_path):
+    from backupbench.layouts.journal import JournalBusy
+    live = Journal(tmp_path, RUN, "live")
+    live.record("done", Action("mount", (("mount", "/dev/x", "/m"),), (("umount", "/m"),)))
+    try:
+        Journal.at(live.path)
+        raise AssertionError("a held journal must not be opened by cleanup")
+    except JournalBusy:
+        pass
+    live.release()
+    assert Journal.at(live.path).label == f"{RUN}-live"

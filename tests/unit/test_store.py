@@ -68,3 +68,20 @@ def test_layout_matrix_compares_layouts_phase_by_phase():
     assert matrix.layouts == ("linear", "striped") and matrix.phases == ("active-full",)
     assert matrix.ratio("active-full", "striped") == 4.0
     assert layout_matrix(make_run("single")) is None
+
+
+def test_restore_range_and_first_write_penalty_per_layout_of_a_recipe_run():
+    from backupbench.analysis.compare import first_write_penalty
+    from backupbench.analysis.windows import layouts_of
+
+    run = make_run("recipe")
+    mib = 2**20
+    for layout, speeds in (("thick", (100, 100, 300, 30)), ("thin", (40, 100, 280, 25))):
+        for phase, speed in zip(("first-write", "overwrite", "restore-sequential", "restore-random"), speeds):
+            run.operations.append(OperationRecord(name=f"{layout}/{phase}", pattern="", status=COMPLETE,
+                                                  figures={"effective_bw": speed * mib}, detail={"layout": layout}))
+    assert layouts_of(run) == ["thick", "thin"]
+    assert first_write_penalty(run, "thick") == 1.0 and first_write_penalty(run, "thin") == 2.5
+    assert restore_range(run, "thin").worst_bps == 25 * mib
+    assert [w.operation for w in backup_windows(run, 2**40, "thick")] == ["restore-sequential", "restore-random"]
+    assert restore_range(run) is None  # no plain (layout-less) phases in a recipe run

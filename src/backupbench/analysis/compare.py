@@ -43,9 +43,10 @@ def slowdowns(run: RunRecord, baseline: RunRecord) -> list[Slowdown]:
     return result
 
 
-def first_write_penalty(run: RunRecord) -> float | None:
+def first_write_penalty(run: RunRecord, layout: str | None = None) -> float | None:
     """How many times faster the overwrite went than the first write (1.0 = no allocation cost)."""
-    speeds = {op.name: op.figures.get("effective_bw") or 0.0 for op in run.operations if op.status == COMPLETE}
+    speeds = {op.name.rsplit("/", 1)[-1]: op.figures.get("effective_bw") or 0.0 for op in run.operations
+              if op.status == COMPLETE and op.detail.get("layout") == layout}
     first, again = speeds.get("first-write", 0.0), speeds.get("overwrite", 0.0)
     if first <= 0 or again <= 0:
         return None

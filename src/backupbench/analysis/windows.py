@@ -29,24 +29,35 @@ class BackupWindow:
     seconds: float
 
 
-def effective_speeds(run: RunRecord) -> dict[str, float]:
+def layouts_of(run: RunRecord) -> list[str | None]:
+    """The layouts a recipe run measured, in order; [None] for a plain `run`."""
+    found: list[str | None] = []
+    for op in run.operations:
+        layout = op.detail.get("layout")
+        if layout not in found:
+            found.append(layout)
+    return found or [None]
+
+
+def effective_speeds(run: RunRecord, layout: str | None = None) -> dict[str, float]:
+    """Phase name -> effective speed, for one layout of a recipe run (phase names unprefixed)."""
     return {
-        op.name: op.figures["effective_bw"]
+        op.name.rsplit("/", 1)[-1]: op.figures["effective_bw"]
         for op in run.operations
-        if op.status == COMPLETE and op.figures.get("effective_bw")
+        if op.status == COMPLETE and op.figures.get("effective_bw") and op.detail.get("layout") == layout
     }
 
 
-def restore_range(run: RunRecord) -> RestoreRange | None:
-    speeds = effective_speeds(run)
+def restore_range(run: RunRecord, layout: str | None = None) -> RestoreRange | None:
+    speeds = effective_speeds(run, layout)
     if "restore-sequential" not in speeds or "restore-random" not in speeds:
         return None
     return RestoreRange(worst_bps=speeds["restore-random"], best_bps=speeds["restore-sequential"])
 
 
-def backup_windows(run: RunRecord, backup_size: int) -> list[BackupWindow]:
+def backup_windows(run: RunRecord, backup_size: int, layout: str | None = None) -> list[BackupWindow]:
     """Time to move `backup_size` bytes of backup data at each operation's effective speed."""
-    speeds = effective_speeds(run)
+    speeds = effective_speeds(run, layout)
     return [
         BackupWindow(name, label, backup_size / speeds[name])
         for name, label in WINDOW_OPERATIONS

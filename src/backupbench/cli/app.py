@@ -50,7 +50,7 @@ app.add_command(cleanup_command)
 
 
 def _on_sigterm(_signum: int, _frame: object) -> None:
-    # SIGTERM takes the same path as Ctrl-C: stop fio, clean up, keep the partial run.
+    # SIGTERM and SIGHUP take the same path as Ctrl-C: stop, clean up, keep the partial run.
     raise KeyboardInterrupt
 
 
@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     args = [a for a in args if a != DEBUG_FLAG]
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _on_sigterm)
+    # A dropped ssh session (SIGHUP) must also stop the run and tear down what it built.
+    signal.signal(signal.SIGHUP, _on_sigterm)
     try:
         code = app.main(args=args, prog_name="backupbench", standalone_mode=False)
     except BackupbenchError as exc:

@@ -16,6 +16,7 @@ from backupbench.cli import options as cli_options
 from backupbench.cli.common import results_option, stderr
 from backupbench.errors import InputError
 from backupbench.lab.options import LabOptions
+from backupbench.layouts.journal import JOURNAL_DIR_ENV
 from backupbench.lab.vm import LabVM
 from backupbench.results.location import results_dir
 from backupbench.units import format_duration, parse_duration
@@ -122,7 +123,10 @@ def lab_command(recipe: Path | None, command: str | None, timeout_text: str | No
                 sys.stdout.write(text)
                 sys.stdout.flush()
 
-            result = vm.run(guest, timeout=timeout, stream=write, env=guest_terminal_env(), cwd=cwd,
+            # The guest's journals stay in the guest: they name its disks (/dev/vda is the host's
+            # system disk), and the whole VM with its disks is thrown away anyway.
+            env = {**guest_terminal_env(), JOURNAL_DIR_ENV: "/run/backupbench-journal"}
+            result = vm.run(guest, timeout=timeout, stream=write, env=env, cwd=cwd,
                             tty=sys.stdout.isatty())
             verdict = "finished" if result.returncode == 0 else f"[red]failed (exit {result.returncode})[/red]"
             cpu = "" if result.guest_cpu_busy is None else f", guest CPU {result.guest_cpu_busy:.0%} busy"

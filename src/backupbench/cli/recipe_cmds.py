@@ -9,10 +9,12 @@ import click
 
 from backupbench.cli.common import print_json, results_option, stderr, stdout
 from backupbench.cli.progress import QuietReporter, RichReporter
+from backupbench.devices.block import eligible, recheck_before_write
+from backupbench.devices.blockfacts import BlockFacts
 from backupbench.errors import RefusedError, ToolMissingError
 from backupbench.layouts import capabilities
 from backupbench.layouts.executor import undo_actions
-from backupbench.layouts.journal import Journal, open_journals, pending
+from backupbench.layouts.journal import Journal, JournalBusy, journal_dir, open_journals, pending
 from backupbench.layouts.minio import find_minio
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
 from backupbench.plan import Plan, build, required_tools
@@ -21,7 +23,7 @@ from backupbench.report import plan_view
 from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
 from backupbench.results.model import new_run_id
-from backupbench.runner.apply import ApplyHooks, apply, journal_dir
+from backupbench.runner.apply import ApplyHooks, apply
 from backupbench.runner.pipeline import run_as_dict
 
 ALL_TOOLS = ("lvcreate", "thin_check", "mdadm", "mkfs.xfs", "mkfs.ext4", "mkfs.btrfs", "btrfs", "zpool", "minio")
@@ -38,22 +40,28 @@ def which(tool: str) -> str | None:
         return None
 
 
-def device_reasons(path: str) -> list[str]:
-    from backupbench.devices.block import eligible
-    _, reasons = eligible(path)
-    return [f"{r.problem} ({r.fix})" for r in reasons]
+class DeviceChecks:
+    """Checks each device once for the plan, and keeps what it saw: right before the first
+    write, the re-check compares the device with it (same disk, size, nothing new on it)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, BlockFacts] = {}
+
+    def reasons(self, path: str) -> list[str]:
+        facts, reasons = eligible(path)
+        self.seen[path] = facts
+        return [f"{r.problem} ({r.fix})" for r in reasons]
+
+    def recheck(self, devices: tuple[str, ...]) -> None:
+        for device in devices:
+            recheck_before_write(device, expected=self.seen.get(device))
 
 
-def recheck(devices: tuple[str, ...]) -> None:
-    from backupbench.devices.block import recheck_before_write
-    for device in devices:
-        recheck_before_write(device)
-
-
-def make_plan(recipe_path: Path, mount_root: Path) -> Plan:
+def make_plan(recipe_path: Path, mount_root: Path) -> tuple[Plan, DeviceChecks]:
     recipe = model.load(recipe_path)
     caps = capabilities.collect(which=which, tools=tuple(dict.fromkeys((*ALL_TOOLS, *required_tools(recipe)))))
-    return build(recipe, new_run_id(), caps, device_reasons, mount_root)
+    checks = DeviceChecks()
+    return build(recipe, new_run_id(), caps, checks.reasons, mount_root), checks
 
 
 mount_root_option = click.option("--mount-root", type=click.Path(path_type=Path), default=DEFAULT_MOUNT_ROOT,
@@ -65,12 +73,16 @@ mount_root_option = click.option("--mount-root", type=click.Path(path_type=Path)
 @mount_root_option
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 def plan_command(recipe: Path, mount_root: Path, as_json: bool) -> None:
-    """Print the ordered steps and exact commands a recipe would run. Changes nothing."""
-    plan = make_plan(recipe, mount_root)
+    """Print the ordered steps and exact commands a recipe would run. Changes nothing.
+
+    Exits 3 when a layout is refused, so scripts can check a recipe before `apply`."""
+    plan, _ = make_plan(recipe, mount_root)
     if as_json:
         print_json(plan_view.as_dict(plan))
     else:
         stdout.print(plan_view.render(plan))
+    if plan.refusals:
+        raise click.exceptions.Exit(RefusedError.exit_code)
 
 
 @click.command("apply")
@@ -82,14 +94,14 @@ def plan_command(recipe: Path, mount_root: Path, as_json: bool) -> None:
 @results_option
 def apply_command(recipe: Path, yes: bool, mount_root: Path, as_json: bool, quiet: bool, results: Path | None) -> None:
     """Provision each layout, run the workloads on it (monitored), tear it down; one stored run."""
-    plan = make_plan(recipe, mount_root)
+    plan, checks = make_plan(recipe, mount_root)
     if plan.refusals:
         raise RefusedError("the recipe cannot run here: " + "; ".join(plan.refusals),
                            "see `backupbench plan RECIPE` for the whole plan")
     if not yes and any(step.layout.devices for step in plan.steps):
         raise RefusedError(f"{recipe} formats {', '.join(d for s in plan.steps for d in s.layout.devices)}",
                            "read `backupbench plan RECIPE`, then rerun with --yes")
-    hooks = ApplyHooks(recheck=recheck, announce=lambda message: stderr.print(f"  {message}", highlight=False))
+    hooks = ApplyHooks(recheck=checks.recheck, announce=lambda message: stderr.print(f"  {message}", highlight=False))
     directory = results_dir(results)
     if quiet:
         record = apply(plan, directory, QuietReporter(), hooks)
@@ -112,7 +124,11 @@ def cleanup_command(results: Path | None) -> None:
         stdout.print("Nothing to clean up.")
         return
     for path in journals:
-        journal = Journal.at(path)
+        try:
+            journal = Journal.at(path)
+        except JournalBusy as busy:
+            stdout.print(f"skipped: {busy}")
+            continue
         run_and_layout = journal.label
         report = undo_actions(pending(path), journal)
         for line in report.undone:
@@ -121,5 +137,7 @@ def cleanup_command(results: Path | None) -> None:
             stdout.print(f"{run_and_layout}: left alone (not ours): {line}")
         for line in report.failed:
             stdout.print(f"{run_and_layout}: FAILED: {line}")
-        if not report.failed:
+        if report.failed:
+            journal.release()
+        else:
             journal.close()

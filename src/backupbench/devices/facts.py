@@ -59,10 +59,16 @@ def _block_device(mount: Mount, sys_root: Path) -> str | None:
 
 def probe_direct_io(directory: Path) -> tuple[bool, str | None]:
     """Open and write one aligned block with O_DIRECT in `directory`, then remove it."""
-    probe = directory / f".backupbench-odirect-{uuid.uuid4().hex[:8]}"
+    probe = directory / f".backupbench-odirect-{uuid.uuid4().hex}"
+    ours = False  # only ever unlink a file this probe created
     try:
-        # Some filesystems create the file and only then refuse O_DIRECT: always unlink.
-        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_DIRECT, 0o600)
+        try:
+            fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_DIRECT, 0o600)
+        except OSError as exc:
+            # Some filesystems create the file and only then refuse O_DIRECT (EINVAL).
+            ours = exc.errno == errno.EINVAL
+            raise
+        ours = True
         try:
             with mmap.mmap(-1, _PROBE_BYTES) as buffer:  # page-aligned, as O_DIRECT requires
                 os.write(fd, buffer)
@@ -73,7 +79,8 @@ def probe_direct_io(directory: Path) -> tuple[bool, str | None]:
             return False, os.strerror(exc.errno)
         raise
     finally:
-        probe.unlink(missing_ok=True)
+        if ours:
+            probe.unlink(missing_ok=True)
     return True, None
 
 

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from backupbench import process
-from backupbench.errors import ProcessError
+from backupbench.errors import BackupbenchError
 from backupbench.layouts.actions import Action
 from backupbench.layouts.journal import Journal
 
 log = logging.getLogger("backupbench.layouts")
-COMMAND_TIMEOUT_S = 600.0
+# mkfs.ext4 without lazy init on a large disk, or a RAID create, can take long: a bound
+# still, so that a hung tool does not hold the run for ever.
+COMMAND_TIMEOUT_S = 4 * 3600.0
 
 Runner = Callable[..., process.Result]
 
@@ -26,18 +28,31 @@ class TeardownReport:
     failed: list[str] = field(default_factory=list)
 
 
-def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = process.run) -> TeardownReport:
-    """Undo `actions` in the order given (callers pass most recent first)."""
+def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = process.run,
+                 on_action: Callable[[str], None] | None = None) -> TeardownReport:
+    """Undo `actions` in the order given (callers pass most recent first).
+
+    Once one undo has failed (an umount or mdadm --stop), the destructive undos after it
+    (wipefs, zero-superblock, labelclear, pvremove) are not attempted: they stay in the
+    journal for `cleanup`, after the user has seen what held the device."""
     report = TeardownReport()
     for action in actions:
         if not action.undo:
             continue
+        if report.failed and action.destructive:
+            report.failed.append(f"{action.description}: not attempted after an earlier step failed")
+            continue
+        if on_action:
+            on_action(f"undo: {action.description}")
         if action.guard is not None:
             try:
-                result = run(list(action.guard.argv), timeout=60, check=False)
+                result = run(list(action.guard.argv), timeout=120, check=False)
                 allowed = action.guard.allows(result.returncode, result.stdout)
             except process.ToolMissingError:
                 allowed = False
+            except BackupbenchError as exc:  # the guard itself hung or broke: cannot tell
+                report.failed.append(f"{action.description}: could not check it is ours: {exc.message}")
+                continue
             if not allowed:
                 report.skipped.append(action.description)
                 if journal:
@@ -47,7 +62,7 @@ def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = p
         for argv in action.undo:
             try:
                 run(list(argv), timeout=COMMAND_TIMEOUT_S)
-            except ProcessError as exc:
+            except BackupbenchError as exc:
                 errors.append(exc.message)
         if errors:
             report.failed.append(f"{action.description}: {'; '.join(errors)}")
@@ -81,8 +96,11 @@ class Provisioner:
                 self.run(list(argv), timeout=COMMAND_TIMEOUT_S)
 
     def teardown(self) -> TeardownReport:
-        report = undo_actions(list(reversed(self.done)), self.journal, self.run)
+        announce = (lambda text: self.on_action(Action(text, ()))) if self.on_action else None
+        report = undo_actions(list(reversed(self.done)), self.journal, self.run, announce)
         self.done = []
-        if not report.failed:
+        if report.failed:
+            self.journal.release()
+        else:
             self.journal.close()
         return report

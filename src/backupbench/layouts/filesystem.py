@@ -33,7 +33,7 @@ def mkfs_action(spec: FilesystemSpec, devices: tuple[str, ...], names: Names, *,
     """mkfs on `devices`. On a raw device we also own the signature and wipe it on undo;
     on an LV or md device removing that device is the undo."""
     undo = tuple(("wipefs", "-a", d) for d in devices) if wipe_on_undo else ()
-    guard = Guard(("blkid", "-o", "value", "-s", "LABEL", devices[0]), names.label) if wipe_on_undo else None
+    guard = Guard(("blkid", "-p", "-o", "value", "-s", "LABEL", devices[0]), names.label) if wipe_on_undo else None
     return Action(f"make {spec.type} on {', '.join(devices)}", (mkfs_argv(spec, devices, names.label, btrfs_profiles),),
                   undo, guard, destructive=wipe_on_undo)
 
@@ -42,7 +42,9 @@ def mount_actions(spec: FilesystemSpec, device: str, names: Names, point: Path |
     point = str(point or names.mount_point)
     options = ("-o", ",".join(spec.mount_options)) if spec.mount_options else ()
     actions = [
-        Action(f"create mount point {point}", (("mkdir", "-p", point),), (("rmdir", point),)),
+        # After a reboot /run is empty: a mount point that is gone is done, not a failure.
+        Action(f"create mount point {point}", (("mkdir", "-p", point),), (("rmdir", point),),
+               Guard(("ls", "-d", point), point)),
         Action(f"mount {device} on {point}", (("mount", *options, device, point),), (("umount", point),),
                Guard(("findmnt", "-n", "-o", "TARGET", point), point)),
     ]

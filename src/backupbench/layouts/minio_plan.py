@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from backupbench.layouts import filesystem
-from backupbench.layouts.actions import Action, LayoutPlan, Requirement
+from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
 from backupbench.recipe.layouts import FilesystemSpec, MinioErasure, MinioSingle
 
@@ -24,11 +24,12 @@ def plan_single(spec: MinioSingle, names: Names) -> LayoutPlan:
 def plan_erasure(spec: MinioErasure, names: Names) -> LayoutPlan:
     fs = spec.filesystem or FilesystemSpec()
     root = names.mount_point
-    actions: list[Action] = [Action(f"create {root}", (("mkdir", "-p", str(root)),), (("rmdir", str(root)),))]
+    actions: list[Action] = [Action(f"create {root}", (("mkdir", "-p", str(root)),), (("rmdir", str(root)),),
+                                    Guard(("ls", "-d", str(root)), str(root)))]
     drives = []
     for index, device in enumerate(spec.devices, 1):
         point = root / f"d{index}"
-        # Each drive's filesystem gets its own label so that its undo is guarded separately.
+        # Each drive's filesystem gets its own name, so each wipe is guarded by its own mkfs.
         drive_names = dataclasses.replace(names, layout=f"{names.layout}-d{index}")
         actions.append(filesystem.mkfs_action(fs, (device,), drive_names, wipe_on_undo=True))
         actions += filesystem.mount_actions(fs, device, names, point)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,10 @@ class Names:
 
     @property
     def label(self) -> str:
-        return f"bb-{self.token}"
+        """Filesystem label, unique per run and layout (40 bits), within XFS's 12 characters:
+        the guard of a wipe matches it, so one run's wipe cannot match another's disk."""
+        digest = hashlib.sha256(f"{self.run_id}/{self.layout}".encode()).hexdigest()
+        return f"bb{digest[:10]}"
 
     @property
     def pool(self) -> str:

@@ -40,6 +40,19 @@ class FilesystemSpec(Strict):
         return value
 
 
+def _power_of_two_kib(value: int | None, what: str) -> int | None:
+    if value is not None and (value < 4096 or value & (value - 1)):
+        raise ValueError(f"{what} must be a power of two of at least 4 KiB (e.g. 64k), not {value} bytes")
+    return value
+
+
+def _whole_kib(value: int | None, what: str) -> int | None:
+    # LVM and mdadm take sizes in KiB: refuse what they would silently round.
+    if value is not None and value % 1024:
+        raise ValueError(f"{what} must be a whole number of KiB (e.g. 1GiB), not {value} bytes")
+    return value
+
+
 class LayoutBase(Strict):
     name: str = Field(..., pattern=NAME_PATTERN,
                       description="Short name, lower case (used in tags, VG and md names, mount paths).")
@@ -48,6 +61,18 @@ class LayoutBase(Strict):
                                               description="Filesystem on top; mounted for the workloads.")
     minio: bool = Field(False, description="Also serve the mounted filesystem with a single-drive MinIO "
                                            "(field note D: MinIO on top of RAID); s3 workloads run against it.")
+
+    @model_validator(mode="after")
+    def _sizes_and_devices(self) -> "LayoutBase":
+        every = [*self.devices, *getattr(self, "special", ()), *getattr(self, "log", ())]
+        twice = sorted({d for d in every if every.count(d) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} is named twice")
+        for field in ("size", "pool_size", "virtual_size", "origin_size", "snapshot_size"):
+            _whole_kib(getattr(self, field, None), field)
+        for field in ("stripe_size", "chunk_size", "chunk"):
+            _power_of_two_kib(getattr(self, field, None), field)
+        return self
 
 
 class LvmLinear(LayoutBase):

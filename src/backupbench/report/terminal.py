@@ -10,7 +10,7 @@ from rich.text import Text
 
 from backupbench import units
 from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
-from backupbench.analysis.windows import backup_windows, restore_range
+from backupbench.analysis.windows import backup_windows, layouts_of, restore_range
 from backupbench.results.model import COMPLETE, RunRecord
 
 
@@ -149,32 +149,47 @@ def slowdown_table(run: RunRecord, baseline: RunRecord) -> Table:
     return table
 
 
-def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[RenderableType]:
+def recorded_backup_size(run: RunRecord) -> int | None:
+    """--backup-size as given to `run`, or in a recipe's workload."""
+    if run.settings.get("backup_size"):
+        return run.settings["backup_size"]
+    workloads = (run.settings.get("recipe") or {}).get("workload") or []
+    return next((w["backup_size"] for w in workloads if w.get("backup_size")), None)
+
+
+def _layout_lines(run: RunRecord, layout: str | None, size: int | None) -> list[RenderableType]:
     lines: list[RenderableType] = []
-    restore = restore_range(run)
+    prefix = f"{layout}: " if layout else ""
+    restore = restore_range(run, layout)
     if restore:
         # On flash, random reads can beat sequential ones: show the range low to high
         # and say which end is which rather than assume.
         low, high = sorted((restore.worst_bps, restore.best_bps))
         lines.append(Text(
-            f"Restore range: {low / units.MiB:,.1f}-{high / units.MiB:,.1f} MiB/s "
+            f"{prefix}Restore range: {low / units.MiB:,.1f}-{high / units.MiB:,.1f} MiB/s "
             f"(unfragmented/sequential {units.format_rate(restore.best_bps)}, "
             f"fully fragmented/random {units.format_rate(restore.worst_bps)})"
         ))
-    size = backup_size or run.settings.get("backup_size")
-    if size:
-        windows = backup_windows(run, size)
-        if windows:
-            table = Table(title=f"Backup windows for {units.format_size(size)}", title_justify="left")
-            table.add_column("job")
-            table.add_column("hours", justify="right")
-            for window in windows:
-                table.add_row(window.label, f"{window.seconds / 3600:,.1f}")
-            lines.append(table)
-    penalty = first_write_penalty(run)
+    windows = backup_windows(run, size, layout) if size else []
+    if windows:
+        table = Table(title=f"{prefix}Backup windows for {units.format_size(size)}", title_justify="left")
+        table.add_column("job")
+        table.add_column("hours", justify="right")
+        for window in windows:
+            table.add_row(window.label, f"{window.seconds / 3600:,.1f}")
+        lines.append(table)
+    penalty = first_write_penalty(run, layout)
     if penalty is not None:
-        lines.append(Text(f"First-write penalty: overwrite is {penalty:,.2f}x as fast as the first write "
-                          "(1.00x = no allocation cost)"))
+        lines.append(Text(f"{prefix}First-write penalty: overwrite is {penalty:,.2f}x as fast as the first "
+                          "write (1.00x = no allocation cost)"))
+    return lines
+
+
+def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[RenderableType]:
+    size = backup_size or recorded_backup_size(run)
+    lines: list[RenderableType] = []
+    for layout in layouts_of(run):
+        lines += _layout_lines(run, layout, size)
     for note in run.notes:
         lines.append(Text(f"note: {note}", style="yellow"))
     if run.status != COMPLETE:

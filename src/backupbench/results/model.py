@@ -36,7 +36,7 @@ def now_iso() -> str:
 
 def new_run_id() -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    return f"{stamp}-{secrets.token_hex(2)}"
+    return f"{stamp}-{secrets.token_hex(4)}"
 
 
 @dataclass

@@ -7,50 +7,38 @@ recipe never half-runs. Teardown happens on success, failure and Ctrl-C; the jou
 
 from __future__ import annotations
 
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
-from backupbench.devices import facts
-from backupbench.errors import RefusedError
-from backupbench.layouts.executor import Provisioner
-from backupbench.layouts.journal import Journal
-from backupbench.layouts.snapwatch import SnapshotWatch
-from backupbench.plan import Plan
 from pydantic import SecretStr
 
+from backupbench.devices import facts
+from backupbench.errors import BackupbenchError, RefusedError
+from backupbench.layouts.executor import Provisioner
+from backupbench.layouts.journal import Journal, journal_dir
 from backupbench.layouts.minio import MinioServer
-from backupbench.recipe.model import FirstWriteWorkload, Kb2014Workload, S3Workload, SmallFilesWorkload
-from backupbench.workloads.s3 import S3Options
-from backupbench.recipe.suite import SuiteOptions
+from backupbench.layouts.snapwatch import SnapshotWatch
+from backupbench.plan import Plan
 from backupbench.results.model import RunRecord
-from backupbench.runner import firstwrite, kb2014, s3_workload
+from backupbench.runner import registry
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunSession
-from backupbench.runner.smallfiles import SmallFilesWorkload as SmallFilesWorkloadRunner
-from backupbench.workloads.smallfiles import SmallFilesSpec
-
-def journal_dir(results: Path) -> Path:
-    return results / "journal"
+from backupbench.runner.workload import Workload
 
 
-def build_workload(spec, server: MinioServer | None = None):
-    if isinstance(spec, S3Workload):
-        values = spec.model_dump(exclude={"kind"})
-        if spec.endpoint is None:
-            if server is None:
-                raise RefusedError("an s3 workload without endpoint runs only on a layout served by MinIO")
-            values.update(endpoint=server.endpoint, create_bucket=True, access_key=SecretStr(server.access_key),
-                          secret_key=SecretStr(server.secret_key))
-        return s3_workload.workload(S3Options.model_validate(values))
-    if isinstance(spec, SmallFilesWorkload):
-        return SmallFilesWorkloadRunner(SmallFilesSpec.model_validate(spec.model_dump(exclude={"kind", "preset"})))
-    options = SuiteOptions.model_validate(spec.model_dump(exclude={"kind"}))
-    if isinstance(spec, Kb2014Workload):
-        return kb2014.workload(options)
-    if isinstance(spec, FirstWriteWorkload):
-        return firstwrite.workload(options)
-    raise AssertionError(f"no runner for workload {spec.kind}")
+def build_workload(spec, server: MinioServer | None = None) -> Workload:
+    """A recipe's workload entry -> the same Workload `backupbench run --workload KIND` builds."""
+    values = spec.model_dump(exclude={"kind", "preset"})
+    if spec.kind == "s3" and spec.endpoint is None:
+        if server is None:
+            raise RefusedError("an s3 workload without endpoint runs only on a layout served by MinIO")
+        values.update(endpoint=server.endpoint, create_bucket=True, access_key=SecretStr(server.access_key),
+                      secret_key=SecretStr(server.secret_key))
+    return registry.build(spec.kind, registry.options_model(spec.kind).model_validate(values))
 
 
 @dataclass
@@ -72,19 +60,46 @@ def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host
                          reporter, recipe.monitor, run_id=plan.run_id)
     with session:
         for step in plan.steps:
-            layout = step.layout
-            provisioner = Provisioner(Journal(journal_dir(results), plan.run_id, layout.name),
-                                      on_action=lambda action: hooks.announce(action.description))
-            try:
-                provisioner.apply(layout.actions, lambda: hooks.recheck(layout.devices))
-                _measure_layout(session, recipe, layout)
-            finally:
-                report = provisioner.teardown()
-                for problem in report.failed:
-                    session.run.notes.append(f"{layout.name}: teardown failed: {problem} (run backupbench cleanup)")
-                for skipped in report.skipped:
-                    session.run.notes.append(f"{layout.name}: left alone (not ours any more): {skipped}")
+            _one_layout(session, step.layout, plan, results, hooks)
     return session.run
+
+
+def _one_layout(session: RunSession, layout, plan: Plan, results: Path, hooks: ApplyHooks) -> None:
+    provisioner = Provisioner(Journal(journal_dir(results), plan.run_id, layout.name),
+                              on_action=lambda action: hooks.announce(action.description))
+    try:
+        provisioner.apply(layout.actions, lambda: hooks.recheck(layout.devices))
+        _measure_layout(session, plan.recipe, layout)
+    finally:
+        # A second Ctrl-C must not cut the teardown short: signals wait until it is done.
+        with deferred_signals():
+            report = provisioner.teardown()
+        for skipped in report.skipped:
+            session.run.notes.append(f"{layout.name}: left alone (not ours any more): {skipped}")
+        for problem in report.failed:
+            session.run.notes.append(f"{layout.name}: teardown failed: {problem}")
+    if report.failed:
+        # Our own leftovers would make the next layout fail for a confusing reason: stop here.
+        raise BackupbenchError(f"the teardown of layout {layout.name} failed: {report.failed[0]}",
+                               "see what holds the device, then run `backupbench cleanup`")
+
+
+@contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP until the block ends, then act on the first one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, lambda number, _frame: caught.append(number)) for sig in watched}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _measure_layout(session: RunSession, recipe, layout) -> None:
