@@ -65,6 +65,23 @@ def require_tool(name: str) -> str:
     return path
 
 
+# Where scripts/install-minio.sh builds the Go tools (MinIO, the S3 load generator).
+PROJECT_TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "bin"
+
+
+def project_tool(name: str, env_var: str | None = None, explicit: str | Path | None = None) -> str:
+    """A tool the project builds itself: `explicit`, then $env_var, then .tools/bin, then PATH."""
+    candidates = [Path(p) for p in (explicit, os.environ.get(env_var) if env_var else None) if p]
+    candidates.append(PROJECT_TOOLS / name)
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise ToolMissingError(f"{name} is not built", "build it with: scripts/install-minio.sh (make deps does it)")
+
+
 @dataclass
 class Result:
     argv: list[str]

@@ -23,8 +23,6 @@ Contract with the binary (see native/s3load/main.go):
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -35,28 +33,17 @@ from backupbench import process, units
 from backupbench.engines.base import ProgressCallback, no_progress
 from backupbench.engines.s3_credentials import Credentials, mask
 from backupbench.engines.s3_records import OpRecord, errors_by_kind, phase_figures, read_records, records_file
-from backupbench.errors import BackupbenchError, EngineError, InputError, Interrupted, RefusedError, ToolMissingError
+from backupbench.errors import BackupbenchError, EngineError, InputError, Interrupted, RefusedError
 
 BINARY = "backupbench-s3load"
 # src/backupbench/engines/s3.py -> the project folder, where scripts/install-minio.sh builds into .tools/bin.
-PROJECT_TOOLS = Path(__file__).resolve().parents[3] / ".tools" / "bin"
 POLL_SECONDS = 0.25
 STOP_GRACE_SECONDS = 10.0
 EXIT_INTERRUPTED = 130
 
 
 def find_tool(name: str, env_var: str | None = None) -> str:
-    """A tool built by scripts/install-minio.sh: $env_var, then .tools/bin, then PATH."""
-    explicit = os.environ.get(env_var) if env_var else None
-    candidates = [Path(explicit)] if explicit else []
-    candidates.append(PROJECT_TOOLS / name)
-    for path in candidates:
-        if path.is_file() and os.access(path, os.X_OK):
-            return str(path)
-    found = shutil.which(name)
-    if found:
-        return found
-    raise ToolMissingError(f"{name} is not built", "build it with: scripts/install-minio.sh (make deps does it)")
+    return process.project_tool(name, env_var)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import atexit
 import os
 import secrets
-import shutil
 import socket
 import ssl
 import string
@@ -37,11 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backupbench import process
-from backupbench.errors import EngineError, InputError, RefusedError, ToolMissingError
+from backupbench.errors import EngineError, InputError, RefusedError
 
 BINARY = "minio"
 # src/backupbench/layouts/minio.py -> the project folder; scripts/install-minio.sh builds into .tools/bin.
-PROJECT_TOOLS = Path(__file__).resolve().parents[3] / ".tools" / "bin"
 ADDRESS = "127.0.0.1"
 HEALTH_PATH = "/minio/health/cluster"
 START_TIMEOUT = 60.0
@@ -74,15 +72,7 @@ class S3Connection:
 
 def find_minio(binary: str | Path | None = None) -> str:
     """The MinIO binary: `binary`, $BACKUPBENCH_MINIO, .tools/bin/minio, then PATH."""
-    candidates = [Path(p) for p in (binary, os.environ.get("BACKUPBENCH_MINIO")) if p]
-    candidates.append(PROJECT_TOOLS / BINARY)
-    for path in candidates:
-        if path.is_file() and os.access(path, os.X_OK):
-            return str(path)
-    found = shutil.which(BINARY)
-    if found:
-        return found
-    raise ToolMissingError("minio is not installed", "build it with: scripts/install-minio.sh (make deps does it)")
+    return process.project_tool(BINARY, "BACKUPBENCH_MINIO", binary)
 
 
 def minio_version(binary: str | Path | None = None) -> str:

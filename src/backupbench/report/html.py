@@ -20,10 +20,7 @@ from backupbench import __version__, units
 from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
 from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effective_speeds, restore_range
 from backupbench.report import charts
-from backupbench.report.terminal import (
-    FILE_COLUMNS, FIO_COLUMNS, MONITOR_COLUMNS, S3_COLUMNS, _files_caption, _fio_caption, _is_file_phase,
-    _is_s3_phase,
-)
+from backupbench.report.terminal import MONITOR_COLUMNS, table_specs
 from backupbench.results.location import run_folder
 from backupbench.results.model import COMPLETE, RunRecord
 
@@ -199,17 +196,7 @@ def _ops_table(run: RunRecord, ops: list, columns: list, pattern_heading: str, c
 
 def operations_html(run: RunRecord) -> str:
     """The terminal's tables: fio operations, small-file phases, S3 phases (same columns)."""
-    s3_ops = [op for op in run.operations if _is_s3_phase(op)]
-    file_ops = [op for op in run.operations if op not in s3_ops and _is_file_phase(op)]
-    fio_ops = [op for op in run.operations if op not in file_ops and op not in s3_ops]
-    parts = []
-    if fio_ops or not (file_ops or s3_ops):
-        parts.append(_ops_table(run, fio_ops, FIO_COLUMNS, "fio pattern", _fio_caption(run)))
-    if file_ops:
-        parts.append(_ops_table(run, file_ops, FILE_COLUMNS, "files", _files_caption(run)))
-    if s3_ops:
-        parts.append(_ops_table(run, s3_ops, S3_COLUMNS, "requests", run.target))
-    return "".join(parts)
+    return "".join(_ops_table(run, *spec) for spec in table_specs(run))
 
 
 def layouts_html(run: RunRecord) -> str:

@@ -63,7 +63,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value / 1e6:,.2f} ms"
 
 
-Column = tuple[str, "Callable[[dict[str, float]], str | Text]"]
+Column = tuple[str, Callable[[dict[str, float]], "str | Text"]]
 FIO_COLUMNS: list[Column] = [
     ("read MiB/s", lambda f: _mib(f.get("read_bw"))),
     ("write MiB/s", lambda f: _mib(f.get("write_bw"))),
@@ -119,19 +119,25 @@ def _is_s3_phase(op) -> bool:
     return "objects_per_s" in op.figures or (not op.figures and op.pattern.startswith(("PUT", "GET", "DELETE")))
 
 
-def operations_tables(run: RunRecord) -> list[Table]:
-    """One table per kind of phase: fio operations, small-file phases, S3 phases."""
+def table_specs(run: RunRecord) -> list[tuple[list, list[Column], str, str]]:
+    """One table per kind of phase (fio operations, small-file phases, S3 phases): its
+    operations, columns, pattern heading and caption. The terminal and the HTML report
+    render the same tables from this."""
     s3_ops = [op for op in run.operations if _is_s3_phase(op)]
     file_ops = [op for op in run.operations if op not in s3_ops and _is_file_phase(op)]
     fio_ops = [op for op in run.operations if op not in file_ops and op not in s3_ops]
-    tables = []
+    specs = []
     if fio_ops or not (file_ops or s3_ops):
-        tables.append(_table(run, fio_ops, FIO_COLUMNS, "fio pattern", _fio_caption(run)))
+        specs.append((fio_ops, FIO_COLUMNS, "fio pattern", _fio_caption(run)))
     if file_ops:
-        tables.append(_table(run, file_ops, FILE_COLUMNS, "files", _files_caption(run)))
+        specs.append((file_ops, FILE_COLUMNS, "files", _files_caption(run)))
     if s3_ops:
-        tables.append(_table(run, s3_ops, S3_COLUMNS, "requests", run.target))
-    return tables
+        specs.append((s3_ops, S3_COLUMNS, "requests", run.target))
+    return specs
+
+
+def operations_tables(run: RunRecord) -> list[Table]:
+    return [_table(run, *spec) for spec in table_specs(run)]
 
 
 def _number(value: float | None, unit: str) -> str:
