@@ -37,7 +37,12 @@ def through_backupbench(op: str, directory: Path, size: str, runtime: str, resul
     return data["operations"][0]["figures"]["effective_bw"]
 
 
-def through_fio(job_file: Path, op: str) -> float:
+def through_fio(job_file: Path, op: str, test_file: Path) -> float:
+    # Same conditions as backupbench: a write-only suite writes a fresh file (fio creates it),
+    # a suite with reads lays the file out first.
+    test_file.unlink(missing_ok=True)
+    if op != "active-full":
+        subprocess.run(["fio", "--section", "layout", str(job_file)], capture_output=True, check=True)
     done = subprocess.run(["fio", "--output-format=json", "--section", op, str(job_file)],
                           capture_output=True, text=True, check=True)
     job = json.loads(done.stdout)["jobs"][0]
@@ -57,7 +62,7 @@ def main() -> int:
         job_file = work / "suite.fio"
         job_file.write_text(backupbench("export-fio", *OPERATIONS, "--path", str(work), "--size", args.size,
                                         "--runtime", args.runtime, results=results))
-        subprocess.run(["fio", "--section", "layout", str(job_file)], capture_output=True, check=True)
+        test_file = work / "backupbench-export.dat"
         print(f"{'operation':<16}{'pair':>5}{'backupbench MiB/s':>19}{'fio MiB/s':>12}{'ratio':>8}")
         summary = {}
         for op in OPERATIONS:
@@ -66,9 +71,9 @@ def main() -> int:
                 # Alternate which side goes first so that drift does not favour one.
                 if pair % 2:
                     bb = through_backupbench(op, work, args.size, args.runtime, results)
-                    ref = through_fio(job_file, op)
+                    ref = through_fio(job_file, op, test_file)
                 else:
-                    ref = through_fio(job_file, op)
+                    ref = through_fio(job_file, op, test_file)
                     bb = through_backupbench(op, work, args.size, args.runtime, results)
                 ratios.append(bb / ref)
                 print(f"{op:<16}{pair:>5}{bb / MIB:>19,.1f}{ref / MIB:>12,.1f}{bb / ref:>8.3f}")
