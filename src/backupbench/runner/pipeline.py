@@ -166,13 +166,14 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
     """`backupbench run`: one workload in one directory (a scratch one if none is named)."""
     workload = request.workload
     host = {**facts.collect_host(), **(request.host_facts or {})}
+    run_id = new_run_id()
     scratch = target = None
     if not needs_directory(workload):
         pass
     elif request.target is not None:
         target = request.target.expanduser().resolve()
     else:
-        scratch = target = _scratch_directory(request.scratch_parent, new_run_id())
+        scratch = target = _scratch_directory(request.scratch_parent, run_id)
     try:
         # Refuse before a run is opened: a bad target or endpoint leaves nothing in the store.
         if target is not None:
@@ -180,7 +181,7 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
         workload.check(target)
         label = str(target) if target is not None else getattr(workload, "target_label", workload.kind)
         session = RunSession(request.results, workload.kind, label, workload.settings(), host,
-                             reporter, request.monitor)
+                             reporter, request.monitor, run_id=run_id)
         with session:
             session.measure(workload, target, checked=True)
         return session.run
