@@ -20,7 +20,7 @@ from backupbench import __version__, units
 from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
 from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effective_speeds, restore_range
 from backupbench.report import charts
-from backupbench.report.terminal import MONITOR_COLUMNS, table_specs
+from backupbench.report.terminal import MONITOR_COLUMNS, table_specs, target_text
 from backupbench.results.location import run_folder
 from backupbench.results.model import COMPLETE, RunRecord
 
@@ -153,13 +153,6 @@ def _document(title: str, body: str) -> str:
 # One run
 
 
-def _target_line(run: RunRecord) -> str:
-    target = next(iter(run.host.get("targets", {}).values()), {})
-    if not target.get("fs_type"):
-        return ""
-    return f"{target['fs_type']} on {target.get('block_device') or target.get('source') or '?'}"
-
-
 def _header(run: RunRecord) -> str:
     facts = [
         ("kind", run.kind),
@@ -167,7 +160,7 @@ def _header(run: RunRecord) -> str:
         ("started (UTC)", run.started_at.replace("+00:00", "").replace("T", " ")),
         ("finished (UTC)", (run.finished_at or "-").replace("+00:00", "").replace("T", " ")),
         ("host", " ".join(str(run.host.get(k, "")) for k in ("hostname", "kernel") if run.host.get(k))),
-        ("target", run.target + (f" ({_target_line(run)})" if _target_line(run) else "")),
+        ("target", run.target + (f" ({target_text(run)})" if target_text(run) else "")),
     ]
     buffered = " (BUFFERED: results include the page cache)" if run.settings.get("buffered") else ""
     dl = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts if v)
@@ -456,7 +449,7 @@ def render_comparison(runs: Sequence[RunRecord], *, backup_size: int | None = No
                                  _table(["job", *ids], window_rows), "windows"))
     facts = []
     for run in runs:
-        target = run.target + (f" ({_target_line(run)})" if _target_line(run) else "")
+        target = run.target + (f" ({target_text(run)})" if target_text(run) else "")
         restore = restore_range(run)
         facts.append([f"<code>{_e(run.run_id)}</code>", _e(run.started_at.replace("+00:00", "").replace("T", " ")),
                       _e(run.kind), _e(run.status), _e(target), _e(run.host.get("hostname", "")),

@@ -26,7 +26,8 @@ def _latency(op_figures: dict[str, float]) -> str:
     return f"{worst_ms:,.2f} ms"
 
 
-def _target_text(run: RunRecord) -> str:
+def target_text(run: RunRecord) -> str:
+    """'xfs on dm-0': the filesystem and device under the (first) target, or ''."""
     target = next(iter(run.host.get("targets", {}).values()), {})
     if not target.get("fs_type"):
         return ""
@@ -36,7 +37,7 @@ def _target_text(run: RunRecord) -> str:
 def _fio_caption(run: RunRecord) -> str:
     settings = run.settings
     if "size" not in settings:
-        return _target_text(run)
+        return target_text(run)
     parts = [
         f"{units.format_size(settings.get('file_size') or settings.get('size') or 0)} test file",
         (f"{settings.get('runtime', 0):g} s per operation" if run.kind == "kb2014"
@@ -47,15 +48,15 @@ def _fio_caption(run: RunRecord) -> str:
     ]
     if settings.get("jobs", 1) > 1:
         parts.append(f"{settings['jobs']} jobs")
-    return ", ".join(p for p in [*parts, _target_text(run)] if p)
+    return ", ".join(p for p in [*parts, target_text(run)] if p)
 
 
 def _files_caption(run: RunRecord) -> str:
     s = run.settings
     if "files" not in s:
-        return _target_text(run)
+        return target_text(run)
     parts = [f"{s['files']:,} files of {units.format_size(s['file_size'])} in {s['folders']:,} folders",
-             f"{s['threads']} workers", f"flush {s['flush']}", _target_text(run)]
+             f"{s['threads']} workers", f"flush {s['flush']}", target_text(run)]
     return ", ".join(p for p in parts if p)
 
 
