@@ -20,7 +20,7 @@ from backupbench import __version__, units
 from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
 from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effective_speeds, restore_range
 from backupbench.report import charts
-from backupbench.report.terminal import MONITOR_COLUMNS, table_specs, target_text
+from backupbench.report.terminal import MONITOR_COLUMNS, layout_cells, table_specs, target_text
 from backupbench.results.location import run_folder
 from backupbench.results.model import COMPLETE, RunRecord
 
@@ -198,18 +198,7 @@ def layouts_html(run: RunRecord) -> str:
         return ""
     rows = []
     for phase in matrix.phases:
-        cells = [_e(phase)]
-        for layout in matrix.layouts:
-            found = matrix.values.get((phase, layout))
-            if found is None:
-                cells.append("-")
-                continue
-            figure, value = found
-            shown = f"{value / units.MiB:,.1f}" if figure == "effective_bw" else f"{value:,.0f}"
-            ratio = matrix.ratio(phase, layout)
-            extra = f" ({ratio:.2f}x)" if ratio is not None and layout != matrix.layouts[0] else ""
-            cells.append(_e(shown + extra))
-        rows.append(cells)
+        rows.append([_e(phase), *[_e(cell) for cell in layout_cells(matrix, phase)]])
     return _table(["phase", *matrix.layouts], rows,
                   caption="Layouts compared (effective MiB/s or files/s; x = against the first layout)")
 

@@ -214,18 +214,24 @@ def layouts_table(run: RunRecord) -> Table | None:
     for layout in matrix.layouts:
         table.add_column(layout, justify="right")
     for phase in matrix.phases:
-        cells = []
-        for layout in matrix.layouts:
-            found = matrix.values.get((phase, layout))
-            if found is None:
-                cells.append("-")
-                continue
-            figure, value = found
-            shown = f"{value / units.MiB:,.1f}" if figure == "effective_bw" else f"{value:,.0f}"
-            ratio = matrix.ratio(phase, layout)
-            cells.append(shown + (f" ({ratio:.2f}x)" if ratio is not None and layout != matrix.layouts[0] else ""))
-        table.add_row(phase, *cells)
+        table.add_row(phase, *layout_cells(matrix, phase))
     return table
+
+
+def layout_cells(matrix, phase: str) -> list[str]:
+    """One phase across the layouts: '201.0 (4.00x)' against the first layout; the HTML
+    report shows the same cells."""
+    cells = []
+    for layout in matrix.layouts:
+        found = matrix.values.get((phase, layout))
+        if found is None:
+            cells.append("-")
+            continue
+        figure, value = found
+        shown = f"{value / units.MiB:,.1f}" if figure == "effective_bw" else f"{value:,.0f}"
+        ratio = matrix.ratio(phase, layout)
+        cells.append(shown + (f" ({ratio:.2f}x)" if ratio is not None and layout != matrix.layouts[0] else ""))
+    return cells
 
 
 def run_report(run: RunRecord, backup_size: int | None = None, baseline: RunRecord | None = None) -> RenderableType:
