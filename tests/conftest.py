@@ -45,8 +45,9 @@ def cli(tmp_path: Path):
 
 
 def require_root_tool(*tools: str) -> None:
+    """Skip, saying why, unless root (loop devices, mounts on the test's own files) and tools."""
     if os.geteuid() != 0:
-        pytest.skip("needs root to mount a filesystem the test makes")
+        pytest.skip("needs root for the loop devices and mounts the test makes on its own files")
     for tool in tools:
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed (make test installs it)")

@@ -7,12 +7,13 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from conftest import require_root_tool
 
 from backupbench.monitor import Sampler, device_stack
 from backupbench.process import Background, run
@@ -21,11 +22,7 @@ pytestmark = pytest.mark.real
 
 
 def need(*tools: str) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root for loop devices")
-    for tool in tools:
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed (apt-get install {'sysstat' if tool == 'iostat' else tool})")
+    require_root_tool(*tools)
 
 
 @pytest.fixture
