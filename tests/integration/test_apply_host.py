@@ -91,6 +91,7 @@ def test_apply_xfs_ext4_and_btrfs_then_tear_down(cli, tmp_path, loops):
 
     # Torn down: nothing mounted, no signature left, journals closed.
     assert str(mount_root) not in subprocess.run(["findmnt", "-rn"], capture_output=True, text=True).stdout
+    assert list(mount_root.iterdir()) == []  # not even the run's folder of mount points
     for device in (d0, d1, d2):
         probe = subprocess.run(["blkid", "-p", device], capture_output=True, text=True)
         assert probe.returncode == 2, f"{device} still carries {probe.stdout}"

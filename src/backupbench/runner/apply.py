@@ -58,10 +58,25 @@ def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host
     # The plan's object names (VGs, md arrays, mounts) carry its run id: the stored run keeps it.
     session = RunSession(results, "recipe", recipe.name, {"recipe": recipe.model_dump(mode="json")}, host,
                          reporter, recipe.monitor, run_id=plan.run_id)
-    with session:
-        for step in plan.steps:
-            _one_layout(session, step.layout, plan, results, hooks)
+    try:
+        with session:
+            for step in plan.steps:
+                _one_layout(session, step.layout, plan, results, hooks)
+    finally:
+        _remove_run_mount_folder(plan)
     return session.run
+
+
+def _remove_run_mount_folder(plan: Plan) -> None:
+    """The <mount root>/<run id> folder the layouts' mount points were made in, once empty."""
+    for step in plan.steps:
+        point = step.layout.mount_point
+        if step.layout.kind != "directory" and point is not None and point.parent.name == plan.run_id:
+            try:
+                point.parent.rmdir()
+            except OSError:
+                pass  # not empty (a teardown left something): cleanup's business, not ours
+            return
 
 
 def _one_layout(session: RunSession, layout, plan: Plan, results: Path, hooks: ApplyHooks) -> None:
