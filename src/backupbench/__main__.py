@@ -1,3 +1,3 @@
-from backupbench.cli.app import main
+from backupbench.cli.entry import main
 
 main()

@@ -2,6 +2,12 @@
 
 Argument lists only (never a shell), a timeout on everything, every command logged with
 secrets masked, and a typed ProcessError carrying the tool's stderr on failure.
+
+Every child dies with backupbench: should backupbench be killed outright (SIGKILL, the
+out-of-memory killer), the kernel sends the child SIGKILL too (util-linux's setpriv
+--pdeathsig), so no fio goes on writing and no MinIO or QEMU goes on running. Long-running
+children (`Background`) are also reported to the spawn observers, which write them into
+the run's journal, so `backupbench cleanup` can make sure they are gone.
 """
 
 from __future__ import annotations
@@ -13,9 +19,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from backupbench.errors import ProcessError, ToolMissingError
 
@@ -82,6 +90,87 @@ def project_tool(name: str, env_var: str | None = None, explicit: str | Path | N
     raise ToolMissingError(f"{name} is not built", "build it with: scripts/install-minio.sh (make deps does it)")
 
 
+# ---- who a process is -----------------------------------------------------------------------
+
+def boot_id() -> str:
+    """This boot of the machine: process ids repeat across boots, boot ids do not."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown-boot"
+
+
+def start_ticks(pid: int) -> int | None:
+    """When the process started (clock ticks after boot); None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: fields count from its end.
+    fields = stat[stat.rfind(")") + 2:].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def identity(pid: int) -> str | None:
+    """'<boot id> <pid> <start ticks>': names one process for ever, unlike a pid."""
+    ticks = start_ticks(pid)
+    return None if ticks is None else f"{boot_id()} {pid} {ticks}"
+
+
+def is_alive(ident: str) -> bool:
+    """Whether the process `identity()` named is still running (on this boot)."""
+    try:
+        boot, pid, ticks = ident.split()
+        return boot == boot_id() and start_ticks(int(pid)) == int(ticks) and not _zombie(int(pid))
+    except ValueError:
+        return False
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2:].startswith("Z")
+
+
+# ---- dying with backupbench ---------------------------------------------------------------
+
+def _with_pdeathsig(argv: list[str]) -> list[str]:
+    # SIGKILL, not SIGTERM: a politely stopped fio takes a second or two to finish, and
+    # writes meanwhile. fio's jobs are threads (thread=1 in every job file), so this one
+    # signal ends all of them.
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv] if setpriv else argv
+
+
+SpawnObserver = Callable[["Background", str], None]  # (child, "started" | "ended")
+_observers: list[SpawnObserver] = []
+_observers_lock = threading.Lock()
+
+
+@contextmanager
+def spawns_reported_to(observer: SpawnObserver) -> Iterator[None]:
+    """Within the block, every Background child started or ended is reported to `observer`."""
+    with _observers_lock:
+        _observers.append(observer)
+    try:
+        yield
+    finally:
+        with _observers_lock:
+            _observers.remove(observer)
+
+
+def _report(child: "Background", event: str) -> None:
+    with _observers_lock:
+        observers = list(_observers)
+    for observer in observers:
+        observer(child, event)
+
+
 @dataclass
 class Result:
     argv: list[str]
@@ -106,8 +195,8 @@ def run(
         # stdin from /dev/null: a tool that would prompt (vgremove, pvcreate) gets end-of-input
         # and declines, instead of waiting invisibly for the user's terminal.
         completed = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL,
-            env={**os.environ, **env} if env else None,
+            _with_pdeathsig(argv), capture_output=True, text=True, timeout=timeout, cwd=cwd,
+            stdin=subprocess.DEVNULL, env={**os.environ, **env} if env else None,
         )
     except subprocess.TimeoutExpired as exc:
         stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
@@ -131,10 +220,7 @@ class Background:
                  secrets: Iterable[str] = (), die_with_parent: bool = True):
         self.argv = [str(a) for a in argv]
         require_tool(self.argv[0])
-        # Should backupbench itself be killed outright (SIGKILL, OOM), the kernel ends the
-        # child too: no fio left writing, no QEMU or MinIO left running.
-        setpriv = shutil.which("setpriv") if die_with_parent else None
-        spawn = [setpriv, "--pdeathsig", "TERM", "--", *self.argv] if setpriv else self.argv
+        spawn = _with_pdeathsig(self.argv) if die_with_parent else self.argv
         self._secrets = list(secrets)
         log.debug("start: %s", render(self.argv, self._secrets))
         self._stdout_file = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
@@ -145,6 +231,9 @@ class Background:
             stdin=subprocess.DEVNULL, start_new_session=True,
             env={**os.environ, **env} if env else None,
         )
+        self.identity = identity(self.proc.pid)
+        self._ended = False
+        _report(self, "started")
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -154,6 +243,10 @@ class Background:
         stderr = self.stderr_text()
         self._close()
         return Result(self.argv, self.proc.returncode, "", stderr)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.argv[0])
 
     def stderr_text(self) -> str:
         self._stderr_file.seek(0)
@@ -180,6 +273,9 @@ class Background:
         self._close()
 
     def _close(self) -> None:
+        if self.proc.poll() is not None and not self._ended:
+            self._ended = True
+            _report(self, "ended")
         if not self._stderr_file.closed and self.proc.poll() is not None:
             self._stderr_file.close()
         if self._stdout_file not in (None, subprocess.DEVNULL):

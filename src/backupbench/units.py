@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
 KiB = 1024
 MiB = 1024**2
@@ -22,26 +23,33 @@ _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$", re.IGN
 _DURATION_SECONDS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
+def _quoted(text: object) -> str:
+    """The user's input in an error message, cut short so the message stays one line."""
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
 def parse_size(text: str | int) -> int:
     """'512k' -> 524288, '1GiB' -> 1073741824, '1GB' -> 1000000000. Raises ValueError."""
     if isinstance(text, bool):
-        raise ValueError(f"not a size: {text!r}")
+        raise ValueError(f"not a size: {_quoted(text)}")
     if isinstance(text, int):
         if text < 0:
             raise ValueError(f"a size cannot be negative: {text}")
         return text
     match = _SIZE_RE.match(str(text))
     if not match:
-        raise ValueError(f"not a size: {text!r} (use e.g. 512k, 64MiB, 1GiB, 10TB)")
+        raise ValueError(f"not a size: {_quoted(text)} (use e.g. 512k, 64MiB, 1GiB, 10TB)")
     number, prefix, binary_i, byte_b = match.groups()
     prefix = prefix.lower()
     if binary_i and not prefix:
-        raise ValueError(f"not a size: {text!r}")
+        raise ValueError(f"not a size: {_quoted(text)}")
     # A bare letter (k, M, G) is binary like fio and dd; 'KB' with a B but no i is decimal.
     base = 1000 if (byte_b and not binary_i and prefix) else 1024
-    value = float(number) * base ** _PREFIX_POWER[prefix]
-    if value != math.floor(value):
-        raise ValueError(f"{text!r} is not a whole number of bytes")
+    # Decimal, not float: exact for '0.5GB', and no overflow to infinity for long digit runs.
+    value = Decimal(number) * base ** _PREFIX_POWER[prefix]
+    if value != value.to_integral_value():
+        raise ValueError(f"{_quoted(text)} is not a whole number of bytes")
     return int(value)
 
 
@@ -58,17 +66,19 @@ def parse_rate(text: str | int) -> int:
 def parse_duration(text: str | int | float) -> float:
     """'10s' -> 10.0, '2m' -> 120.0, '500ms' -> 0.5; a bare number is seconds."""
     if isinstance(text, bool):
-        raise ValueError(f"not a duration: {text!r}")
+        raise ValueError(f"not a duration: {_quoted(text)}")
     if isinstance(text, (int, float)):
         seconds = float(text)
     else:
         match = _DURATION_RE.match(str(text))
         if not match:
-            raise ValueError(f"not a duration: {text!r} (use e.g. 10s, 2m, 500ms)")
+            raise ValueError(f"not a duration: {_quoted(text)} (use e.g. 10s, 2m, 500ms)")
         number, unit = match.groups()
         seconds = float(number) * _DURATION_SECONDS[unit.lower() if unit else None]
+    if not math.isfinite(seconds):
+        raise ValueError(f"not a duration: {_quoted(text)} (too large)")
     if seconds < 0:
-        raise ValueError(f"a duration cannot be negative: {text!r}")
+        raise ValueError(f"a duration cannot be negative: {_quoted(text)}")
     return seconds
 
 

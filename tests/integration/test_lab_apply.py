@@ -83,9 +83,14 @@ def test_every_lvm_kind_and_raid6_built_measured_and_torn_down_by_apply(tmp_path
     assert run["host"]["targets"]["raid6"]["fs_type"] == "ext4"
     assert run["host"]["targets"]["striped"]["fs_type"] == "xfs"
     # A failed teardown would have failed the run; the guest's journals stayed in the guest
-    # (they name the guest's disks, which are other disks on the host).
+    # (they name the guest's disks, which are other disks on the host). On the host: only the
+    # lab's own journal (its work folder and QEMU), closed.
     assert "teardown failed" not in " ".join(run["notes"])
-    assert not (results / "journal").exists()
+    journals = [p.name for p in (results / "journal").iterdir()]
+    assert len(journals) == 1 and journals[0].startswith("lab-") and journals[0].endswith(".closed.jsonl")
+    # The guest's run belongs to the host's lab process: had that died, the run would show interrupted.
+    from backupbench.process import boot_id
+    assert run["owner"].split()[0] == boot_id()
 
 
 def test_field_note_a_striped_is_about_four_times_linear_through_apply(tmp_path):

@@ -57,6 +57,39 @@ def test_not_enough_space(cli, mount_point):
     assert list(small.iterdir()) == []
 
 
+def test_small_files_without_space_name_their_own_options(cli, mount_point):
+    small = mount_point("tmpfs", "size=8m")
+    line = one_line_error(cli("run", str(small), "--workload", "smallfiles", "--files", "1000"))
+    assert "not enough free space" in line and "--files" in line and "--size" not in line
+    assert list(small.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("run", "--block-size", "0"), "--block-size: must be a multiple of 4 KiB"),
+    (("run", "--operations", "active-full,active-full"), "--operations: active-full is listed twice"),
+    (("run", "--size", "99999999999PiB"), "--size:"),
+    (("history", "--limit", "99999999999999999999"), "Invalid value for '--limit'"),
+    (("run", "--no-such-flag"), "No such option '--no-such-flag'"),
+])
+def test_values_no_tool_takes_are_one_line_and_exit_2(cli, args, expected):
+    result = cli(*args)
+    assert result.returncode == 2 and expected in one_line_error(result)
+
+
+def test_a_results_path_that_is_a_file_is_one_line(cli, tmp_path):
+    file = tmp_path / "results-file"
+    file.write_text("mine")
+    result = cli("history", "--results", str(file))
+    assert result.returncode == 1 and "is a file, not a directory" in one_line_error(result)
+    assert file.read_text() == "mine"
+
+
+def test_few_files_without_folders_given_get_a_folder_each(cli, tmp_path):
+    result = cli("run", str(tmp_path), "--workload", "smallfiles", "--files", "10", "--json", "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["settings"]["folders"] == 10
+
+
 def test_bad_option_value(cli, tmp_path):
     result = cli("run", str(tmp_path), "--size", "lots")
     assert result.returncode == 2
@@ -140,7 +173,7 @@ def test_interrupt_stops_fio_removes_file_keeps_partial_run(tmp_path, sig):
     still = subprocess.run(["pgrep", "-f", str(repo)], capture_output=True, text=True).stdout.split()
     assert still == []
     with sqlite3.connect(results / "results.db") as db:
-        assert db.execute("SELECT status FROM runs").fetchone() == ("incomplete",)
-        assert db.execute("SELECT status FROM operations WHERE name='active-full'").fetchone() == ("incomplete",)
+        assert db.execute("SELECT status FROM runs").fetchone() == ("interrupted",)
+        assert db.execute("SELECT status FROM operations WHERE name='active-full'").fetchone() == ("interrupted",)
     run_dirs = list((results / "runs").iterdir())
-    assert json.loads((run_dirs[0] / "result.json").read_text())["status"] == "incomplete"
+    assert json.loads((run_dirs[0] / "result.json").read_text())["status"] == "interrupted"

@@ -43,6 +43,15 @@ class Hooks:
         self.figures: dict[str, dict[str, float]] = {}
         self.details: dict[str, dict] = {}
         self.on_progress = on_progress
+        self.artefacts: dict[int, dict] = {}  # what the run said it would create, by id
+        self.removed_ids: dict[int, str] = {}
+
+    def will_create(self, artefact):
+        self.artefacts[len(self.artefacts)] = artefact
+        return len(self.artefacts) - 1
+
+    def removed(self, artefact_id, how="removed"):
+        self.removed_ids[artefact_id] = how
 
     def started(self, name, title, pattern, measured=True):
         self.started_.append(name)
@@ -63,7 +72,7 @@ def run_workload(workload: S3Workload, folder: Path, run_id: str, hooks: Hooks |
     try:
         workload.execute(None, folder, run_id, hooks)
     finally:
-        workload.cleanup(None, run_id)
+        workload.cleanup(None, run_id, hooks)
     return hooks
 
 
@@ -170,6 +179,12 @@ def test_create_bucket_makes_and_removes_only_its_own_bucket(minio_single, tmp_p
                          tmp_path / "run", "c1")
     assert hooks.details["put"]["bucket_created"] is True
     assert not admin.bucket_exists("fresh")
+    # The bucket and the prefix were written down before they were made, and marked gone after.
+    kinds = {a["kind"]: i for i, a in hooks.artefacts.items()}
+    assert hooks.artefacts[kinds["s3-objects"]]["prefix"] == "backupbench/c1/"
+    assert hooks.artefacts[kinds["s3-bucket"]]["bucket"] == "fresh"
+    assert all(secret not in str(hooks.artefacts) for secret in (minio_single.access_key, minio_single.secret_key))
+    assert hooks.removed_ids == {kinds["s3-objects"]: "removed", kinds["s3-bucket"]: "removed"}
     # An existing bucket is used, not created, and kept.
     admin.create_bucket("kept")
     run_workload(S3Workload(options(minio_single, "kept", create_bucket=True, objects=20)), tmp_path / "run2", "c2")

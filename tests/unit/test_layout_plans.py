@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
+import pytest
+
 from backupbench.layouts.actions import Action, Guard
 from backupbench.layouts.capabilities import HostCapabilities, missing
 from backupbench.layouts.executor import Provisioner, undo_actions
-from backupbench.layouts.journal import Journal, open_journals, pending
+from backupbench.journal import Journal, JournalBusy, open_journals, read
 from backupbench.layouts.naming import Names
 from backupbench.layouts.registry import plan_layout
 from backupbench.plan import build
@@ -85,11 +87,11 @@ def test_btrfs_zfs_and_plain_filesystem():
     _, cmds = commands({"name": "b", "kind": "btrfs", "devices": DEVICES[:2], "data": "raid1", "metadata": "raid1"})
     assert cmds[0] == ["mkfs.btrfs", "-f", "-L", Names(RUN, "b").label, "-d", "raid1", "-m", "raid1", *DEVICES[:2]]
     assert cmds[1] == ["btrfs", "device", "scan", *DEVICES[:2]]
-    plan, cmds = commands({"name": "z", "kind": "zfs", "vdev": "draid2", "draid_data": 3, "draid_spares": 1,
+    plan, cmds = commands({"name": "z", "kind": "zfs", "vdev": "draid2", "draid_data": 1, "draid_spares": 1,
                            "devices": DEVICES, "properties": {"xattr": "sa", "atime": "off", "recordsize": "1M"}})
     assert cmds[0] == ["zpool", "create", "-m", f"/mnt/bb/{RUN}/z", "-O", f"backupbench:run={RUN}",
                        "-O", "atime=off", "-O", "recordsize=1M", "-O", "xattr=sa", "bb_z_ab12",
-                       "draid2:3d:4c:1s", *DEVICES]
+                       "draid2:1d:4c:1s", *DEVICES]
     assert plan.actions[0].guard.contains == RUN
     plan, cmds = commands({"name": "x", "kind": "filesystem", "devices": ["/dev/vda"]})
     assert cmds[0][0] == "mkfs.xfs" and plan.actions[0].undo == (("wipefs", "-a", "/dev/vda"),)
@@ -134,32 +136,38 @@ def test_executor_journals_rechecks_once_and_undoes_only_what_the_guard_allows(t
                        Path("/mnt/bb"))
     host = FakeHost({"vgs": f"  backupbench,bb_run_{RUN}\n", "lvs": "  other_tag\n", "findmnt": f"/mnt/bb/{RUN}/s\n"})
     rechecks = []
-    provisioner = Provisioner(Journal(tmp_path, RUN, "s"), run=host)
+    journal = Journal(tmp_path, RUN)
+    provisioner = Provisioner(journal, "s", run=host)
     provisioner.apply(plan.actions, lambda: rechecks.append(True))
     assert rechecks == [True]
     assert [c[0] for c in host.calls] == ["pvcreate", "vgcreate", "lvcreate", "mkfs.xfs", "mkdir", "mount"]
     host.guard_output["ls"] = f"/mnt/bb/{RUN}/s\n"
-    assert len(pending(next(open_journals(tmp_path)))) == 6
+    pending = read(next(open_journals(tmp_path))).pending
+    assert len(pending) == 5 and {p.layout for p in pending} == {"s"}  # mkfs on an LV has no undo of its own
     host.calls.clear()
     report = provisioner.teardown()
     # The LV's tags are not ours any more: it and nothing on it is removed.
     assert "make striped LV bb_s_ab12/lv: 2 stripes of 64k" in report.skipped
     assert ["lvremove", "-y", "bb_s_ab12/lv"] not in host.calls
     assert ["umount", f"/mnt/bb/{RUN}/s"] in host.calls and ["vgremove", "bb_s_ab12"] in host.calls
-    assert list(open_journals(tmp_path)) == []  # closed: nothing failed
+    assert read(journal.path).pending == []  # nothing failed: nothing left for cleanup
 
 
 def test_a_failed_undo_keeps_the_journal_open_for_cleanup(tmp_path):
     action = Action("mount", (("mount", "/dev/x", "/m"),), (("umount", "/m"),))
-    provisioner = Provisioner(Journal(tmp_path, RUN, "m"), run=FakeHost(fail=("umount",)))
+    journal = Journal(tmp_path, RUN)
+    provisioner = Provisioner(journal, "m", run=FakeHost(fail=("umount",)))
     provisioner.apply((action,), lambda: None)
     report = provisioner.teardown()
     assert report.failed and "umount: failed" in report.failed[0]
-    journal = next(open_journals(tmp_path))
+    journal.release()
+    path = next(open_journals(tmp_path))
     # cleanup later: the undo is still pending and succeeds now.
     later = FakeHost()
-    result = undo_actions(pending(journal), Journal.at(journal), later)
+    pending = [Action.from_dict(p.action) for p in read(path).pending]
+    result = undo_actions(pending, Journal.at(path), later, layout="m")
     assert result.undone == ["mount"] and later.calls == [["umount", "/m"]]
+    assert read(path).pending == []
 
 
 def test_after_a_failed_undo_no_destructive_undo_runs_and_a_broken_guard_is_a_failure(tmp_path):
@@ -167,13 +175,14 @@ def test_after_a_failed_undo_no_destructive_undo_runs_and_a_broken_guard_is_a_fa
                        Path("/mnt/bb"))
     host = FakeHost({"findmnt": f"/mnt/bb/{RUN}/x\n", "ls": f"/mnt/bb/{RUN}/x\n", "blkid": Names(RUN, "x").label},
                     fail=("umount",))
-    provisioner = Provisioner(Journal(tmp_path, RUN, "x"), run=host)
+    journal = Journal(tmp_path, RUN)
+    provisioner = Provisioner(journal, "x", run=host)
     provisioner.apply(plan.actions, lambda: None)
     host.calls.clear()
     report = provisioner.teardown()
     assert ["wipefs", "-a", "/dev/vda"] not in host.calls  # the filesystem may still be mounted
     assert any("not attempted" in line for line in report.failed)
-    assert list(open_journals(tmp_path))  # left open for cleanup
+    assert read(journal.path).pending  # left for cleanup
 
     class HangingGuard(FakeHost):
         def __call__(self, argv, timeout=0, check=True):
@@ -188,13 +197,9 @@ def test_after_a_failed_undo_no_destructive_undo_runs_and_a_broken_guard_is_a_fa
 
 
 def test_cleanup_skips_a_journal_a_running_apply_holds(tmp_path):
-    from backupbench.layouts.journal import JournalBusy
-    live = Journal(tmp_path, RUN, "live")
-    live.record("done", Action("mount", (("mount", "/dev/x", "/m"),), (("umount", "/m"),)))
-    try:
+    live = Journal(tmp_path, RUN)
+    live.record("done", Action("mount", (("mount", "/dev/x", "/m"),), (("umount", "/m"),)), "live")
+    with pytest.raises(JournalBusy):
         Journal.at(live.path)
-        raise AssertionError("a held journal must not be opened by cleanup")
-    except JournalBusy:
-        pass
     live.release()
-    assert Journal.at(live.path).label == f"{RUN}-live"
+    assert Journal.at(live.path).label == RUN

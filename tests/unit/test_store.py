@@ -2,7 +2,7 @@ import pytest
 
 from backupbench.analysis.windows import backup_windows, restore_range
 from backupbench.errors import NotFoundError
-from backupbench.results.model import COMPLETE, INCOMPLETE, OperationRecord, RunRecord
+from backupbench.results.model import COMPLETE, INTERRUPTED, OperationRecord, RunRecord
 from backupbench.results.store import Store
 
 
@@ -17,10 +17,10 @@ def test_round_trip(tmp_path):
     op = OperationRecord(name="active-full", pattern="write qd1", status=COMPLETE,
                          figures={"write_bw": 100.0, "effective_bw": 100.0}, detail={"raw": "active-full.json"})
     store.save_operation(run.run_id, 0, op)
-    run.status, run.notes = INCOMPLETE, ["a note"]
+    run.status, run.notes = INTERRUPTED, ["a note"]
     store.finish_run(run)
     loaded = store.load_run("20261122T000000")
-    assert loaded.status == INCOMPLETE and loaded.notes == ["a note"]
+    assert loaded.status == INTERRUPTED and loaded.notes == ["a note"]
     assert loaded.operations[0].figures == {"write_bw": 100.0, "effective_bw": 100.0}
     assert loaded.operations[0].detail == {"raw": "active-full.json"}
 
@@ -48,7 +48,7 @@ def test_windows_and_restore_range():
     for name, speed in (("active-full", 100 * mib), ("synthetic-full", 50 * mib),
                         ("restore-sequential", 200 * mib), ("restore-random", 20 * mib)):
         run.operations.append(OperationRecord(name=name, pattern="", status=COMPLETE, figures={"effective_bw": speed}))
-    run.operations.append(OperationRecord(name="reverse-incremental", pattern="", status=INCOMPLETE, figures={}))
+    run.operations.append(OperationRecord(name="reverse-incremental", pattern="", status=INTERRUPTED, figures={}))
     assert restore_range(run).worst_bps == 20 * mib and restore_range(run).best_bps == 200 * mib
     windows = {w.operation: w.seconds for w in backup_windows(run, 10 * 2**40)}
     assert windows["active-full"] == pytest.approx(10 * 2**40 / (100 * mib))
@@ -85,3 +85,35 @@ def test_restore_range_and_first_write_penalty_per_layout_of_a_recipe_run():
     assert restore_range(run, "thin").worst_bps == 25 * mib
     assert [w.operation for w in backup_windows(run, 2**40, "thick")] == ["restore-sequential", "restore-random"]
     assert restore_range(run) is None  # no plain (layout-less) phases in a recipe run
+
+
+def test_a_running_run_whose_process_is_gone_reads_back_interrupted(tmp_path):
+    alive = {"boot 10 100": True}
+    store = Store(tmp_path / "results.db", alive=lambda owner: alive.get(owner, False))
+    live, dead, legacy = make_run("20261122T000000-live"), make_run("20261122T000001-dead"), make_run("20261122T000002-old")
+    live.owner, dead.owner = "boot 10 100", "boot 11 100"
+    for run in (live, dead, legacy):
+        store.create_run(run)
+    store.save_operation(dead.run_id, 0, OperationRecord(name="active-full", pattern="", status="running"))
+    assert store.load_run(live.run_id).status == "running"
+    gone = store.load_run(dead.run_id)
+    assert gone.status == INTERRUPTED and gone.operations[0].status == INTERRUPTED
+    assert store.load_run(legacy.run_id).status == INTERRUPTED  # no owner recorded: nobody runs it
+    assert {r.run_id: r.status for r in store.list_runs()}[dead.run_id] == INTERRUPTED
+
+
+def test_mark_interrupted_and_the_schema_1_store_gains_the_owner_column(tmp_path):
+    import sqlite3
+    path = tmp_path / "results.db"
+    with sqlite3.connect(path) as db:  # a store as version 0.1 wrote it
+        db.executescript("""CREATE TABLE runs (run_id TEXT PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL,
+            status TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT, settings_json TEXT NOT NULL,
+            host_json TEXT NOT NULL, notes_json TEXT NOT NULL DEFAULT '[]', error TEXT);
+            INSERT INTO runs VALUES ('r1', 'kb2014', '/srv', 'complete', '2026', NULL, '{}', '{}', '[]', NULL);
+            PRAGMA user_version = 1;""")
+    store = Store(path)
+    assert store.load_run("r1").status == COMPLETE and store.load_run("r1").owner == ""
+    assert store.mark_interrupted("r1", "late signal") is False  # only running runs, unless asked
+    assert store.mark_interrupted("r1", "late signal", if_status=(COMPLETE,)) is True
+    run = store.load_run("r1")
+    assert run.status == INTERRUPTED and run.notes == ["late signal"]

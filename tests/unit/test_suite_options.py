@@ -35,7 +35,7 @@ def test_units_and_lists_parse():
     ({"jobs": "0"}, "--jobs"),
     ({"operations": "foo"}, "--operations"),
     ({"engine": "sync-ish"}, "--engine"),
-    ({"block_size": "5000"}, "options"),
+    ({"block_size": "5000"}, "--block-size"),
     ({"size": "1MiB", "jobs": "4", "block_size": "512k"}, "options"),
 ])
 def test_errors_name_the_flag(values, flag):

@@ -10,8 +10,8 @@ import traceback
 
 import click
 
-from backupbench import __version__
-from backupbench.cli.common import stderr
+from backupbench import __version__, stopping
+from backupbench.cli.common import finished_runs, stderr
 from backupbench.cli.export_cmd import export_fio_command
 from backupbench.cli.history_cmd import history_command, show_command
 from backupbench.cli.monitor_cmd import monitor_command
@@ -22,6 +22,7 @@ from backupbench.cli.report_cmd import report_command
 from backupbench.cli.recipe_cmds import apply_command, cleanup_command, plan_command
 from backupbench.cli.run_cmd import run_command
 from backupbench.errors import BackupbenchError
+from backupbench.results.model import COMPLETE, VOID
 
 DEBUG_FLAG = "--debug"
 
@@ -49,11 +50,6 @@ app.add_command(apply_command)
 app.add_command(cleanup_command)
 
 
-def _on_sigterm(_signum: int, _frame: object) -> None:
-    # SIGTERM and SIGHUP take the same path as Ctrl-C: stop, clean up, keep the partial run.
-    raise KeyboardInterrupt
-
-
 def _fail(message: str, code: int, debug: bool) -> int:
     if debug:
         traceback.print_exc()
@@ -61,28 +57,66 @@ def _fail(message: str, code: int, debug: bool) -> int:
     return code
 
 
+def _usage_error(exc: click.UsageError) -> str:
+    command = exc.ctx.command_path if exc.ctx is not None else "backupbench"
+    return f"{exc.format_message()} — see `{command} --help`"
+
+
+def _dispatch(args: list[str], debug: bool) -> int:
+    try:
+        code = app.main(args=args, prog_name="backupbench", standalone_mode=False)
+    except BackupbenchError as exc:
+        return _fail(exc.message + (f" — {exc.fix}" if exc.fix else ""), exc.exit_code, debug)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        return _fail("interrupted", stopping.EXIT_CODE, debug)
+    except click.UsageError as exc:
+        return _fail(_usage_error(exc), exc.exit_code, debug)
+    except click.ClickException as exc:
+        return _fail(exc.format_message(), exc.exit_code, debug)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        return _fail(f"internal error: {exc!r} — rerun with --debug for the traceback", 70, debug)
+    return code if isinstance(code, int) else 0
+
+
+def _stopped(code: int, debug: bool) -> int:
+    """A stop signal arrived (perhaps after the last phase, perhaps swallowed on the way):
+    the command ends with 130 whatever it was about to return, and a run it finished is
+    stored as interrupted."""
+    signum = stopping.requested()
+    if signum is None:
+        return code
+    for store, run_id in finished_runs:
+        store.mark_interrupted(run_id, f"{stopping.signal_name(signum)} arrived after the last phase; the "
+                                       "figures are complete", if_status=(COMPLETE, VOID))
+    if code != stopping.EXIT_CODE:
+        _fail(f"interrupted ({stopping.signal_name(signum)})", stopping.EXIT_CODE, debug=False)
+    return stopping.EXIT_CODE
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in args or bool(os.environ.get("BACKUPBENCH_DEBUG"))
     args = [a for a in args if a != DEBUG_FLAG]
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    # A dropped ssh session (SIGHUP) must also stop the run and tear down what it built.
-    signal.signal(signal.SIGHUP, _on_sigterm)
+    in_process = argv is not None
+    previous = {sig: signal.getsignal(sig) for sig in stopping.WATCHED} if in_process else {}
+    if in_process:
+        stopping.reset()
+        finished_runs.clear()
+    stopping.install()
     try:
-        code = app.main(args=args, prog_name="backupbench", standalone_mode=False)
-    except BackupbenchError as exc:
-        return _exit(_fail(exc.message + (f" — {exc.fix}" if exc.fix else ""), exc.exit_code, debug), argv)
-    except click.exceptions.Abort:
-        return _exit(_fail("interrupted", 130, debug), argv)
-    except click.ClickException as exc:
-        exc.show()
-        return _exit(exc.exit_code, argv)
-    except KeyboardInterrupt:
-        return _exit(_fail("interrupted", 130, debug), argv)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
-        return _exit(_fail(f"internal error: {exc!r} — rerun with --debug for the traceback", 70, debug), argv)
-    return _exit(code if isinstance(code, int) else 0, argv)
+        try:
+            code = _dispatch(args, debug)
+        except KeyboardInterrupt:  # the first signal, while an error was being printed
+            code = _fail("interrupted", stopping.EXIT_CODE, debug)
+        # Closing: nothing cuts it short, and a signal until here still counts.
+        with stopping.held():
+            code = _stopped(code, debug)
+            stopping.acknowledge()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return _exit(code, argv)
 
 
 def _exit(code: int, argv: list[str] | None) -> int:

@@ -13,6 +13,10 @@ from rich.console import Console
 from backupbench.results.location import results_dir
 from backupbench.results.store import Store
 
+# Runs this command finished and stored: a stop signal that arrives after a run was closed
+# still marks it interrupted (the command exits 130, and the store agrees).
+finished_runs: list[tuple[Store, str]] = []
+
 # Humans read stderr while a run goes on; stdout carries results (tables, or JSON with --json).
 # Piped output (a file, CI logs) gets a width that fits the run table instead of 80 columns.
 stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 140)

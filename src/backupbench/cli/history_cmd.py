@@ -14,7 +14,8 @@ from backupbench.runner.pipeline import run_as_dict
 
 
 @click.command("history")
-@click.option("--limit", type=int, default=20, show_default=True, help="How many runs, newest first.")
+@click.option("--limit", type=click.IntRange(1, 1_000_000), default=20, show_default=True,
+              help="How many runs, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
 @results_option
 def history_command(limit: int, as_json: bool, results: Path | None) -> None:

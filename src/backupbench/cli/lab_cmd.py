@@ -16,9 +16,13 @@ from backupbench.cli import options as cli_options
 from backupbench.cli.common import results_option, stderr
 from backupbench.errors import InputError
 from backupbench.lab.options import LabOptions
-from backupbench.layouts.journal import JOURNAL_DIR_ENV
+from backupbench.journal import JOURNAL_DIR_ENV, Journal, journal_dir
 from backupbench.lab.vm import LabVM
+from backupbench.recipe import model
 from backupbench.results.location import results_dir
+from backupbench.results.model import OWNER_ENV, current_owner, new_run_id
+from backupbench.runner import artefacts
+from backupbench.runner.pipeline import journalled
 from backupbench.units import format_duration, parse_duration
 
 
@@ -93,8 +97,7 @@ def lab_command(recipe: Path | None, command: str | None, timeout_text: str | No
     shares: list[Path] = []
     if recipe is not None:
         recipe = recipe.expanduser().resolve()
-        if not recipe.is_file():
-            raise InputError(f"recipe {recipe} does not exist")
+        model.load(recipe)  # a bad recipe fails here in a second, not after the VM booted
         store = results_dir(results)
         store.mkdir(parents=True, exist_ok=True)
         shares.append(store)
@@ -110,9 +113,16 @@ def lab_command(recipe: Path | None, command: str | None, timeout_text: str | No
         guest = shown = str(command)
         cwd = os.getcwd()
     steps = StepPrinter(stderr, quiet)
-    with steps:
+    lab_id = f"lab-{new_run_id()}"
+    work_name = f"backupbench-{lab_id}"
+    with steps, journalled(Journal(journal_dir(results_dir(results)), lab_id)) as journal:
+        work_parent = options.work_dir.expanduser().resolve()
+        work_id = journal.will_create(artefacts.tree(work_parent / work_name, lab_id, "lab work folder"))
         vm = LabVM(options.disk_specs(), throttle=options.throttle(), memory=options.memory, cpus=options.cpus,
-                   shares=shares, work_parent=options.work_dir, keep_images=options.keep_images, progress=steps)
+                   shares=shares, work_parent=work_parent, keep_images=options.keep_images, progress=steps,
+                   work_name=work_name)
+        if options.keep_images:
+            journal.removed(work_id, "kept (--keep-images)")
         with vm:
             for note in vm.notes:
                 steps(f"[yellow]note:[/yellow] {note}")
@@ -125,7 +135,8 @@ def lab_command(recipe: Path | None, command: str | None, timeout_text: str | No
 
             # The guest's journals stay in the guest: they name its disks (/dev/vda is the host's
             # system disk), and the whole VM with its disks is thrown away anyway.
-            env = {**guest_terminal_env(), JOURNAL_DIR_ENV: "/run/backupbench-journal"}
+            # The guest's runs belong to this process: if it dies, they are not running any more.
+            env = {**guest_terminal_env(), JOURNAL_DIR_ENV: "/run/backupbench-journal", OWNER_ENV: current_owner()}
             result = vm.run(guest, timeout=timeout, stream=write, env=env, cwd=cwd,
                             tty=sys.stdout.isatty())
             verdict = "finished" if result.returncode == 0 else f"[red]failed (exit {result.returncode})[/red]"

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from backupbench.cli.common import print_json, results_option, stderr, stdout
+from backupbench.cli.common import finished_runs, open_store, print_json, results_option, stderr, stdout
 from backupbench.cli.progress import QuietReporter, RichReporter
 from backupbench.devices.block import eligible, recheck_before_write
 from backupbench.devices.blockfacts import BlockFacts
 from backupbench.errors import RefusedError, ToolMissingError
 from backupbench.layouts import capabilities
-from backupbench.layouts.executor import undo_actions
-from backupbench.layouts.journal import Journal, JournalBusy, journal_dir, open_journals, pending
+from backupbench.journal import journal_dir
+from backupbench.paths import for_program
 from backupbench.layouts.minio import find_minio
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
 from backupbench.plan import Plan, build, required_tools
@@ -24,6 +24,7 @@ from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
 from backupbench.results.model import new_run_id
 from backupbench.runner.apply import ApplyHooks, apply
+from backupbench.runner.cleanup import clean_journals
 from backupbench.runner.pipeline import run_as_dict
 
 ALL_TOOLS = ("lvcreate", "thin_check", "mdadm", "mkfs.xfs", "mkfs.ext4", "mkfs.btrfs", "btrfs", "zpool", "minio")
@@ -59,6 +60,8 @@ class DeviceChecks:
 
 def make_plan(recipe_path: Path, mount_root: Path) -> tuple[Plan, DeviceChecks]:
     recipe = model.load(recipe_path)
+    # Mount points are handed to mkdir, mount and umount: absolute, and nothing they would misread.
+    mount_root = Path(for_program(mount_root.expanduser().resolve()))
     caps = capabilities.collect(which=which, tools=tuple(dict.fromkeys((*ALL_TOOLS, *required_tools(recipe)))))
     checks = DeviceChecks()
     return build(recipe, new_run_id(), caps, checks.reasons, mount_root), checks
@@ -101,7 +104,8 @@ def apply_command(recipe: Path, yes: bool, mount_root: Path, as_json: bool, quie
     if not yes and any(step.layout.devices for step in plan.steps):
         raise RefusedError(f"{recipe} formats {', '.join(d for s in plan.steps for d in s.layout.devices)}",
                            "read `backupbench plan RECIPE`, then rerun with --yes")
-    hooks = ApplyHooks(recheck=checks.recheck, announce=lambda message: stderr.print(f"  {message}", highlight=False))
+    hooks = ApplyHooks(recheck=checks.recheck, announce=lambda message: stderr.print(f"  {message}", highlight=False),
+                       on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)))
     directory = results_dir(results)
     if quiet:
         record = apply(plan, directory, QuietReporter(), hooks)
@@ -117,27 +121,31 @@ def apply_command(recipe: Path, yes: bool, mount_root: Path, as_json: bool, quie
 @click.command("cleanup")
 @results_option
 def cleanup_command(results: Path | None) -> None:
-    """Finish teardowns a crash left behind; removes only objects that carry backupbench's tag."""
+    """Remove what runs killed outright (SIGKILL, power loss) left behind, from their journals.
+
+    Only what a journal says the run created, and each only after a check that it is
+    still the run's (its name carries the run id, its LVM tag, label or md name matches);
+    the run is then stored as interrupted. Runs still going are not touched.
+    """
     directory = journal_dir(results_dir(results))
-    journals = list(open_journals(directory))
-    if not journals:
+    cleaned = clean_journals(directory)
+    if not cleaned:
         stdout.print("Nothing to clean up.")
         return
-    for path in journals:
-        try:
-            journal = Journal.at(path)
-        except JournalBusy as busy:
-            stdout.print(f"skipped: {busy}")
+    for item in cleaned:
+        name = item.run_id or item.label
+        if item.busy:
+            stdout.print(f"{name}: skipped, still running ({item.busy})", markup=False)
             continue
-        run_and_layout = journal.label
-        report = undo_actions(pending(path), journal)
-        for line in report.undone:
-            stdout.print(f"{run_and_layout}: undone: {line}")
-        for line in report.skipped:
-            stdout.print(f"{run_and_layout}: left alone (not ours): {line}")
-        for line in report.failed:
-            stdout.print(f"{run_and_layout}: FAILED: {line}")
-        if report.failed:
-            journal.release()
-        else:
-            journal.close()
+        for line in item.report.removed:
+            stdout.print(f"{name}: {line}", markup=False)
+        for line in item.report.left_alone:
+            stdout.print(f"{name}: {line}", markup=False)
+        for line in item.report.failed:
+            stdout.print(f"{name}: FAILED: {line}", markup=False)
+        if item.marked_interrupted:
+            stdout.print(f"{name}: stored as interrupted", markup=False)
+        if not (item.report.removed or item.report.left_alone or item.report.failed):
+            stdout.print(f"{name}: nothing was left", markup=False)
+    if any(item.report.failed for item in cleaned):
+        raise click.exceptions.Exit(1)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from backupbench.cli import options as cli_options
-from backupbench.cli.common import baseline_option, open_store, print_json, results_option, stderr, stdout
+from backupbench.cli.common import baseline_option, finished_runs, open_store, print_json, results_option, stderr, stdout
 from backupbench.cli.progress import QuietReporter, RichReporter
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.s3 import S3Engine
@@ -19,7 +19,7 @@ from backupbench.results.location import results_dir
 from backupbench.runner import registry
 from backupbench.runner.pipeline import RunRequest, execute, run_as_dict
 from backupbench.workloads.s3 import S3Options
-from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec
+from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec, with_preset
 
 WORKLOAD_HELP = "Workload to run: " + "; ".join(f"{name}: {registry.describe(name)}" for name in registry.WORKLOADS)
 WORKLOAD_MODELS = (SuiteOptions, SmallFilesSpec, S3Options)
@@ -39,9 +39,8 @@ def _workload_options(workload: str, preset: str | None, values: dict) -> object
                              "drop it, or choose the workload it belongs to (see backupbench run --help)")
     mine, _ = cli_options.split(model, values)
     if model is SmallFilesSpec:
-        base = PRESETS[preset or "field-note-e"].model_dump()
-        mine = {**base, **{k: v for k, v in mine.items() if v is not None and v is not False}}
-        return cli_options.build(model, mine)
+        given = {k: v for k, v in mine.items() if v is not None and v is not False}
+        return cli_options.build(model, with_preset(preset, given))
     if preset:
         raise InputError("--preset applies to --workload smallfiles only")
     return cli_options.build(model, mine)
@@ -94,6 +93,7 @@ def run_command(path: Path | None, workload: str, preset: str | None, keep: bool
     request = RunRequest(
         workload=chosen, results=results_dir(results), target=path,
         scratch_parent=Path.cwd(), monitor=monitor, host_facts=host_facts,
+        on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)),
     )
     if quiet:
         record = execute(request, QuietReporter())

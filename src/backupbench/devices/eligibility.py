@@ -24,7 +24,8 @@ class Reason:
     fix: str
 
 
-def directory_refusals(facts: DirectoryFacts, need_bytes: int, buffered: bool) -> list[Reason]:
+def directory_refusals(facts: DirectoryFacts, need_bytes: int, buffered: bool,
+                       space_fix: str = "free some space or use a smaller --size") -> list[Reason]:
     path = facts.path
     if not facts.exists:
         return [Reason(f"{path} does not exist", "create it, or name an existing directory")]
@@ -40,7 +41,7 @@ def directory_refusals(facts: DirectoryFacts, need_bytes: int, buffered: bool) -
         reasons.append(Reason(
             f"not enough free space in {path}: {units.format_size(facts.free_bytes)} free, "
             f"{units.format_size(need_bytes + HEADROOM_BYTES)} needed",
-            "free some space or use a smaller --size",
+            space_fix,
         ))
     if not buffered and facts.direct_io is False:
         reasons.append(Reason(

@@ -57,9 +57,13 @@ def _block_device(mount: Mount, sys_root: Path) -> str | None:
     return None
 
 
-def probe_direct_io(directory: Path) -> tuple[bool, str | None]:
-    """Open and write one aligned block with O_DIRECT in `directory`, then remove it."""
-    probe = directory / f".backupbench-odirect-{uuid.uuid4().hex}"
+PROBE_PREFIX = ".backupbench-odirect-"
+
+
+def probe_direct_io(directory: Path, tag: str | None = None) -> tuple[bool, str | None]:
+    """Open and write one aligned block with O_DIRECT in `directory`, then remove it.
+    tag: the run id, so that the probe file carries it (and a journal can name it)."""
+    probe = directory / f"{PROBE_PREFIX}{tag or uuid.uuid4().hex}"
     ours = False  # only ever unlink a file this probe created
     try:
         try:
@@ -84,7 +88,7 @@ def probe_direct_io(directory: Path) -> tuple[bool, str | None]:
     return True, None
 
 
-def collect_directory(path: Path, *, probe_direct: bool = True,
+def collect_directory(path: Path, *, probe_direct: bool = True, probe_tag: str | None = None,
                       proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> DirectoryFacts:
     resolved = path.expanduser().resolve()
     exists = resolved.exists()
@@ -105,7 +109,7 @@ def collect_directory(path: Path, *, probe_direct: bool = True,
     direct_error: str | None = None
     if writable and probe_direct:
         try:
-            direct_io, direct_error = probe_direct_io(resolved)
+            direct_io, direct_error = probe_direct_io(resolved, probe_tag)
         except OSError as exc:
             # EROFS, EACCES, ENOSPC...: the directory is not usable for writing after all.
             writable, direct_error = False, os.strerror(exc.errno or 0)

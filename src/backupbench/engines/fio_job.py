@@ -6,10 +6,12 @@ figure with plain `fio FILE`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from backupbench import __version__
+from backupbench.paths import Syntax, for_program
 from backupbench.units import fio_size
 
 
@@ -40,7 +42,7 @@ class FioJob:
 
     def options(self) -> list[tuple[str, str]]:
         opts: list[tuple[str, str]] = [
-            ("filename", str(self.filename)),
+            ("filename", for_program(self.filename, Syntax.FIO_JOB)),
             ("ioengine", self.ioengine),
             ("direct", "1" if self.direct else "0"),
             ("bs", fio_size(self.block_size)),
@@ -52,6 +54,9 @@ class FioJob:
         if self.rwmixwrite is not None:
             opts.append(("rwmixwrite", str(self.rwmixwrite)))
         opts.append(("iodepth", str(self.iodepth)))
+        # Jobs as threads of one fio process: should backupbench die, the one SIGKILL the
+        # kernel sends that process (process.py) ends every job; forked jobs would go on writing.
+        opts.append(("thread", "1"))
         if self.numjobs > 1:
             # Without this every job would start at offset 0 and rewrite the same blocks.
             opts += [("numjobs", str(self.numjobs)), ("offset_increment", fio_size(self.region_size))]
@@ -77,8 +82,11 @@ class FioJob:
 
 
 def fio_duration(seconds: float) -> str:
-    # fio reads whole numbers only; fall back to milliseconds for fractions.
-    return f"{int(seconds)}s" if seconds == int(seconds) else f"{round(seconds * 1000)}ms"
+    # fio reads whole numbers only; fall back to milliseconds for fractions. Never 0: fio's
+    # runtime=0 means "no limit", and a time_based job would then run for ever.
+    if seconds == int(seconds) and seconds >= 1:
+        return f"{int(seconds)}s"
+    return f"{max(1, math.ceil(seconds * 1000))}ms"
 
 
 def command(job_file: Path, output_json: Path) -> list[str]:

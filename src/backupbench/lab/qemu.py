@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backupbench.lab.disks import Throttle
+from backupbench.paths import Syntax, for_program
 from backupbench.units import MiB
 
 QEMU = "qemu-system-x86_64"
@@ -70,8 +71,8 @@ class VMConfig:
 
 
 def escape(value: str | Path) -> str:
-    """A value inside a QEMU option list: commas are doubled."""
-    return str(value).replace(",", ",,")
+    """A path inside a QEMU option list (commas doubled; see paths.py)."""
+    return for_program(value, Syntax.QEMU_OPTION)
 
 
 def drive_options(index: int, disk: Disk, throttle: Throttle, direct_io: bool = True) -> str:
@@ -89,7 +90,7 @@ def qemu_argv(config: VMConfig) -> list[str]:
         "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", "max",
         "-smp", str(config.cpus), "-m", f"{config.memory // MiB}M",
         "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none", "-nic", "none", "-no-reboot",
-        "-kernel", str(config.vmlinux), "-initrd", str(config.initramfs),
+        "-kernel", for_program(config.vmlinux), "-initrd", for_program(config.initramfs),
         "-append", " ".join((*KERNEL_ARGS, *config.extra_kernel_args)),
         "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
     ]

@@ -107,6 +107,9 @@ class LabVM:
     cache_dir: Path | None = None  # image cache root (default: $XDG_CACHE_HOME/backupbench/lab)
     work_parent: Path = DEFAULT_WORK_PARENT  # where the run folder with the disk images goes
     keep_images: bool = False
+    # The work folder's name under work_parent (default: a random backupbench-lab-*), so a
+    # caller can write it into a journal before it exists.
+    work_name: str | None = None
     progress: Progress | None = None
     boot_timeout: float = DEFAULT_BOOT_TIMEOUT
 
@@ -188,7 +191,11 @@ class LabVM:
         if self.image is None:
             self._say("guest image: checking the cache")
             self.image = ensure_image(self.cache_dir, progress=lambda m: self._say(f"guest image: {m}"))
-        self.work_dir = Path(tempfile.mkdtemp(prefix="backupbench-lab-", dir=parent))
+        if self.work_name:
+            self.work_dir = parent / self.work_name
+            self.work_dir.mkdir(mode=0o700)
+        else:
+            self.work_dir = Path(tempfile.mkdtemp(prefix="backupbench-lab-", dir=parent))
         self.out_dir.mkdir(parents=True)
         direct = lab_disks.supports_direct_io(self.work_dir)
         if not direct:

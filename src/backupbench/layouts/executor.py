@@ -10,8 +10,8 @@ from typing import Callable
 
 from backupbench import process
 from backupbench.errors import BackupbenchError
+from backupbench.journal import Journal
 from backupbench.layouts.actions import Action
-from backupbench.layouts.journal import Journal
 
 log = logging.getLogger("backupbench.layouts")
 # mkfs.ext4 without lazy init on a large disk, or a RAID create, can take long: a bound
@@ -27,19 +27,26 @@ class TeardownReport:
     skipped: list[str] = field(default_factory=list)  # guard said: not ours (any more)
     failed: list[str] = field(default_factory=list)
 
+    def add(self, other: "TeardownReport") -> None:
+        self.undone += other.undone
+        self.skipped += other.skipped
+        self.failed += other.failed
+
 
 def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = process.run,
-                 on_action: Callable[[str], None] | None = None) -> TeardownReport:
+                 on_action: Callable[[str], None] | None = None, layout: str = "",
+                 failed_before: bool = False) -> TeardownReport:
     """Undo `actions` in the order given (callers pass most recent first).
 
     Once one undo has failed (an umount or mdadm --stop), the destructive undos after it
     (wipefs, zero-superblock, labelclear, pvremove) are not attempted: they stay in the
-    journal for `cleanup`, after the user has seen what held the device."""
+    journal for `cleanup`, after the user has seen what held the device. `failed_before`:
+    an undo before these ones failed already."""
     report = TeardownReport()
     for action in actions:
         if not action.undo:
             continue
-        if report.failed and action.destructive:
+        if (report.failed or failed_before) and action.destructive:
             report.failed.append(f"{action.description}: not attempted after an earlier step failed")
             continue
         if on_action:
@@ -56,7 +63,7 @@ def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = p
             if not allowed:
                 report.skipped.append(action.description)
                 if journal:
-                    journal.record("skipped", action, reason="guard: not ours")
+                    journal.record("skipped", action, layout, reason="guard: not ours")
                 continue
         errors = []
         for argv in action.undo:
@@ -69,14 +76,17 @@ def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = p
         else:
             report.undone.append(action.description)
         if journal:
-            journal.record("undone" if not errors else "undo-failed", action)
+            journal.record("undone" if not errors else "undo-failed", action, layout)
     return report
 
 
 class Provisioner:
-    def __init__(self, journal: Journal, run: Runner = process.run,
+    """One layout's actions, journalled in the run's journal under the layout's name."""
+
+    def __init__(self, journal: Journal, layout: str, run: Runner = process.run,
                  on_action: Callable[[Action], None] | None = None):
         self.journal = journal
+        self.layout = layout
         self.run = run
         self.on_action = on_action
         self.done: list[Action] = []
@@ -90,17 +100,14 @@ class Provisioner:
             if self.on_action:
                 self.on_action(action)
             # Journal before running: a crash mid-command still leaves the undo on record.
-            self.journal.record("done", action)
+            self.journal.record("done", action, self.layout)
             self.done.append(action)
             for argv in action.do:
                 self.run(list(argv), timeout=COMMAND_TIMEOUT_S)
 
     def teardown(self) -> TeardownReport:
+        """Undo this layout's actions; what fails stays pending in the run's journal."""
         announce = (lambda text: self.on_action(Action(text, ()))) if self.on_action else None
-        report = undo_actions(list(reversed(self.done)), self.journal, self.run, announce)
+        report = undo_actions(list(reversed(self.done)), self.journal, self.run, announce, self.layout)
         self.done = []
-        if report.failed:
-            self.journal.release()
-        else:
-            self.journal.close()
         return report

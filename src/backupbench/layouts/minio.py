@@ -37,6 +37,7 @@ from pathlib import Path
 
 from backupbench import process
 from backupbench.errors import EngineError, InputError, RefusedError
+from backupbench.paths import Syntax, for_program
 
 BINARY = "minio"
 # src/backupbench/layouts/minio.py -> the project folder; scripts/install-minio.sh builds into .tools/bin.
@@ -101,8 +102,9 @@ def server_argv(binary: str, drives: list[Path], address: str, port: int,
                 certs_dir: Path | None = None) -> list[str]:
     """The command line: no credentials (they are in the environment). process.Background
     makes the server die with backupbench."""
-    certs = ["--certs-dir", str(certs_dir)] if certs_dir else []
-    return [binary, "server", "--address", f"{address}:{port}", *certs, *[str(d) for d in drives]]
+    certs = ["--certs-dir", for_program(certs_dir)] if certs_dir else []
+    return [binary, "server", "--address", f"{address}:{port}", *certs,
+            *[for_program(d, Syntax.MINIO_DRIVE) for d in drives]]
 
 
 def on_root_filesystem(path: Path) -> bool:
@@ -115,7 +117,7 @@ def check_drives(drives: list[Path]) -> list[Path]:
         raise InputError("MinIO needs at least one drive folder")
     if len(drives) > 32:
         raise InputError(f"{len(drives)} drives: backupbench starts MinIO with at most 32 drive folders")
-    resolved = [Path(d).resolve() for d in drives]
+    resolved = [Path(for_program(Path(d).resolve(), Syntax.MINIO_DRIVE)) for d in drives]
     if len(set(resolved)) != len(resolved):
         raise InputError("a MinIO drive folder is listed twice")
     for drive in resolved:

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import difflib
-import tomllib
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from backupbench.errors import RecipeError
-from backupbench.recipe.layouts import LAYOUT_KINDS, Layout
+from backupbench.recipe import reader
+from backupbench.recipe.layouts import Layout
 from backupbench.recipe.monitor import MonitorOptions
 from backupbench.recipe.suite import SuiteOptions
+from backupbench.recipe.types import DevicePath
+from backupbench.recipe.validate import shown, validate
 from backupbench.workloads.s3 import S3Options, normalise_endpoint
-from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec
+from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec, with_preset
 
 
 class Kb2014Workload(SuiteOptions):
@@ -33,10 +35,8 @@ class SmallFilesWorkload(SmallFilesSpec):
     @model_validator(mode="before")
     @classmethod
     def _from_preset(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("preset"):
-            base = PRESETS.get(data["preset"])
-            if base is not None:
-                return {**base.model_dump(), **data}
+        if isinstance(data, dict) and data.get("preset") in PRESETS:
+            return with_preset(data["preset"], data)
         return data
 
 
@@ -59,12 +59,16 @@ WORKLOAD_KINDS = ("kb2014", "first-write", "smallfiles", "s3")
 class Recipe(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(..., description="What this experiment is called.")
-    description: str = Field("", description="What it answers.")
-    devices: tuple[str, ...] = Field((), description="Every block device the recipe may format. A layout may "
-                                                     "use only devices named here; each must hold nothing.")
-    layout: tuple[Layout, ...] = Field(..., min_length=1, description="Layouts, built and measured one by one.")
-    workload: tuple[WorkloadSpec, ...] = Field(..., min_length=1, description="Workloads run on every layout.")
+    name: str = Field(..., min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$",
+                      description="What this experiment is called.")
+    description: str = Field("", max_length=10_000, description="What it answers.")
+    devices: tuple[DevicePath, ...] = Field((), max_length=256,
+                                            description="Every block device the recipe may format. A layout may "
+                                                        "use only devices named here; each must hold nothing.")
+    layout: tuple[Layout, ...] = Field(..., min_length=1, max_length=64,
+                                       description="Layouts, built and measured one by one.")
+    workload: tuple[WorkloadSpec, ...] = Field(..., min_length=1, max_length=64,
+                                               description="Workloads run on every layout.")
     monitor: MonitorOptions = Field(default_factory=MonitorOptions, description="Monitor settings.")
 
     @model_validator(mode="after")
@@ -89,17 +93,29 @@ class Recipe(BaseModel):
         return self
 
 
+# Lists whose entries are a union picked by `kind`: pydantic puts the kind into the error's
+# location right after the index, where the user wrote no such key.
+_TAGGED_LISTS = ("layout", "workload")
+
+
 def _key_path(location: tuple) -> str:
     """('layout', 1, 'lvm-striped', 'stripes') -> 'layout[1].stripes'."""
     parts: list[str] = []
-    for item in location:
+    for position, item in enumerate(location):
         if isinstance(item, int):
-            parts[-1] = f"{parts[-1]}[{item}]" if parts else f"[{item}]"
-        elif item in LAYOUT_KINDS or item in WORKLOAD_KINDS:
+            parts[-1:] = [f"{parts[-1]}[{item}]" if parts else f"[{item}]"]
+        elif position >= 2 and isinstance(location[position - 1], int) and location[position - 2] in _TAGGED_LISTS:
             continue  # the union's tag, not a key the user wrote
         else:
-            parts.append(str(item))
+            parts.append(_key_text(str(item)))
     return ".".join(parts) or "recipe"
+
+
+def _key_text(key: str) -> str:
+    """A key as TOML writes it: bare when it can be, else quoted (and cut short)."""
+    if re.fullmatch(r"[A-Za-z0-9_-]+", key):
+        return key
+    return shown(key)
 
 
 def _known_keys(model: type[BaseModel]) -> list[str]:
@@ -121,31 +137,9 @@ def _suggestion(error: dict[str, Any]) -> str:
 
 
 def parse(data: dict[str, Any], source: str = "recipe") -> Recipe:
-    try:
-        return Recipe.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-        if error.get("type") == "extra_forbidden":
-            message = "is not a known key"
-        elif error.get("type") == "union_tag_invalid":
-            ctx = error.get("ctx") or {}
-            message = f"kind {ctx.get('tag')!r} is not one of {ctx.get('expected_tags')}"
-        elif error.get("type") == "literal_error":
-            message = f"must be one of {(error.get('ctx') or {}).get('expected')}"
-        raise RecipeError(f"{source}: {_key_path(tuple(error['loc']))}: {message}{_suggestion(error)}",
-                          "see examples/ for working recipes") from exc
+    return validate(Recipe, data, _key_path, _suggestion, source, "see examples/ for working recipes")
 
 
 def load(path: Path) -> Recipe:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise RecipeError(f"recipe {path} does not exist", "give the path of a .toml recipe, e.g. examples/") from None
-    except OSError as exc:
-        raise RecipeError(f"cannot read recipe {path}: {exc.strerror}") from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(f"{path}: not valid TOML: {exc}", "check the line it names") from exc
-    return parse(data, str(path))
+    """Read, parse and validate a recipe file; RecipeError (one line) on any problem."""
+    return parse(reader.load_toml(path), str(path))

@@ -16,10 +16,11 @@ class MonitorOptions(BaseModel):
         json_schema_extra={"metavar": "DURATION"},
     )
     warn_latency: Duration = Field(
-        0.1, gt=0, description="Warn when a disk's r_await or w_await goes above this.",
+        0.1, gt=0, le=3600, description="Warn when a disk's r_await or w_await goes above this.",
         json_schema_extra={"metavar": "DURATION"},
     )
     warn_load: float | None = Field(
-        None, gt=0, description="Warn when the 1-minute load average goes above this [default: core count].",
+        None, gt=0, le=1_000_000,
+        description="Warn when the 1-minute load average goes above this [default: core count].",
         json_schema_extra={"metavar": "LOAD"},
     )

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from backupbench import units
-from backupbench.recipe.types import Duration, Size, comma_list
+from backupbench.recipe.types import Duration, Size, comma_list, no_repeats
 from backupbench.recipe.validate import validate
 from backupbench.workloads.kb2014 import OPERATION_NAMES
 
 OperationName = Literal[OPERATION_NAMES]  # type: ignore[valid-type]
 IoEngine = Literal["libaio", "io_uring", "psync"]
+# Linux moves at most 2 GiB - 4 KiB in one read or write call: a larger block is split.
+MAX_BLOCK_SIZE = units.GiB
+MIN_FILE_SIZE = 4 * units.KiB
 
 
 class SuiteOptions(BaseModel):
@@ -29,11 +32,12 @@ class SuiteOptions(BaseModel):
         json_schema_extra={"metavar": "SIZE", "example": "1GiB"},
     )
     runtime: Duration = Field(
-        10.0, gt=0, description="How long each operation runs.",
+        10.0, ge=0.001, description="How long each operation runs.",
         json_schema_extra={"metavar": "DURATION", "example": "10s"},
     )
     block_size: Size | None = Field(
-        None, description="I/O block size [default: 512k for kb2014 as in Veeam KB2014, 1m for first-write].",
+        None, description="I/O block size, a multiple of 4 KiB up to 1 GiB [default: 512k for kb2014 as in "
+        "Veeam KB2014, 1m for first-write].",
         json_schema_extra={"metavar": "SIZE", "example": "512k"},
     )
     jobs: int = Field(
@@ -46,7 +50,8 @@ class SuiteOptions(BaseModel):
         json_schema_extra={"metavar": "N"},
     )
     engine: IoEngine = Field("libaio", description="fio ioengine.")
-    operations: Annotated[tuple[OperationName, ...], BeforeValidator(comma_list)] = Field(  # type: ignore[valid-type]
+    operations: Annotated[tuple[OperationName, ...], BeforeValidator(comma_list),  # type: ignore[valid-type]
+                          AfterValidator(no_repeats)] = Field(
         OPERATION_NAMES, min_length=1,
         description="Comma-separated subset of: " + ", ".join(OPERATION_NAMES) + ".",
         json_schema_extra={"metavar": "LIST"},
@@ -60,12 +65,31 @@ class SuiteOptions(BaseModel):
         "refuse O_DIRECT, e.g. tmpfs). Results are marked buffered.",
     )
 
+    @field_validator("size")
+    @classmethod
+    def _size(cls, value: int) -> int:
+        if value < MIN_FILE_SIZE:
+            raise ValueError(f"the test file must be at least 4 KiB, not {units.format_size(value)}")
+        return value
+
+    @field_validator("block_size")
+    @classmethod
+    def _block(cls, value: int | None) -> int | None:
+        if value is not None and (value == 0 or value % 4096 or value > MAX_BLOCK_SIZE):
+            raise ValueError(f"must be a multiple of 4 KiB (direct I/O) from 4 KiB to 1 GiB, not {value:,} bytes")
+        return value
+
+    @field_validator("backup_size")
+    @classmethod
+    def _backup(cls, value: int | None) -> int | None:
+        if value == 0:
+            raise ValueError("a full backup of 0 bytes has no window")
+        return value
+
     @model_validator(mode="after")
     def _fits(self) -> "SuiteOptions":
         if self.block_size is None:
             return self
-        if self.block_size % 4096:
-            raise ValueError(f"block_size must be a multiple of 4 KiB for direct I/O (got {self.block_size})")
         if self.region_size < self.block_size:
             raise ValueError(
                 f"size {units.format_size(self.size)} is too small for {self.jobs} job(s) of "

@@ -3,15 +3,19 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from backupbench import process
+
 # Run and operation states.
 RUNNING = "running"
 COMPLETE = "complete"
-INCOMPLETE = "incomplete"  # interrupted: partial results kept
+INTERRUPTED = "interrupted"  # a stop signal, or the process died: partial results kept
+LEGACY_INCOMPLETE = "incomplete"  # what versions before 0.2 stored for an interrupted run
 FAILED = "failed"
 VOID = "void"  # finished, but something made the figures meaningless (an Invalid snapshot)
 
@@ -32,6 +36,16 @@ FIGURE_UNITS = {
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# Set by `backupbench lab` for the guest: the guest's runs belong to the host's lab process,
+# which outlives them; the guest's own processes mean nothing on the host.
+OWNER_ENV = "BACKUPBENCH_RUN_OWNER"
+
+
+def current_owner() -> str:
+    """Who a new run belongs to (process.identity): a run whose owner is gone is not running."""
+    return os.environ.get(OWNER_ENV) or process.identity(os.getpid()) or ""
 
 
 def new_run_id() -> str:
@@ -71,3 +85,6 @@ class RunRecord:
     notes: list[str] = field(default_factory=list)
     error: str | None = None
     operations: list[OperationRecord] = field(default_factory=list)
+    # The process the run belongs to (process.identity()): a run whose process is gone is
+    # not running, whatever its stored status says.
+    owner: str = ""

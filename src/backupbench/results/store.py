@@ -6,12 +6,14 @@ import json
 import sqlite3
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from backupbench.errors import NotFoundError, StoreError
-from backupbench.results.model import FIGURE_UNITS, OperationRecord, RunRecord
+from backupbench.process import is_alive as process_alive
+from backupbench.results.model import FIGURE_UNITS, INTERRUPTED, RUNNING, OperationRecord, RunRecord, now_iso
 
-SCHEMA_VERSION = 1
+# 1: runs, operations, figures. 2: runs.owner (the process a run belongs to).
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -23,7 +25,8 @@ CREATE TABLE IF NOT EXISTS runs (
     settings_json TEXT NOT NULL,
     host_json TEXT NOT NULL,
     notes_json TEXT NOT NULL DEFAULT '[]',
-    error TEXT
+    error TEXT,
+    owner TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS operations (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
@@ -49,8 +52,16 @@ CREATE TABLE IF NOT EXISTS figures (
 
 
 class Store:
-    def __init__(self, path: Path):
+    """alive: whether a run's owner (process.identity) still runs; a 'running' run whose
+    owner is gone is read back as interrupted (tests pass their own)."""
+
+    def __init__(self, path: Path, alive: Callable[[str], bool] = process_alive):
         self.path = path
+        self._alive = alive
+        folder = path.parent
+        if folder.exists() and not folder.is_dir():
+            raise StoreError(f"the results directory {folder} is a file, not a directory",
+                             "pass --results DIR naming a directory (it is created if missing)")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect() as db:
@@ -60,9 +71,15 @@ class Store:
                         f"{path} was written by a newer backupbench (schema {version})",
                         "upgrade backupbench or use another --results directory",
                     )
+                tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                if "runs" in tables and version < 2:
+                    db.execute("ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
                 db.executescript(SCHEMA)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except (sqlite3.Error, OSError) as exc:
+        except OSError as exc:
+            raise StoreError(f"cannot open the results store {path}: {exc.strerror or exc}",
+                             "check the path or pass --results DIR") from exc
+        except sqlite3.Error as exc:
             raise StoreError(f"cannot open the results store {path}: {exc}",
                              "check the path or pass --results DIR") from exc
 
@@ -77,9 +94,10 @@ class Store:
     def create_run(self, run: RunRecord) -> None:
         with self._connect() as db:
             db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO runs (run_id, kind, target, status, started_at, finished_at, settings_json, host_json,"
+                " notes_json, error, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (run.run_id, run.kind, run.target, run.status, run.started_at, run.finished_at,
-                 json.dumps(run.settings), json.dumps(run.host), json.dumps(run.notes), run.error),
+                 json.dumps(run.settings), json.dumps(run.host), json.dumps(run.notes), run.error, run.owner),
             )
 
     def save_operation(self, run_id: str, seq: int, op: OperationRecord) -> None:
@@ -103,10 +121,33 @@ class Store:
                 (run.status, run.finished_at, json.dumps(run.notes), run.error, json.dumps(run.host), run.run_id),
             )
 
+    def mark_interrupted(self, run_id: str, note: str, if_status: tuple[str, ...] = (RUNNING,)) -> bool:
+        """Store the run as interrupted, with `note`, if its status is one of `if_status`;
+        True if it changed."""
+        with self._connect() as db:
+            row = db.execute("SELECT status, notes_json FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None or row["status"] not in if_status:
+                return False
+            notes = json.loads(row["notes_json"]) + [note]
+            db.execute("UPDATE runs SET status=?, error=COALESCE(error, 'interrupted'), notes_json=?, "
+                       "finished_at=COALESCE(finished_at, ?) WHERE run_id=?",
+                       (INTERRUPTED, json.dumps(notes), now_iso(), run_id))
+            db.execute("UPDATE operations SET status=? WHERE run_id=? AND status=?", (INTERRUPTED, run_id, RUNNING))
+        return True
+
+    def _live(self, run: RunRecord) -> RunRecord:
+        """A run stored as running whose process is gone was interrupted, and is shown so."""
+        if run.status == RUNNING and not (run.owner and self._alive(run.owner)):
+            run.status, run.error = INTERRUPTED, run.error or "interrupted: its process is gone"
+            for op in run.operations:
+                if op.status == RUNNING:
+                    op.status = INTERRUPTED
+        return run
+
     def list_runs(self, limit: int = 20) -> list[RunRecord]:
         with self._connect() as db:
             rows = db.execute("SELECT * FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?", (limit,)).fetchall()
-            return [self._load_operations(db, _run_from_row(row)) for row in rows]
+            return [self._live(self._load_operations(db, _run_from_row(row))) for row in rows]
 
     def resolve_id(self, ref: str) -> str:
         """A full id, a unique prefix of one, or 'latest'."""
@@ -128,7 +169,7 @@ class Store:
         run_id = self.resolve_id(ref)
         with self._connect() as db:
             row = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            return self._load_operations(db, _run_from_row(row))
+            return self._live(self._load_operations(db, _run_from_row(row)))
 
     @staticmethod
     def _load_operations(db: sqlite3.Connection, run: RunRecord) -> RunRecord:
@@ -158,5 +199,5 @@ def _run_from_row(row: sqlite3.Row) -> RunRecord:
         run_id=row["run_id"], kind=row["kind"], target=row["target"], status=row["status"],
         started_at=row["started_at"], finished_at=row["finished_at"],
         settings=json.loads(row["settings_json"]), host=json.loads(row["host_json"]),
-        notes=json.loads(row["notes_json"]), error=row["error"],
+        notes=json.loads(row["notes_json"]), error=row["error"], owner=row["owner"] or "",
     )

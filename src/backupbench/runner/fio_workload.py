@@ -14,6 +14,8 @@ from backupbench import process
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob, command
 from backupbench.engines.fio_json import FioSummary
+from backupbench.paths import Syntax, for_program
+from backupbench.runner import artefacts
 from backupbench.runner.workload import PhaseHooks
 
 TAG = "backupbench"
@@ -53,7 +55,9 @@ class FioWorkload:
     file_size: int
     buffered: bool = False
     engine: FioEngine = field(default_factory=FioEngine)
+    space_fix: str = "free some space or use a smaller --size"
     extra_settings: dict[str, Any] = field(default_factory=dict)
+    _test_file_id: int | None = field(default=None, init=False, repr=False)
 
     def settings(self) -> dict[str, Any]:
         return {**self.options.model_dump(mode="json"), "file_size": self.file_size, **self.extra_settings}
@@ -63,9 +67,12 @@ class FioWorkload:
 
     def check(self, target: Path) -> None:
         process.require_tool(self.engine.binary)
+        # Refuse a directory fio cannot be told about before anything is created in it.
+        for_program(target, Syntax.FIO_JOB)
 
     def execute(self, target: Path, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
         test_file = target / test_file_name(run_id)
+        self._test_file_id = hooks.will_create(artefacts.file(test_file, run_id, "test file"))
         commands = []
         try:
             for phase in self.phases_for(test_file):
@@ -79,5 +86,6 @@ class FioWorkload:
         finally:
             (folder / "commands.txt").write_text("\n".join(commands) + "\n")
 
-    def cleanup(self, target: Path, run_id: str) -> None:
+    def cleanup(self, target: Path, run_id: str, hooks: PhaseHooks) -> None:
         (target / test_file_name(run_id)).unlink(missing_ok=True)
+        hooks.removed(self._test_file_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from backupbench.journal import Journal
 from backupbench.monitor import DeviceStack, Sampler, Thresholds
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord, now_iso
 from backupbench.results.store import Store
@@ -54,8 +55,10 @@ class PhaseRecorder:
     stored as '<group>/<phase>' and their raw files kept in a sub-folder of that name."""
 
     def __init__(self, run: RunRecord, store: Store, folder: Path, reporter: Reporter,
-                 monitor: MonitorPlan | None, group: str = "", run_root: Path | None = None):
+                 monitor: MonitorPlan | None, group: str = "", run_root: Path | None = None,
+                 journal: Journal | None = None):
         self.run = run
+        self.journal = journal
         self.store = store
         self.folder = folder
         self.run_root = run_root or folder  # paths stored in detail are relative to the run folder
@@ -65,6 +68,14 @@ class PhaseRecorder:
         self._current: OperationRecord | None = None
         self._sampler: Sampler | None = None
         self._seq = 0
+
+    def will_create(self, artefact: dict[str, Any]) -> int | None:
+        """Write an artefact into the run's journal before creating it (see journal.py)."""
+        return self.journal.will_create(artefact) if self.journal is not None else None
+
+    def removed(self, artefact_id: int | None, how: str = "removed") -> None:
+        if self.journal is not None and artefact_id is not None:
+            self.journal.removed(artefact_id, how)
 
     def qualified(self, name: str) -> str:
         return f"{self.group}/{name}" if self.group else name

@@ -4,23 +4,34 @@ A RunSession opens a run (store row + folder), executes workloads against target
 every phase monitored, and closes the run with its final status on every exit path.
 `execute()` is `backupbench run`: one workload, one directory. Nothing here prints:
 progress goes to a Reporter, failures leave as typed errors.
+
+Everything a run creates is written into its journal first (see journal.py); whatever
+ends the run, its journal is swept before the run is closed, so a run leaves nothing
+behind, and a run killed outright leaves a journal that `backupbench cleanup` sweeps the
+same way.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
+from backupbench import process, stopping
 from backupbench.devices import eligibility, facts
 from backupbench.errors import BackupbenchError, Interrupted, RefusedError
+from backupbench.journal import Journal, journal_dir
+from backupbench.paths import for_program
 from backupbench.monitor import Thresholds, device_stack
 from backupbench.recipe.monitor import MonitorOptions
 from backupbench.results.location import run_folder
-from backupbench.results.model import (COMPLETE, FAILED, INCOMPLETE, VOID, OperationRecord, RunRecord,
-                                       new_run_id, now_iso)
+from backupbench.results.model import (COMPLETE, FAILED, INTERRUPTED, VOID, OperationRecord, RunRecord,
+                                       current_owner, new_run_id, now_iso)
 from backupbench.results.store import Store
+from backupbench.runner import artefacts
+from backupbench.runner.cleanup import SweepReport, finish, sweep
 from backupbench.runner.phases import MonitorPlan, PhaseRecorder, Reporter
 from backupbench.runner.workload import Workload
 
@@ -33,12 +44,22 @@ class RunRequest:
     scratch_parent: Path = Path(".")
     monitor: MonitorOptions = MonitorOptions()
     host_facts: dict | None = None  # e.g. the engine version, recorded with the run
+    # Told the moment the run is stored as closed (a stop signal after that still counts).
+    on_closed: Callable[[RunRecord], None] | None = None
 
 
-def check_target(target: Path, need_bytes: int, buffered: bool) -> facts.DirectoryFacts:
-    """The target's facts, or RefusedError naming every reason it cannot be used."""
-    found = facts.collect_directory(target)
-    refusals = eligibility.directory_refusals(found, need_bytes, buffered)
+def check_target(target: Path, workload: Workload, journal: Journal | None = None,
+                 run_id: str | None = None) -> facts.DirectoryFacts:
+    """The target's facts, or RefusedError naming every reason it cannot be used.
+    The O_DIRECT probe writes one small file; with a journal it is written down first."""
+    probe_id = None
+    if journal is not None and run_id is not None:
+        probe_id = journal.will_create(artefacts.file(target / f"{facts.PROBE_PREFIX}{run_id}", run_id,
+                                                      "O_DIRECT probe file"))
+    found = facts.collect_directory(target, probe_tag=run_id)
+    if probe_id is not None:
+        journal.removed(probe_id)
+    refusals = eligibility.directory_refusals(found, workload.space_needed(), workload.buffered, workload.space_fix)
     if refusals:
         raise RefusedError("; ".join(r.problem for r in refusals), "; ".join(r.fix for r in refusals))
     return found
@@ -65,17 +86,47 @@ def monitor_plan(options: MonitorOptions, target: Path | None) -> MonitorPlan | 
     return MonitorPlan(device_stack(target) if target is not None else None, options.monitor_interval, thresholds)
 
 
+def open_journal(results: Path, run_id: str) -> Journal:
+    """The run's journal, held by this process until the run is over."""
+    return Journal(journal_dir(results), run_id, header={"run_id": run_id, "store": str(results / "results.db")})
+
+
+@contextmanager
+def journalled(journal: Journal) -> Iterator[Journal]:
+    """Within the block, children started are journalled; on the way out, whatever is
+    still in the journal is removed (signals held meanwhile), and the journal closed if
+    nothing is left."""
+    started: dict[int, int] = {}
+
+    def record(child: process.Background, event: str) -> None:
+        if event == "started":
+            started[id(child)] = journal.will_create(artefacts.child_process(child))
+        elif id(child) in started:
+            journal.removed(started.pop(id(child)), "stopped")
+
+    try:
+        with process.spawns_reported_to(record):
+            yield journal
+    finally:
+        with stopping.held():
+            finish(journal, sweep(journal))
+
+
 class RunSession:
-    """Use as a context manager: the run is closed (complete, failed or incomplete) on exit."""
+    """Use as a context manager: the run is closed (complete, failed or interrupted) on exit."""
 
     def __init__(self, results: Path, kind: str, target: str, settings: dict[str, Any],
-                 host: dict[str, Any], reporter: Reporter, monitor: MonitorOptions, run_id: str | None = None):
+                 host: dict[str, Any], reporter: Reporter, monitor: MonitorOptions, run_id: str,
+                 journal: Journal, on_closed: Callable[[RunRecord], None] | None = None):
         self.results = results
+        self.on_closed = on_closed
         self.reporter = reporter
         self.monitor_options = monitor
+        self.journal = journal
         self.store = Store(results / "results.db")
-        self.run = RunRecord(run_id=run_id or new_run_id(), kind=kind, target=target,
-                             settings={**settings, "monitor": monitor.model_dump(mode="json")}, host=host)
+        self.run = RunRecord(run_id=run_id, kind=kind, target=target,
+                             settings={**settings, "monitor": monitor.model_dump(mode="json")}, host=host,
+                             owner=current_owner())
         self.folder = run_folder(results, self.run.run_id)
         self._recorder: PhaseRecorder | None = None
         self._void_reason: str | None = None
@@ -97,7 +148,7 @@ class RunSession:
         checked: the caller already ran workload.check(target)."""
         key = group or "target"
         if needs_directory(workload):
-            found = check_target(target, workload.space_needed(), workload.buffered)
+            found = check_target(target, workload, self.journal, self.run_id)
             # Cache cautions are about one big test file; a small-file workload caches on purpose.
             if getattr(workload, "test_file_cautions", True):
                 self.run.notes += eligibility.directory_cautions(
@@ -114,11 +165,13 @@ class RunSession:
                 "members": list(monitor.stack.members)}
         folder = self.folder / group if group else self.folder
         folder.mkdir(parents=True, exist_ok=True)
-        self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group, self.folder)
+        self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group, self.folder,
+                                       self.journal)
         try:
             workload.execute(target, folder, self.run_id, self._recorder)
         finally:
-            workload.cleanup(target, self.run_id)
+            with stopping.held():
+                workload.cleanup(target, self.run_id, self._recorder)
 
     def annotate(self, operations: list[OperationRecord], figures: dict[str, float]) -> None:
         """Add figures measured beside the phases (e.g. snapshot fill) to stored operations."""
@@ -133,27 +186,44 @@ class RunSession:
             self.run.notes.append(reason)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc is None:
-            self.run.status = VOID if self._void_reason else COMPLETE
-        elif isinstance(exc, (KeyboardInterrupt, Interrupted)):
-            self.run.status, self.run.error = INCOMPLETE, "interrupted"
-        else:
+        # Nothing may cut the closing short: a signal now is recorded and acted on after.
+        with stopping.held():
+            leftovers = sweep(self.journal)
+            self._close(exc, leftovers)
+        if self.run.status == INTERRUPTED:
+            if isinstance(exc, Interrupted) and "kept as" in exc.message:
+                return False
+            raise Interrupted(f"interrupted: stopped and cleaned up; the partial run is kept as {self.run_id} "
+                              "(interrupted)") from exc
+        if exc is None and not leftovers.clean:
+            raise BackupbenchError(f"the run could not remove {leftovers.failed[0]}",
+                                   "see what holds it, then run `backupbench cleanup`")
+        return False
+
+    def _close(self, exc: BaseException | None, leftovers: SweepReport) -> None:
+        if isinstance(exc, (KeyboardInterrupt, Interrupted)) or stopping.requested() is not None:
+            self.run.status, self.run.error = INTERRUPTED, "interrupted"
+        elif exc is not None:
             self.run.status = FAILED
             self.run.error = exc.one_line() if isinstance(exc, BackupbenchError) else repr(exc)
-        if exc is not None and self._recorder is not None:
+        elif not leftovers.clean:
+            self.run.status, self.run.error = FAILED, f"could not remove {leftovers.failed[0]}"
+        else:
+            self.run.status = VOID if self._void_reason else COMPLETE
+        self.run.notes += [f"left behind: {line}" for line in leftovers.failed]
+        if self._recorder is not None:
             self._recorder.abort(self.run.status)
         self.run.finished_at = now_iso()
         write_json(self.folder / "host.json", self.run.host)
         write_json(self.folder / "result.json", run_as_dict(self.run))
         self.store.finish_run(self.run)
-        if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, Interrupted) and "kept as" not in exc.message):
-            raise Interrupted(f"interrupted: stopped and cleaned up; the partial run is kept as {self.run_id} "
-                              "(incomplete)") from exc
-        return False
+        if self.on_closed is not None:
+            self.on_closed(self.run)
 
 
-def _scratch_directory(parent: Path, run_id_hint: str) -> Path:
-    scratch = (parent / f"bb-scratch-{run_id_hint}").resolve()
+def _scratch_directory(parent: Path, run_id: str, journal: Journal) -> Path:
+    scratch = (parent / f"bb-scratch-{run_id}").resolve()
+    journal.will_create(artefacts.folder(scratch, run_id, "scratch folder"))
     try:
         scratch.mkdir()
     except OSError as exc:
@@ -167,28 +237,21 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
     workload = request.workload
     host = {**facts.collect_host(), **(request.host_facts or {})}
     run_id = new_run_id()
-    scratch = target = None
-    if not needs_directory(workload):
-        pass
-    elif request.target is not None:
-        target = request.target.expanduser().resolve()
-    else:
-        scratch = target = _scratch_directory(request.scratch_parent, run_id)
-    try:
-        # Refuse before a run is opened: a bad target or endpoint leaves nothing in the store.
-        if target is not None:
-            check_target(target, workload.space_needed(), workload.buffered)
+    Store(request.results / "results.db")  # a --results that is no directory fails first, in one line
+    with journalled(open_journal(request.results, run_id)) as journal:
+        target = None
+        if needs_directory(workload):
+            if request.target is not None:
+                # A path that shows in tables, journals and reports: one no program misreads.
+                target = Path(for_program(request.target.expanduser().resolve()))
+            else:
+                target = _scratch_directory(request.scratch_parent, run_id, journal)
+            # Refuse before a run is opened: a bad target or endpoint leaves nothing in the store.
+            check_target(target, workload, journal, run_id)
         workload.check(target)
         label = str(target) if target is not None else getattr(workload, "target_label", workload.kind)
         session = RunSession(request.results, workload.kind, label, workload.settings(), host,
-                             reporter, request.monitor, run_id=run_id)
+                             reporter, request.monitor, run_id, journal, request.on_closed)
         with session:
             session.measure(workload, target, checked=True)
         return session.run
-    finally:
-        if scratch is not None:
-            # Only our own scratch folder, and only if empty: anything else in it is not ours.
-            try:
-                scratch.rmdir()
-            except OSError:
-                pass

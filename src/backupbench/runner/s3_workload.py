@@ -27,6 +27,7 @@ from backupbench.engines.s3 import BINARY, PhaseRun, PhaseSpec, Probe, S3Engine,
 from backupbench.engines.s3_credentials import DEFAULT_REGION, Credentials, resolve
 from backupbench.engines.s3_records import attempted_keys, written_keys
 from backupbench.errors import BackupbenchError, EngineError, RefusedError
+from backupbench.runner import s3_artefacts
 from backupbench.runner.workload import PhaseHooks
 from backupbench.workloads.s3 import PHASE_TITLES, S3Options, run_prefix
 
@@ -45,6 +46,7 @@ class S3Workload:
     kind = "s3"
     buffered = False
     needs_directory = False
+    space_fix = ""
 
     def __init__(self, options: S3Options, engine: S3Engine | None = None,
                  environ: Mapping[str, str] | None = None, home: Path | None = None):
@@ -58,6 +60,11 @@ class S3Workload:
         self._prefix: str | None = None  # set once the prefix is known to be ours
         self._created_bucket = False
         self._failure: BaseException | None = None
+        self._bucket_id: int | None = None
+        self._objects_id: int | None = None
+        # The layout whose MinIO serves the endpoint ("" for a user's endpoint): the run's
+        # objects then go with that layout's drives.
+        self.served_by = ""
 
     @property
     def target_label(self) -> str:
@@ -115,8 +122,14 @@ class S3Workload:
             if not self.options.create_bucket:
                 raise RefusedError(f"bucket {s3.bucket} does not exist at {s3.endpoint}",
                                    "create it, or pass --create-bucket")
+            self._bucket_id = hooks.will_create(s3_artefacts.bucket(s3, self.options.profile, creds.source,
+                                                                    self.served_by))
             self._created_bucket = self.engine.create_bucket(s3, creds)
+            if not self._created_bucket:
+                hooks.removed(self._bucket_id, "not ours: it was there already")
         # From here on everything under the prefix is this run's: cleanup deletes it.
+        self._objects_id = hooks.will_create(s3_artefacts.objects(s3, prefix, self.options.profile, creds.source,
+                                                                  self.served_by))
         self._prefix = prefix
         opts = self.options
         common = dict(prefix=prefix, object_size=opts.object_size, concurrency=opts.concurrency)
@@ -154,13 +167,14 @@ class S3Workload:
                 "bucket_was_empty": probe.bucket_empty, "bucket_created": self._created_bucket,
                 "object_size": self.options.object_size, "concurrency": self.options.concurrency}
 
-    def cleanup(self, target: Path | None, run_id: str) -> None:
+    def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:
         """Delete the run's objects (its prefix only) and a bucket it created, if empty."""
         prefix, self._prefix = self._prefix, None
         if prefix is None or self._target is None or self._creds is None:
             return
         try:
             self.engine.delete_prefix(self._target, self._creds, prefix)
+            hooks.removed(self._objects_id)
         except BackupbenchError as exc:
             failure = self._failure
             before = f" (after: {failure.one_line()})" if isinstance(failure, BackupbenchError) else ""
@@ -170,8 +184,10 @@ class S3Workload:
         if self._created_bucket:
             try:
                 self.engine.delete_bucket(self._target, self._creds)
+                hooks.removed(self._bucket_id)
             except BackupbenchError as exc:  # e.g. BucketNotEmpty: someone else wrote to it meanwhile
                 log.warning("bucket %s created by this run was kept: %s", self._target.bucket, exc.one_line())
+                hooks.removed(self._bucket_id, f"kept: {exc.one_line()}")
             self._created_bucket = False
 
 

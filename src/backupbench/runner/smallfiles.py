@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from backupbench.engines.smallfiles import FOLDER_PREFIX, PhaseResult, SmallFilesEngine
+from backupbench.runner import artefacts
 from backupbench.runner.workload import PhaseHooks
 from backupbench.workloads.smallfiles import SmallFilesSpec, bytes_needed
 
@@ -36,6 +37,7 @@ class SmallFilesWorkload:
     buffered: bool = True  # page cache on purpose: an application's view (see workloads.smallfiles)
     test_file_cautions: bool = False
     keep: bool = False  # leave the tagged folder of files in place (to inspect it)
+    space_fix: str = "free some space, or use fewer or smaller files (--files, --file-size)"
 
     def settings(self) -> dict[str, Any]:
         return self.spec.model_dump(mode="json")
@@ -60,10 +62,17 @@ class SmallFilesWorkload:
         def on_result(result: PhaseResult) -> None:
             hooks.finished(result.name, figures_of(result), {"flush": result.flush})
 
-        self.engine.run(self.spec, target, run_id, on_phase, keep=self.keep, on_result=on_result)
+        folder_id = hooks.will_create(artefacts.tree(tagged_folder(target, run_id), run_id, "small-file folder"))
+        try:
+            self.engine.run(self.spec, target, run_id, on_phase, keep=self.keep, on_result=on_result)
+        finally:
+            # The engine removes the folder on every exit path (the run's sweep makes sure);
+            # with --keep it is the user's now.
+            if self.keep:
+                hooks.removed(folder_id, "kept (--keep)")
 
-    def cleanup(self, target: Path, run_id: str) -> None:
-        # The engine removes its folder on every exit path; nothing else was created.
+    def cleanup(self, target: Path, run_id: str, hooks: PhaseHooks) -> None:
+        # The engine removes its folder on every exit path; the run's journal sweep makes sure.
         return None
 
 

@@ -13,6 +13,12 @@ from typing import Any, Protocol
 class PhaseHooks(Protocol):
     def started(self, name: str, title: str, pattern: str, measured: bool = True) -> None: ...
 
+    def will_create(self, artefact: dict[str, Any]) -> int | None:
+        """Write down something about to be created (a file, a folder, S3 objects) in the
+        run's journal, before creating it; returns the id to report its removal with."""
+
+    def removed(self, artefact_id: int | None, how: str = "removed") -> None: ...
+
     def progress(self, name: str, fraction: float, detail: str) -> None: ...
 
     def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None: ...
@@ -32,5 +38,5 @@ class Workload(Protocol):
 
     def execute(self, target: Path, folder: Path, run_id: str, hooks: PhaseHooks) -> None: ...
 
-    def cleanup(self, target: Path, run_id: str) -> None:
+    def cleanup(self, target: Path, run_id: str, hooks: PhaseHooks) -> None:
         """Remove what execute created in target; called on every exit path."""

@@ -22,7 +22,7 @@ Decisions, so that the figures mean one thing:
 from __future__ import annotations
 
 import os
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -66,6 +66,17 @@ def _patterns(value: object) -> object:
 Pattern = Annotated[int, BeforeValidator(_pattern), Field(ge=0, le=255)]
 
 
+def _count(value: Any) -> int | None:
+    """A count as a flag ('10') or a recipe (10) gives it; None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
 def _default_threads() -> int:
     return os.cpu_count() or 1
 
@@ -76,7 +87,7 @@ class SmallFilesSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     files: int = Field(
-        104_857, ge=1, le=100_000_000,
+        104_857, ge=1, le=10_000_000,
         description="Number of files to create (field note E: 104,857, ~10 GiB at 100 KiB).",
         json_schema_extra={"metavar": "N"},
     )
@@ -110,10 +121,22 @@ class SmallFilesSpec(BaseModel):
         False, description="Read every file back after the last pass and count files that differ from the last pattern.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_folders_fit(cls, data: Any) -> Any:
+        # The default folder count is a default, not a request: fewer files than that get a
+        # folder each. Only folders the user named are checked against the files.
+        files = _count(data.get("files")) if isinstance(data, dict) else None
+        if files is not None and data.get("folders") is None:
+            default = cls.model_fields["folders"].default
+            if 0 < files < default:
+                data = {**data, "folders": files}
+        return data
+
     @model_validator(mode="after")
     def _sane(self) -> "SmallFilesSpec":
         if self.folders > self.files:
-            raise ValueError(f"folders ({self.folders}) cannot exceed files ({self.files})")
+            raise ValueError(f"folders ({self.folders:,}) cannot exceed files ({self.files:,})")
         return self
 
     @property
@@ -147,6 +170,16 @@ PRESETS: dict[str, SmallFilesSpec] = {
     # The same shape, 2,000 x 100 KiB (~195 MiB) in 20 folders: a smoke run in seconds.
     "quick": SmallFilesSpec(files=2_000, folders=20),
 }
+
+def with_preset(preset: str | None, given: dict[str, Any]) -> dict[str, Any]:
+    """A preset's values with the given ones on top. A preset's folder count yields to a
+    smaller file count given beside it (a folder per file), as the default one does."""
+    base = PRESETS[preset or "field-note-e"].model_dump(exclude_unset=True)
+    files = _count(given.get("files"))
+    if "folders" not in given and files is not None and base.get("folders", 0) > files:
+        base.pop("folders")
+    return {**base, **given}
+
 
 # Phase names of the default spec, in order; every output (live, CSV, JSON, store) uses them.
 PHASES: tuple[str, ...] = phase_names(update_passes=3, verify=True)

@@ -1,0 +1,170 @@
+"""What a run creates outside its results folder, as journal entries, and how each is removed.
+
+Every artefact names the run it belongs to, and removal checks that first: a file, folder
+or tree is removed only if its own name carries the run id (so a journal can never make
+backupbench remove something else), never through a symlink; a folder only when empty; a
+process only if it is still the very process that was started (same boot, pid and start
+time); S3 objects only under the run's own prefix, and a bucket only if the run created it
+and it is empty again (S3 itself refuses to delete a bucket that holds anything).
+
+Each remover answers with an Outcome: removed, gone (nothing there any more), not ours
+(left alone), or failed (with the reason; the entry stays in the journal for
+`backupbench cleanup`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from backupbench import process
+from backupbench.errors import BackupbenchError
+
+Artefact = dict[str, Any]
+
+REMOVED, GONE, NOT_OURS, FAILED = "removed", "gone", "not ours", "failed"
+PROCESS_EXIT_WAIT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: str
+    text: str
+
+    @property
+    def done(self) -> bool:
+        return self.result != FAILED
+
+
+# ---- constructors ---------------------------------------------------------------------------
+
+def file(path: Path, run_id: str, what: str) -> Artefact:
+    return {"kind": "file", "path": str(path), "tag": run_id, "what": what}
+
+
+def tree(path: Path, run_id: str, what: str) -> Artefact:
+    return {"kind": "tree", "path": str(path), "tag": run_id, "what": what}
+
+
+def folder(path: Path, run_id: str, what: str) -> Artefact:
+    """A folder removed only once empty (a scratch folder, the run's folder of mount points)."""
+    return {"kind": "folder", "path": str(path), "tag": run_id, "what": what}
+
+
+def child_process(child: process.Background) -> Artefact:
+    return {"kind": "process", "identity": child.identity or "", "name": child.name}
+
+
+def describe(artefact: Artefact) -> str:
+    kind = artefact.get("kind")
+    if kind in ("file", "tree", "folder"):
+        return f"{artefact.get('what', kind)} {artefact.get('path')}"
+    if kind == "process":
+        ident = str(artefact.get("identity", "")).split()
+        return f"process {artefact.get('name')} (pid {ident[1] if len(ident) > 1 else '?'})"
+    if kind == "s3-objects":
+        return f"S3 objects under {artefact.get('prefix')} in bucket {artefact.get('bucket')} at {artefact.get('endpoint')}"
+    if kind == "s3-bucket":
+        return f"S3 bucket {artefact.get('bucket')} at {artefact.get('endpoint')}"
+    return f"{kind} artefact"
+
+
+# ---- removers -------------------------------------------------------------------------------
+
+def _present(artefact: Artefact, is_kind: Callable[[int], bool], kind: str) -> tuple[Path | None, Outcome | None]:
+    """The artefact's path if it is still there, ours, and of its kind; else the outcome to report."""
+    path = Path(str(artefact.get("path", "")))
+    tag = str(artefact.get("tag", ""))
+    if not tag or not path.is_absolute() or tag not in path.name:
+        return None, Outcome(NOT_OURS, "its name does not carry the run id")
+    try:
+        info = os.lstat(path)  # lstat: a symlink is never followed, and never ours
+    except FileNotFoundError:
+        return None, Outcome(GONE, "already gone")
+    if not is_kind(info.st_mode):
+        return None, Outcome(NOT_OURS, f"it is not a {kind} any more")
+    return path, None
+
+
+def _remove_file(artefact: Artefact) -> Outcome:
+    path, outcome = _present(artefact, stat.S_ISREG, "regular file")
+    if path is None:
+        return outcome
+    path.unlink(missing_ok=True)
+    return Outcome(REMOVED, "removed")
+
+
+def _remove_tree(artefact: Artefact) -> Outcome:
+    path, outcome = _present(artefact, stat.S_ISDIR, "folder")
+    if path is None:
+        return outcome
+    # rmtree never follows a symlink inside the tree: it removes the link, not its target.
+    shutil.rmtree(path)
+    return Outcome(REMOVED, "removed")
+
+
+def _remove_folder(artefact: Artefact) -> Outcome:
+    path, outcome = _present(artefact, stat.S_ISDIR, "folder")
+    if path is None:
+        return outcome
+    try:
+        path.rmdir()
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            return Outcome(FAILED, "not empty: something else was put in it, so it is left")
+        raise
+    return Outcome(REMOVED, "removed")
+
+
+def _stop_process(artefact: Artefact) -> Outcome:
+    ident = str(artefact.get("identity", ""))
+    if not ident or not process.is_alive(ident):
+        return Outcome(GONE, "not running")
+    pid = int(ident.split()[1])
+    try:
+        # Started in its own session, so its process group is its pid: any helper it forked goes too.
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return Outcome(GONE, "not running")
+    except PermissionError:
+        return Outcome(FAILED, "not allowed to stop it (run cleanup as the user who ran backupbench)")
+    deadline = time.monotonic() + PROCESS_EXIT_WAIT_S
+    while process.is_alive(ident):
+        if time.monotonic() > deadline:
+            return Outcome(FAILED, f"still running {PROCESS_EXIT_WAIT_S:g} s after SIGKILL")
+        time.sleep(0.05)
+    return Outcome(REMOVED, "stopped")
+
+
+Remover = Callable[[Artefact], Outcome]
+
+
+def removers(environ: Mapping[str, str] | None = None, home: Path | None = None) -> dict[str, Remover]:
+    """Kind -> remover. S3 ones take credentials from `environ` / the AWS files under `home`."""
+    from backupbench.runner import s3_artefacts  # the S3 engine only when an S3 entry is met
+
+    return {
+        "file": _remove_file, "tree": _remove_tree, "folder": _remove_folder, "process": _stop_process,
+        "s3-objects": lambda a: s3_artefacts.remove_objects(a, environ, home),
+        "s3-bucket": lambda a: s3_artefacts.remove_bucket(a, environ, home),
+    }
+
+
+def remove(artefact: Artefact, table: dict[str, Remover]) -> Outcome:
+    remover = table.get(str(artefact.get("kind")))
+    if remover is None:
+        return Outcome(FAILED, f"backupbench does not know how to remove a {artefact.get('kind')!r}; "
+                               "it was written by another version")
+    try:
+        return remover(artefact)
+    except BackupbenchError as exc:
+        return Outcome(FAILED, exc.one_line())
+    except OSError as exc:
+        return Outcome(FAILED, exc.strerror or str(exc))

@@ -1,0 +1,102 @@
+"""Removing what a run created, from its journal: at the end of every run (whatever ended
+it), and in `backupbench cleanup` for runs whose process died (SIGKILL, power loss).
+
+One procedure for both, so what a crash leaves is removed exactly as a finished run removes
+it: newest first, each artefact and layout action only after its check that it is ours.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from backupbench import process
+from backupbench.journal import Journal, JournalBusy, open_journals, read
+from backupbench.layouts.actions import Action
+from backupbench.layouts.executor import Runner, undo_actions
+from backupbench.results.store import Store
+from backupbench.runner import artefacts
+
+log = logging.getLogger("backupbench.cleanup")
+
+
+@dataclass
+class SweepReport:
+    removed: list[str] = field(default_factory=list)
+    left_alone: list[str] = field(default_factory=list)  # not ours (any more)
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not self.failed
+
+
+def sweep(journal: Journal, *, run: Runner = process.run, table: dict[str, artefacts.Remover] | None = None,
+          on_line: Callable[[str], None] | None = None) -> SweepReport:
+    """Remove everything still pending in `journal`, newest first; record each outcome in it."""
+    table = table if table is not None else artefacts.removers()
+    report = SweepReport()
+    for item in read(journal.path).pending:
+        if item.action is not None:
+            action = Action.from_dict(item.action)
+            teardown = undo_actions([action], journal, run, layout=item.layout, failed_before=bool(report.failed))
+            where = f"{item.layout}: " if item.layout else ""
+            report.removed += [f"{where}undone: {line}" for line in teardown.undone]
+            report.left_alone += [f"{where}left alone (not ours any more): {line}" for line in teardown.skipped]
+            report.failed += [f"{where}{line}" for line in teardown.failed]
+            continue
+        artefact = item.artefact or {}
+        outcome = artefacts.remove(artefact, table)
+        line = f"{artefacts.describe(artefact)}: {outcome.text}"
+        if outcome.result == artefacts.FAILED:
+            journal.remove_failed(item.artefact_id, outcome.text)
+            report.failed.append(line)
+        else:
+            journal.removed(item.artefact_id, outcome.result)
+            (report.left_alone if outcome.result == artefacts.NOT_OURS else report.removed).append(line)
+    for line in (*report.removed, *report.left_alone, *report.failed):
+        log.debug("sweep %s: %s", journal.label, line)
+        if on_line:
+            on_line(line)
+    return report
+
+
+def finish(journal: Journal, report: SweepReport) -> None:
+    """Close the journal when everything in it is gone; otherwise leave it for `cleanup`."""
+    if report.clean:
+        journal.close()
+    else:
+        journal.release()
+
+
+@dataclass
+class JournalCleanup:
+    label: str
+    run_id: str | None
+    busy: str | None = None  # a running backupbench holds it
+    report: SweepReport = field(default_factory=SweepReport)
+    marked_interrupted: bool = False
+
+
+def clean_journals(directory: Path, *, run: Runner = process.run,
+                   table: dict[str, artefacts.Remover] | None = None) -> list[JournalCleanup]:
+    """Every open journal nobody holds: sweep it, and store its run as interrupted."""
+    done = []
+    for path in open_journals(directory):
+        try:
+            journal = Journal.at(path)
+        except JournalBusy as busy:
+            done.append(JournalCleanup(path.name, None, busy=str(busy)))
+            continue
+        contents = read(path)
+        item = JournalCleanup(journal.label, contents.run_id)
+        item.report = sweep(journal, run=run, table=table)
+        if contents.run_id and contents.store and Path(contents.store).exists():
+            item.marked_interrupted = Store(Path(contents.store)).mark_interrupted(
+                contents.run_id, "its process ended before the run finished; `backupbench cleanup` removed what it "
+                                 "had created")
+        finish(journal, item.report)
+        done.append(item)
+    return done

@@ -1,0 +1,91 @@
+"""Stop signals (SIGINT, SIGTERM, SIGHUP): remembered always, acted on once, never lost.
+
+A stop request is latched the moment it arrives. The first one raises KeyboardInterrupt in
+the main thread (unless signals are held, see `held()`), so a run stops where it is;
+later ones are only recorded, so they cannot cut a cleanup short. Whatever swallows that
+KeyboardInterrupt on the way out, `requested()` still says a stop was asked for: the run is
+stored `interrupted` and the command exits 130, not 0.
+
+`held()` marks a section that must not be cut (a teardown, closing a run): a signal that
+arrives inside it is recorded, and raised when the section ends.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+# Imported first thing by the entry point, before the handlers are in place: so only
+# modules Python has loaded anyway (no typing, no contextlib) are used here.
+WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+EXIT_CODE = 130
+
+
+class _State:
+    def __init__(self) -> None:
+        self.received: int | None = None  # the first stop signal
+        self.raised = False               # KeyboardInterrupt was raised for it
+        self.holds = 0
+        self.installed = False
+
+
+_state = _State()
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    if _state.received is None:
+        _state.received = signum
+    if not _state.raised and _state.holds == 0:
+        _state.raised = True
+        raise KeyboardInterrupt
+
+
+def install() -> None:
+    """Route SIGINT, SIGTERM and SIGHUP here (the CLI calls this first thing)."""
+    for sig in WATCHED:
+        signal.signal(sig, _on_signal)
+    _state.installed = True
+
+
+def requested() -> int | None:
+    """The stop signal received so far, if any."""
+    return _state.received
+
+
+def signal_name(signum: int) -> str:
+    return signal.Signals(signum).name
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if a stop was requested and not yet acted on."""
+    if _state.received is not None and not _state.raised:
+        _state.raised = True
+        raise KeyboardInterrupt
+
+
+class held:
+    """`with held():` signals arriving inside are recorded, and acted on when the section ends."""
+
+    def __enter__(self) -> None:
+        self._counted = threading.current_thread() is threading.main_thread()
+        if self._counted:
+            _state.holds += 1
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if not self._counted:
+            return
+        _state.holds -= 1
+        if _state.holds == 0 and exc is None:
+            check()
+
+
+def acknowledge() -> None:
+    """The stop request has been acted on: a later signal changes nothing any more."""
+    _state.raised = True
+
+
+def reset() -> None:
+    """Forget any stop request (tests run several commands in one process)."""
+    _state.received = None
+    _state.raised = False
+    _state.holds = 0

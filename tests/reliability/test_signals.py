@@ -1,0 +1,129 @@
+"""Stop signals at random moments (seeded) into real kb2014, smallfiles and s3 runs, and a
+SIGKILL followed by `backupbench cleanup`: nothing may be left and the store must agree.
+
+Each test first runs the workload uninterrupted (it must leave nothing either) to learn
+how long it takes; signals then land at seeded random moments inside that window, from
+0.1 s on: in the first ~30 ms the Python interpreter is still starting and no program's
+handler is in place yet (README, "Guarantees"). Set BACKUPBENCH_TRIAL_SEED to replay other
+moments; BACKUPBENCH_TRIALS for more trials per case.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+
+import pytest
+from s3_fixtures import S3Admin, minio_single, require_s3_tools  # noqa: F401
+from trials import run_trial, uninterrupted_seconds, workloads
+
+pytestmark = pytest.mark.real
+
+SEED = int(os.environ.get("BACKUPBENCH_TRIAL_SEED", "20261123"))
+TRIALS = int(os.environ.get("BACKUPBENCH_TRIALS", "4"))
+EARLIEST_S = 0.1
+
+
+def _moments(name: str, sig: signal.Signals, window: float, count: int) -> list[float]:
+    rng = random.Random(f"{SEED}/{name}/{sig.name}")
+    return [rng.uniform(EARLIEST_S, max(EARLIEST_S + 0.05, 0.9 * window)) for _ in range(count)]
+
+
+def _check(outcomes) -> None:
+    trials = [o for o in outcomes if not o.finished_first]
+    assert trials, "every run finished before its signal: the window is wrong"
+    bad = [o.describe() for o in trials if o.problems()]
+    assert not bad, f"seed {SEED}: " + " | ".join(bad)
+
+
+@pytest.fixture(scope="module")
+def s3_env(minio_single):
+    return {"AWS_ACCESS_KEY_ID": minio_single.access_key, "AWS_SECRET_ACCESS_KEY": minio_single.secret_key}
+
+
+def _trials(name, sig, tmp_path, env=None, endpoint=None, admin=None, count=TRIALS):
+    workload = workloads(endpoint)[name]
+    bucket = f"bb-base-{name}" if name == "s3" else None
+    window = uninterrupted_seconds(workload, tmp_path / "base", env, bucket)
+    if admin is not None:
+        assert not admin.bucket_exists(bucket), "the uninterrupted run left its bucket"
+    assert not any((tmp_path / "base" / "target").iterdir()), "the uninterrupted run left files"
+    outcomes = []
+    for index, delay in enumerate(_moments(name, sig, window, count)):
+        folder = tmp_path / f"t{index}"
+        folder.mkdir()
+        trial_bucket = f"bb-{name}-{sig.name.lower()}-{index}" if name == "s3" else None
+        outcomes.append(run_trial(workload, sig, delay, folder, env, trial_bucket, admin))
+    return outcomes
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("name", ["kb2014", "smallfiles"])
+def test_a_stop_signal_at_any_moment_leaves_nothing_and_stores_interrupted(name, sig, tmp_path):
+    _check(_trials(name, sig, tmp_path))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_signal_into_an_s3_run_leaves_no_object_and_no_bucket(sig, tmp_path, minio_single, s3_env):
+    _check(_trials("s3", sig, tmp_path, s3_env, minio_single.endpoint, S3Admin.of(minio_single)))
+
+
+@pytest.mark.parametrize("name", ["kb2014", "smallfiles"])
+def test_sigkill_then_cleanup_leaves_nothing(name, tmp_path):
+    _check(_trials(name, signal.SIGKILL, tmp_path, count=2))
+
+
+def test_sigkill_into_an_s3_run_then_cleanup_deletes_its_objects_and_bucket(tmp_path, minio_single, s3_env):
+    _check(_trials("s3", signal.SIGKILL, tmp_path, s3_env, minio_single.endpoint, S3Admin.of(minio_single),
+                   count=2))
+
+
+def test_sigkill_during_apply_then_cleanup_unmounts_wipes_and_removes_the_mount_folder(tmp_path):
+    """A layout on a loop device the test made: killed mid-workload, the mount, the filesystem,
+    the test file and the run's folder of mount points stay; cleanup removes exactly those."""
+    import subprocess
+    import sys
+    import time
+
+    from conftest import require_root_tool
+    require_root_tool("losetup", "mkfs.ext4", "wipefs", "fio")
+    image = tmp_path / "disk.img"
+    with open(image, "wb") as handle:
+        handle.truncate(128 * 2**20)
+    device = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    root = tmp_path / "mnt"
+    results = tmp_path / "results"
+    try:
+        recipe = tmp_path / "killed.toml"
+        recipe.write_text(f'name = "killed"\ndevices = ["{device}"]\n[[layout]]\nname = "plain"\nkind = "filesystem"\n'
+                          f'devices = ["{device}"]\nfilesystem = {{ type = "ext4" }}\n[[workload]]\nkind = "kb2014"\n'
+                          'size = "32MiB"\nruntime = "20s"\noperations = ["active-full"]\n')
+        proc = subprocess.Popen([sys.executable, "-m", "backupbench", "apply", str(recipe), "--yes", "--quiet",
+                                 "--mount-root", str(root), "--results", str(results)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not list(results.glob("runs/*/plain/active-full.fio")):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "the workload never started"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        proc.kill()
+        proc.wait(timeout=30)
+        mounted = subprocess.run(["findmnt", "-n", "-S", device], capture_output=True, text=True).stdout
+        assert str(root) in mounted  # what the crash left: this is what cleanup is for
+        cleanup = subprocess.run([sys.executable, "-m", "backupbench", "cleanup", "--results", str(results)],
+                                 capture_output=True, text=True, timeout=300)
+        assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
+        assert "stored as interrupted" in cleanup.stdout
+        assert subprocess.run(["findmnt", "-n", "-S", device], capture_output=True).returncode != 0
+        assert subprocess.run(["blkid", "-p", device], capture_output=True).returncode == 2  # wiped
+        assert list(root.iterdir()) == []  # mount point and the run's folder removed
+        assert not list((results / "journal").glob("*.open.jsonl"))
+        history = subprocess.run([sys.executable, "-m", "backupbench", "history", "--json", "--results", str(results)],
+                                 capture_output=True, text=True)
+        assert '"status": "interrupted"' in history.stdout
+    finally:
+        subprocess.run(["umount", "-R", str(root)], capture_output=True)
+        subprocess.run(["losetup", "-d", device], capture_output=True)

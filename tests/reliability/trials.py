@@ -1,0 +1,179 @@
+"""Signal trials: start `backupbench run` as a user would, stop it at a random moment, and
+count what it left behind.
+
+One trial = one real run in a folder of its own: a workload (kb2014, smallfiles or s3
+against a MinIO the caller started), a signal (SIGINT to the process group as a terminal's
+Ctrl-C sends it, SIGTERM or SIGKILL to the process as `kill` sends it) after `delay`
+seconds. For SIGKILL, `backupbench cleanup` runs afterwards, as the README tells a user to.
+Then: the exit status, the stored run's state, every file left in the target, every open
+journal, every live process whose command line names the trial's folder, and the S3 keys
+left under backupbench/ and whether the run's bucket is still there.
+
+Used by tests/reliability/test_signals.py (a few seeded trials) and bench/signal_trials.py
+(many, as a figure).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+EXIT_INTERRUPTED = 130
+# A killed backupbench's children get SIGKILL from the kernel at once; this is only the
+# time the kernel may take to deliver it and for the children to vanish.
+ORPHAN_GRACE_S = 2.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    args: tuple[str, ...]
+    needs_target: bool = True
+
+
+def workloads(s3_endpoint: str | None = None) -> dict[str, Workload]:
+    """The three workloads, each sized to run about 3-6 s on these machines."""
+    found = {
+        "kb2014": Workload("kb2014", ("--size", "128MiB", "--runtime", "1",
+                                      "--operations", "active-full,synthetic-full,restore-random")),
+        "smallfiles": Workload("smallfiles", ("--workload", "smallfiles", "--preset", "quick", "--files", "4000")),
+    }
+    if s3_endpoint:
+        found["s3"] = Workload("s3", ("--workload", "s3", "--endpoint", s3_endpoint, "--objects", "1500",
+                                      "--object-size", "256KiB", "--concurrency", "16", "--create-bucket"),
+                               needs_target=False)
+    return found
+
+
+@dataclass
+class Outcome:
+    workload: str
+    signal: str
+    delay: float
+    returncode: int | None
+    status: str | None              # the stored run's status; None: no run was stored
+    leftovers: list[str] = field(default_factory=list)
+    open_journals: list[str] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    objects_left: int = 0
+    bucket_left: bool = False
+    stderr_tail: str = ""
+    seconds_to_exit: float | None = None
+    finished_first: bool = False    # the run ended before the signal was sent: not a trial
+
+    def problems(self) -> list[str]:
+        found = []
+        killed = self.signal == "SIGKILL"
+        if not killed and self.returncode != EXIT_INTERRUPTED:
+            found.append(f"exit status {self.returncode}, not {EXIT_INTERRUPTED}")
+        if self.status not in (None, "interrupted"):
+            found.append(f"stored as {self.status!r}, not 'interrupted'")
+        if "Traceback" in self.stderr_tail:
+            found.append("printed a traceback")
+        for what, items in (("left in the target", self.leftovers), ("open journals", self.open_journals),
+                            ("processes left", self.orphans)):
+            if items:
+                found.append(f"{what}: {', '.join(items[:3])}")
+        if self.objects_left:
+            found.append(f"{self.objects_left} S3 objects left under backupbench/")
+        if self.bucket_left:
+            found.append("the bucket the run created is still there")
+        return found
+
+    def describe(self) -> str:
+        problems = self.problems()
+        verdict = "ok" if not problems else "; ".join(problems)
+        return f"{self.workload} {self.signal} after {self.delay:.2f} s: {verdict}"
+
+
+def _live_processes_naming(text: str, exclude: set[int]) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in exclude:
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        state = stat[stat.rfind(")") + 2:][:1]
+        if text in cmdline and state != "Z":
+            found.append(f"{entry} {cmdline[:80]}")
+    return found
+
+
+def _stored_status(results: Path) -> str | None:
+    db = results / "results.db"
+    if not db.exists():
+        return None
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT status FROM runs").fetchone()
+    return row[0] if row else None
+
+
+def run_trial(workload: Workload, sig: signal.Signals, delay: float, folder: Path,
+              env: dict[str, str] | None = None, bucket: str | None = None, admin=None) -> Outcome:
+    """One trial in `folder` (made empty by the caller). For s3, `bucket` (not existing yet)
+    and `admin` (tests' S3Admin) to count what is left."""
+    target = folder / "target"
+    results = folder / "results"
+    target.mkdir()
+    argv = [sys.executable, "-m", "backupbench", "run"]
+    argv += [str(target)] if workload.needs_target else []
+    argv += [*workload.args, *(("--bucket", bucket) if bucket else ()), "--quiet", "--results", str(results)]
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, cwd=folder)
+    time.sleep(delay)
+    outcome = Outcome(workload.name, sig.name, delay, None, None)
+    if proc.poll() is not None:
+        outcome.finished_first = True
+    elif sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C: the whole foreground group
+    else:
+        os.kill(proc.pid, sig)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=300)
+    outcome.seconds_to_exit = time.monotonic() - sent
+    outcome.returncode = proc.returncode
+    outcome.stderr_tail = "\n".join(err.strip().splitlines()[-3:])
+    mine = {os.getpid()}
+    if sig == signal.SIGKILL:
+        deadline = time.monotonic() + ORPHAN_GRACE_S
+        while _live_processes_naming(str(folder), mine) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        outcome.orphans = _live_processes_naming(str(folder), mine)
+        cleanup = subprocess.run([sys.executable, "-m", "backupbench", "cleanup", "--results", str(results)],
+                                 env=full_env, capture_output=True, text=True, timeout=300)
+        if cleanup.returncode != 0:
+            outcome.stderr_tail += f"\ncleanup exit {cleanup.returncode}: {cleanup.stdout[-300:]}{cleanup.stderr[-300:]}"
+    else:
+        outcome.orphans = _live_processes_naming(str(folder), mine)
+    outcome.status = _stored_status(results)
+    outcome.leftovers = sorted(str(p.relative_to(target)) for p in target.rglob("*"))
+    outcome.open_journals = sorted(p.name for p in (results / "journal").glob("*.open.jsonl"))
+    if admin is not None and bucket is not None:
+        outcome.bucket_left = admin.bucket_exists(bucket)
+        if outcome.bucket_left:
+            outcome.objects_left = len(admin.keys(bucket, "backupbench/"))
+    return outcome
+
+
+def uninterrupted_seconds(workload: Workload, folder: Path, env: dict[str, str] | None = None,
+                          bucket: str | None = None) -> float:
+    """How long the workload runs when nobody stops it (the window signals are sent in)."""
+    target = folder / "target"
+    target.mkdir(parents=True)
+    argv = [sys.executable, "-m", "backupbench", "run", *([str(target)] if workload.needs_target else []),
+            *workload.args, *(("--bucket", bucket) if bucket else ()), "--quiet", "--results", str(folder / "results")]
+    started = time.monotonic()
+    done = subprocess.run(argv, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"the uninterrupted {workload.name} run failed: {done.stderr[-500:]}")
+    return time.monotonic() - started

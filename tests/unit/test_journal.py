@@ -1,0 +1,144 @@
+"""The run journal and the sweep: what was written down is removed, and only that."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from backupbench import process
+from backupbench.journal import Journal, JournalBusy, open_journals, read
+from backupbench.layouts.actions import Action, Guard
+from backupbench.process import Result
+from backupbench.runner import artefacts
+from backupbench.runner.cleanup import clean_journals, finish, sweep
+
+RUN = "20261123T000000-ab12cd34"
+
+
+class Host:
+    """Commands for layout undos: recorded, answered from a table (passed in, not patched)."""
+
+    def __init__(self, answers=None, fail=()):
+        self.calls, self.answers, self.fail = [], answers or {}, fail
+
+    def __call__(self, argv, timeout=0, check=True):
+        from backupbench.errors import ProcessError
+        self.calls.append(argv)
+        if argv[0] in self.fail:
+            raise ProcessError(argv, 1, f"{argv[0]}: failed")
+        return Result(argv, 0, self.answers.get(argv[0], ""), "")
+
+
+def test_entries_are_written_before_and_pending_until_removed(tmp_path):
+    journal = Journal(tmp_path / "j", RUN, header={"run_id": RUN, "store": "/r/results.db"})
+    first = journal.will_create(artefacts.file(tmp_path / f"backupbench-{RUN}.dat", RUN, "test file"))
+    second = journal.will_create(artefacts.folder(tmp_path / f"bb-scratch-{RUN}", RUN, "scratch"))
+    journal.record("done", Action("mount", (("mount", "a", "b"),), (("umount", "b"),)), "lay")
+    contents = read(journal.path)
+    assert contents.run_id == RUN and contents.store == "/r/results.db"
+    # Newest first: the order to remove in.
+    assert [p.action["description"] if p.action else p.artefact["what"] for p in contents.pending] == [
+        "mount", "scratch", "test file"]
+    journal.removed(first)
+    journal.record("undone", Action("mount", (("mount", "a", "b"),), (("umount", "b"),)), "lay")
+    assert [p.artefact_id for p in read(journal.path).pending] == [second]
+
+
+def test_a_held_journal_is_not_taken_by_cleanup(tmp_path):
+    live = Journal(tmp_path, RUN)
+    with pytest.raises(JournalBusy):
+        Journal.at(live.path)
+    result = clean_journals(tmp_path)
+    assert result[0].busy and live.path.exists()
+    live.release()
+    assert Journal.at(live.path).label == RUN
+
+
+def test_only_what_carries_the_run_id_is_removed(tmp_path):
+    ours = tmp_path / f"backupbench-{RUN}.dat"
+    ours.write_bytes(b"x")
+    theirs = tmp_path / "victim.db"
+    theirs.write_bytes(b"user data")
+    link = tmp_path / f"link-{RUN}"
+    link.symlink_to(theirs)
+    tree = tmp_path / f"backupbench-smallfiles-{RUN}"
+    (tree / "d0").mkdir(parents=True)
+    (tree / "d0" / "f0").write_bytes(b"x")
+    (tree / "escape").symlink_to(tmp_path)  # rmtree removes the link, never what it points at
+    table = artefacts.removers()
+    assert artefacts.remove(artefacts.file(ours, RUN, "test file"), table).result == "removed"
+    assert artefacts.remove(artefacts.file(theirs, RUN, "test file"), table).result == "not ours"
+    assert artefacts.remove(artefacts.file(link, RUN, "test file"), table).result == "not ours"
+    assert artefacts.remove(artefacts.tree(tree, RUN, "small files"), table).result == "removed"
+    assert artefacts.remove(artefacts.file(ours, RUN, "test file"), table).result == "gone"
+    assert theirs.read_bytes() == b"user data" and link.is_symlink() and tmp_path.is_dir()
+    folder = tmp_path / f"bb-scratch-{RUN}"
+    folder.mkdir()
+    (folder / "someone-elses").write_text("keep")
+    outcome = artefacts.remove(artefacts.folder(folder, RUN, "scratch"), table)
+    assert outcome.result == "failed" and "not empty" in outcome.text
+    assert (folder / "someone-elses").read_text() == "keep"
+
+
+def test_a_process_is_stopped_only_if_it_is_still_the_same_one():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        ident = process.identity(child.pid)
+        boot, pid, ticks = ident.split()
+        table = artefacts.removers()
+        reused = {"kind": "process", "identity": f"{boot} {pid} {int(ticks) + 1}", "name": "python"}
+        assert artefacts.remove(reused, table).result == "gone"  # a pid taken by someone else
+        assert child.poll() is None
+        outcome = artefacts.remove({"kind": "process", "identity": ident, "name": "python"}, table)
+        assert outcome.result == "removed"
+        assert child.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
+def test_sweep_undoes_actions_and_artefacts_newest_first_and_closes(tmp_path):
+    journal = Journal(tmp_path / "j", RUN)
+    file = tmp_path / f"backupbench-{RUN}.dat"
+    journal.will_create(artefacts.file(file, RUN, "test file"))
+    file.write_bytes(b"x")
+    mount = Action("mount /dev/x", (("mount", "/dev/x", "/m"),), (("umount", "/m"),), Guard(("findmnt", "/m"), "/m"))
+    journal.record("done", mount, "lay")
+    host = Host({"findmnt": "/m\n"})
+    report = sweep(journal, run=host)
+    assert report.clean and host.calls == [["findmnt", "/m"], ["umount", "/m"]]
+    assert not file.exists() and read(journal.path).pending == []
+    finish(journal, report)
+    assert list(open_journals(tmp_path / "j")) == []
+
+
+def test_a_failed_undo_leaves_the_journal_open_and_stops_destructive_undos(tmp_path):
+    journal = Journal(tmp_path / "j", RUN)
+    wipe = Action("mkfs", (("mkfs.ext4", "/dev/x"),), (("wipefs", "-a", "/dev/x"),), destructive=True)
+    journal.record("done", wipe, "lay")
+    journal.record("done", Action("mount", (("mount", "/dev/x", "/m"),), (("umount", "/m"),)), "lay")
+    host = Host(fail=("umount",))
+    report = sweep(journal, run=host)
+    assert not report.clean and ["wipefs", "-a", "/dev/x"] not in host.calls
+    finish(journal, report)
+    assert list(open_journals(tmp_path / "j")) == [journal.path]
+    later = Host()
+    cleaned = clean_journals(tmp_path / "j", run=later)
+    assert cleaned[0].report.clean and later.calls == [["umount", "/m"], ["wipefs", "-a", "/dev/x"]]
+    assert list(open_journals(tmp_path / "j")) == []
+
+
+def test_cleanup_marks_the_run_interrupted_in_its_store(tmp_path):
+    from backupbench.results.model import RunRecord
+    from backupbench.results.store import Store
+    store = Store(tmp_path / "results.db", alive=lambda owner: True)
+    store.create_run(RunRecord(RUN, "kb2014", "/srv", {}, owner="boot 1 2"))
+    journal = Journal(tmp_path / "journal", RUN, header={"run_id": RUN, "store": str(tmp_path / "results.db")})
+    journal.release()  # the process died
+    cleaned = clean_journals(tmp_path / "journal")
+    assert cleaned[0].marked_interrupted
+    run = Store(tmp_path / "results.db", alive=lambda owner: True).load_run(RUN)
+    assert run.status == "interrupted" and "backupbench cleanup" in run.notes[-1]
