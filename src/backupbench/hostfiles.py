@@ -1,12 +1,89 @@
 """Where the kernel's files are read from: the live system, or a recorded copy under a root.
 
 Every read of /proc, /sys and /dev goes through a HostFiles, so tests hand in
-`HostFiles(root=tmp_path)` with recorded files instead of patching globals.
+`HostFiles(root=tmp_path)` with recorded files instead of patching globals. The files more
+than one stage reads are parsed here, once: the mount table (devices and the monitor) and
+/proc/meminfo (host facts, the monitor, the small-file engine's flush progress).
 """
 
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
+
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+@dataclass(frozen=True, slots=True)
+class MountEntry:
+    """One line of /proc/self/mountinfo."""
+
+    mount_point: str
+    major: int
+    minor: int
+    fs_type: str
+    source: str
+    options: tuple[str, ...] = ()
+
+    @property
+    def major_minor(self) -> str:
+        return f"{self.major}:{self.minor}"
+
+    @property
+    def read_only(self) -> bool:
+        return "ro" in self.options
+
+
+def unescape_mount_field(field: str) -> str:
+    """The kernel writes space, tab, newline and backslash in a mount field as octal (\\040);
+    every other character, 'é' included, stands as itself."""
+    return _OCTAL_ESCAPE.sub(lambda match: chr(int(match.group(1), 8)), field) if "\\" in field else field
+
+
+def parse_mountinfo(text: str) -> list[MountEntry]:
+    """/proc/self/mountinfo -> entries in file order (later entries mount over earlier ones)."""
+    entries: list[MountEntry] = []
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        lf, rf = left.split(), right.split()
+        if len(lf) < 6 or len(rf) < 2:
+            continue
+        major, _, minor = lf[2].partition(":")
+        try:
+            entries.append(MountEntry(unescape_mount_field(lf[4]), int(major), int(minor), rf[0],
+                                      unescape_mount_field(rf[1]), tuple(lf[5].split(","))))
+        except ValueError:
+            continue
+    return entries
+
+
+def find_mount(path: str, entries: list[MountEntry]) -> MountEntry | None:
+    """The mount holding an absolute path: the longest mount point, the last one on ties
+    (the kernel lists the topmost mount last)."""
+    best: MountEntry | None = None
+    for entry in entries:
+        point = entry.mount_point.rstrip("/") or "/"
+        if point == "/" or path == point or path.startswith(point + "/"):
+            if best is None or len(point) >= len(best.mount_point.rstrip("/") or "/"):
+                best = entry
+    return best
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """/proc/meminfo -> {field: value}; the kernel's 'kB' there means KiB."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts:
+            try:
+                values[key.strip()] = int(parts[0])
+            except ValueError:
+                continue
+    return values
 
 
 class HostFiles:
@@ -52,3 +129,14 @@ class HostFiles:
             return os.readlink(self.path(path))
         except OSError:
             return None
+
+    def mounts(self) -> list[MountEntry]:
+        """The mount table as this process sees it; raises OSError when unreadable."""
+        return parse_mountinfo(self.read_text("/proc/self/mountinfo"))
+
+    def meminfo(self) -> dict[str, int]:
+        """/proc/meminfo in KiB; {} when unreadable."""
+        try:
+            return parse_meminfo(self.read_text("/proc/meminfo"))
+        except OSError:
+            return {}

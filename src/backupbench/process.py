@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from backupbench.errors import ProcessError, ToolMissingError
+from backupbench.hostfiles import HostFiles
 
 log = logging.getLogger("backupbench.process")
 
@@ -92,24 +93,29 @@ def project_tool(name: str, env_var: str | None = None, explicit: str | Path | N
 
 # ---- who a process is -----------------------------------------------------------------------
 
+_HOST = HostFiles()
+
+
 def boot_id() -> str:
     """This boot of the machine: process ids repeat across boots, boot ids do not."""
+    return _HOST.read_value("/proc/sys/kernel/random/boot_id") or "unknown-boot"
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat from field 3 on. The command name (field 2) may hold spaces and
+    parentheses: the fields count from its closing parenthesis."""
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        stat = _HOST.read_text(f"/proc/{pid}/stat")
     except OSError:
-        return "unknown-boot"
+        return None
+    return stat[stat.rfind(")") + 2:].split()
 
 
 def start_ticks(pid: int) -> int | None:
     """When the process started (clock ticks after boot); None if there is no such process."""
+    fields = _stat_fields(pid)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: fields count from its end.
-    fields = stat[stat.rfind(")") + 2:].split()
-    try:
-        return int(fields[19])
+        return int(fields[19]) if fields else None
     except (IndexError, ValueError):
         return None
 
@@ -130,11 +136,8 @@ def is_alive(ident: str) -> bool:
 
 
 def _zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2:].startswith("Z")
+    fields = _stat_fields(pid)
+    return not fields or fields[0] == "Z"
 
 
 # ---- dying with backupbench ---------------------------------------------------------------

@@ -22,7 +22,7 @@ from backupbench.engines.s3 import S3Engine
 from backupbench.engines.s3_records import read_records
 from backupbench.errors import EngineError, InputError, RefusedError
 from backupbench.layouts.minio import MinioServer, free_port
-from backupbench.recipe.monitor import MonitorOptions
+from backupbench.monitor.options import MonitorOptions
 from backupbench.runner.pipeline import RunRequest, execute
 from backupbench.runner.s3_workload import S3Workload
 from backupbench.workloads.s3 import S3Options, object_key

@@ -3,7 +3,7 @@ from dataclasses import replace
 from backupbench import units
 from backupbench.devices.eligibility import directory_cautions, directory_refusals
 from backupbench.devices.facts import DirectoryFacts
-from backupbench.devices.mountinfo import mount_of, parse_mountinfo
+from backupbench.hostfiles import find_mount, parse_mountinfo
 
 GOOD = DirectoryFacts(
     path="/srv/repo", exists=True, is_dir=True, writable=True, free_bytes=100 * units.GiB,
@@ -61,7 +61,7 @@ MOUNTINFO = """\
 
 def test_mountinfo_lookup():
     mounts = parse_mountinfo(MOUNTINFO)
-    assert mount_of(__import__("pathlib").Path("/srv/my repo/x"), mounts).major_minor == "7:3"
-    assert mount_of(__import__("pathlib").Path("/srv/my repo/x"), mounts).read_only
-    assert mount_of(__import__("pathlib").Path("/dev/shm"), mounts).fs_type == "tmpfs"
-    assert mount_of(__import__("pathlib").Path("/home/x"), mounts).fs_type == "ext4"
+    assert find_mount("/srv/my repo/x", mounts).major_minor == "7:3"
+    assert find_mount("/srv/my repo/x", mounts).read_only
+    assert find_mount("/dev/shm", mounts).fs_type == "tmpfs"
+    assert find_mount("/home/x", mounts).fs_type == "ext4"

@@ -12,7 +12,7 @@ from backupbench import process
 from backupbench.journal import Journal, JournalBusy, open_journals, read
 from backupbench.layouts.actions import Action, Guard
 from backupbench.process import Result
-from backupbench.runner import artefacts
+from backupbench import artefacts
 from backupbench.runner.cleanup import clean_journals, finish, sweep
 
 RUN = "20261123T000000-ab12cd34"

@@ -8,7 +8,7 @@ from backupbench.errors import InputError, RecipeError, RefusedError
 from backupbench.lab.disks import (DiskSpec, Throttle, check_space, format_bytes_rate, format_disks, parse_disks,
                                    parse_throttle)
 from backupbench.lab.options import LabOptions
-from backupbench.recipe.validate import validate
+from backupbench.schema import validate
 from backupbench.units import GiB, MiB
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 from backupbench.cli.monitor_cmd import monitor_command
 from backupbench.errors import InputError
 from backupbench.monitor import HostFiles, device_stack
-from backupbench.monitor.live import live_view, summary_table
+from backupbench.report.live import live_view, summary_table
 from backupbench.monitor.procfs import CpuTimes, LoadAvg, Memory, Snapshot, parse_diskstats
 from backupbench.monitor.rates import compute_sample
 from backupbench.monitor.summary import SummaryBuilder

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from backupbench.hostfiles import HostFiles, find_mount, parse_mountinfo
 from backupbench.monitor.procfs import (
-    CpuTimes, parse_diskstats, parse_loadavg, parse_meminfo, parse_mountinfo, parse_proc_stat, read_snapshot,
+    CpuTimes, parse_diskstats, parse_loadavg, parse_meminfo, parse_proc_stat, read_snapshot,
 )
-from backupbench.monitor.source import HostFiles
 
 LAB = Path(__file__).parents[1] / "fixtures" / "lab-guest"
 
@@ -94,6 +94,18 @@ def test_mountinfo_with_escaped_space_and_optional_fields():
     entries = parse_mountinfo(text)
     assert [e.mount_point for e in entries] == ["/", "/mnt/back up", "/dev/shm"]
     assert (entries[1].major, entries[1].minor, entries[1].fs_type, entries[1].source) == (7, 3, "ext4", "/dev/loop3")
+
+
+def test_one_mountinfo_parser_keeps_unicode_and_escapes_apart(tmp_path):
+    # The parser devices/ had decoded with unicode_escape: 'déjà' came back as mojibake.
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "mountinfo").write_text(
+        "22 1 254:0 / / rw - ext4 /dev/vda rw\n"
+        "41 22 7:3 / /mnt/déjà\\040vu rw,relatime - xfs /dev/loop3 ro\n"
+        "42 22 7:4 / /mnt/back\\134slash rw - xfs /dev/loop4 rw\n", encoding="utf-8")
+    mounts = HostFiles(tmp_path).mounts()
+    assert [m.mount_point for m in mounts] == ["/", "/mnt/déjà vu", "/mnt/back\\slash"]
+    assert find_mount("/mnt/déjà vu/repo", mounts).major_minor == "7:3"
 
 
 def test_read_snapshot_names_unreadable_files_instead_of_raising(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from backupbench.errors import InputError
 from backupbench.monitor import Sampler, Thresholds
 from backupbench.monitor.csvlog import header
-from backupbench.monitor.source import HostFiles
+from backupbench.hostfiles import HostFiles
 
 LAB = Path(__file__).parents[1] / "fixtures" / "lab-guest"
 MEMINFO = "MemTotal: 2048000 kB\nMemAvailable: 1024000 kB\nSwapTotal: 1024 kB\nSwapFree: 0 kB\n"

@@ -10,7 +10,7 @@ import pytest
 
 from backupbench.errors import InputError
 from backupbench.monitor.procfs import parse_diskstats
-from backupbench.monitor.source import HostFiles
+from backupbench.hostfiles import HostFiles
 from backupbench.monitor.stack import device_stack
 from backupbench.monitor.sysfs import default_devices, resolve_device_name
 

@@ -15,7 +15,9 @@ from click.testing import CliRunner  # noqa: E402
 
 from backupbench.cli.report_cmd import default_file_name, report_command  # noqa: E402
 from backupbench.errors import InputError, NotFoundError  # noqa: E402
+from backupbench.monitor import csvlog  # noqa: E402
 from backupbench.report import charts, html  # noqa: E402
+from backupbench.results.location import monitor_csv_path  # noqa: E402
 from backupbench.results.location import run_folder  # noqa: E402
 from backupbench.results.model import COMPLETE, FAILED, OperationRecord, RunRecord  # noqa: E402
 from backupbench.results.store import Store  # noqa: E402
@@ -227,7 +229,7 @@ def test_recipe_run_groups_speed_by_layout_and_plots_each_member(tmp_path):
                                                                                    ("striped", [201.0])]
     folder = run_folder(tmp_path, run.run_id)
     linear = run.operations[0]
-    series_csv = charts.parse_monitor_csv(charts.monitor_csv_path(folder, linear).read_text())
+    series_csv = csvlog.read_csv(monitor_csv_path(folder, linear).read_text())
     assert series_csv.devices == ("dm-0", "vda", "vdb", "vdc", "vdd")
     assert charts.phase_devices(run, linear, series_csv) == ["vda", "vdb", "vdc", "vdd"]  # members, not dm-0
     assert series_csv.column("vda:wMB/s")[0] == 50.0 and series_csv.column("vdb:wMB/s")[0] == 0.0
@@ -242,23 +244,23 @@ def test_recipe_run_groups_speed_by_layout_and_plots_each_member(tmp_path):
 
 def test_monitor_csv_parsing_and_paths(tmp_path):
     text = monitor_csv(["sdb"], {"sdb": 10.0}, samples=4)
-    parsed = charts.parse_monitor_csv(text)
+    parsed = csvlog.read_csv(text)
     assert parsed.elapsed == (1.0, 2.0, 3.0, 4.0)
     assert parsed.column("%iowait") == (11.0, 12.0, 13.0, 14.0)
     assert parsed.column("sdb:%util")[2] != parsed.column("sdb:%util")[2]  # empty cell -> NaN
-    assert charts.parse_monitor_csv("").elapsed == ()
-    assert charts.timeline_figure("empty", charts.parse_monitor_csv(CSV_HEADER + "\n"), []) is None
+    assert csvlog.read_csv("").elapsed == ()
+    assert charts.timeline_figure("empty", csvlog.read_csv(CSV_HEADER + "\n"), []) is None
     folder = tmp_path / "runs" / "r"
     folder.mkdir(parents=True)
     (tmp_path / "secret.csv").write_text(text)
     escaping = OperationRecord(name="x", pattern="", detail={"monitor_csv": "../../secret.csv"})
-    assert charts.monitor_csv_path(folder, escaping) is None
+    assert monitor_csv_path(folder, escaping) is None
     # A layout measured with several workloads records the path relative to the layout folder.
     (folder / "striped" / "1-kb2014").mkdir(parents=True)
     (folder / "striped" / "1-kb2014" / "active-full.monitor.csv").write_text(text)
     nested = OperationRecord(name="striped/1-kb2014/active-full", pattern="",
                              detail={"layout": "striped/1-kb2014", "monitor_csv": "1-kb2014/active-full.monitor.csv"})
-    assert charts.monitor_csv_path(folder, nested) == (folder / "striped/1-kb2014/active-full.monitor.csv").resolve()
+    assert monitor_csv_path(folder, nested) == (folder / "striped/1-kb2014/active-full.monitor.csv").resolve()
 
 
 def test_missing_run_folder_and_csv_are_said_not_fatal(tmp_path):

@@ -8,9 +8,9 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from backupbench.errors import RecipeError
-from backupbench.recipe.monitor import MonitorOptions
+from backupbench.monitor.options import MonitorOptions
 from backupbench.recipe.suite import SuiteOptions
-from backupbench.recipe.validate import validate
+from backupbench.schema import validate
 from backupbench.runner.s3_workload import S3Workload, key_set
 from backupbench.workloads.s3 import (DEFAULT_OBJECTS, PHASES, S3Options, check_bucket_name, normalise_endpoint,
                                       object_key, run_prefix)

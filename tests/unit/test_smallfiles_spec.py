@@ -5,7 +5,8 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from backupbench.engines.smallfiles import file_paths, folder_paths, pattern_buffer, percentile
+from backupbench.engines.smallfiles import file_paths, folder_paths, pattern_buffer
+from backupbench.stats import nearest_rank as percentile
 from backupbench.engines.smallfiles_workers import chunks
 from backupbench.workloads.smallfiles import (
     PHASES,

@@ -21,7 +21,7 @@ from backupbench.lab.vm import LabVM
 from backupbench.recipe import model
 from backupbench.results.location import results_dir
 from backupbench.results.model import OWNER_ENV, current_owner, new_run_id
-from backupbench.runner import artefacts
+from backupbench import artefacts
 from backupbench.runner.pipeline import journalled
 from backupbench.units import format_duration, parse_duration
 

@@ -14,9 +14,9 @@ from rich.live import Live
 
 from backupbench.errors import InputError
 from backupbench.monitor import sysfs
-from backupbench.monitor.live import live_view, summary_table
+from backupbench.report.live import live_view, summary_table
 from backupbench.monitor.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S, Sampler, check_interval
-from backupbench.monitor.source import HostFiles
+from backupbench.hostfiles import HostFiles
 from backupbench.monitor.stack import device_stack
 from backupbench.monitor.thresholds import Thresholds
 from backupbench.units import parse_duration

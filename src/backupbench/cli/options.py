@@ -10,7 +10,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from backupbench import units
-from backupbench.recipe.validate import validate
+from backupbench.schema import validate
 
 
 def flag_name(field_name: str) -> str:

@@ -12,7 +12,7 @@ from backupbench.cli.progress import QuietReporter, RichReporter
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.s3 import S3Engine
 from backupbench.errors import InputError
-from backupbench.recipe.monitor import MonitorOptions
+from backupbench.monitor.options import MonitorOptions
 from backupbench.recipe.suite import SuiteOptions
 from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir

@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from backupbench import process
-from backupbench.devices.mountinfo import parse_mountinfo
 from backupbench.devices.probe_host import Host, PathInfo
 from backupbench.devices.probe_parse import (
     LsblkDevice, MdArray, Signature, parse_blkid_export, parse_lsblk_json, parse_mdstat,
@@ -215,7 +214,7 @@ def collect_system(*, run: Runner = process.run, host: Host | None = None) -> Sy
     mounts: dict[str, list[str]] = {}
     system: dict[str, list[str]] = {}
     try:
-        mount_list = parse_mountinfo(host.read_text("/proc/self/mountinfo"))
+        mount_list = host.mounts()
     except OSError as exc:
         errors.append(f"cannot read /proc/self/mountinfo: {exc.strerror}")
         mount_list = []

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from backupbench.devices.mountinfo import Mount, mount_of, parse_mountinfo
+from backupbench.hostfiles import HostFiles, MountEntry, find_mount
 
 MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
 _PROBE_BYTES = 4096
@@ -47,10 +47,10 @@ class DirectoryFacts:
         return self.fs_type in MEMORY_FILESYSTEMS
 
 
-def _block_device(mount: Mount, sys_root: Path) -> str | None:
-    link = sys_root / "dev" / "block" / mount.major_minor
-    if link.exists():
-        return link.resolve().name
+def _block_device(mount: MountEntry, host: HostFiles) -> str | None:
+    link = host.path(f"/sys/dev/block/{mount.major_minor}")
+    if os.path.exists(link):
+        return os.path.basename(os.path.realpath(link))
     # btrfs and others report an anonymous device number; the source names the disk.
     if mount.source.startswith("/dev/"):
         return Path(mount.source).resolve().name
@@ -89,13 +89,14 @@ def probe_direct_io(directory: Path, tag: str | None = None) -> tuple[bool, str 
 
 
 def collect_directory(path: Path, *, probe_direct: bool = True, probe_tag: str | None = None,
-                      proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> DirectoryFacts:
+                      host: HostFiles | None = None) -> DirectoryFacts:
+    host = host or HostFiles()
     resolved = path.expanduser().resolve()
     exists = resolved.exists()
     is_dir = resolved.is_dir()
     writable = is_dir and os.access(resolved, os.W_OK | os.X_OK)
     free = total = None
-    mount: Mount | None = None
+    mount: MountEntry | None = None
     mode = owner = None
     if is_dir:
         st = resolved.stat()
@@ -104,7 +105,7 @@ def collect_directory(path: Path, *, probe_direct: bool = True, probe_tag: str |
         # ramfs reports zero blocks: it has no size limit, so free space is unknown, not zero.
         if stats.f_blocks:
             free, total = stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize
-        mount = mount_of(resolved, parse_mountinfo((proc_root / "self" / "mountinfo").read_text()))
+        mount = find_mount(str(resolved), host.mounts())
     direct_io: bool | None = None
     direct_error: str | None = None
     if writable and probe_direct:
@@ -119,27 +120,21 @@ def collect_directory(path: Path, *, probe_direct: bool = True, probe_tag: str |
         fs_type=mount.fs_type if mount else None,
         mount_point=mount.mount_point if mount else None,
         source=mount.source if mount else None,
-        block_device=_block_device(mount, sys_root) if mount else None,
+        block_device=_block_device(mount, host) if mount else None,
         read_only_mount=bool(mount and mount.read_only),
         direct_io=direct_io, direct_io_error=direct_error, mode=mode, owner_uid=owner,
     )
 
 
-def _memory_total_bytes(proc_root: Path) -> int | None:
-    for line in (proc_root / "meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) * 1024
-    return None
-
-
-def collect_host(proc_root: Path = Path("/proc")) -> dict:
+def collect_host(host: HostFiles | None = None) -> dict:
     uname = os.uname()
+    memory_kib = (host or HostFiles()).meminfo().get("MemTotal")
     return {
         "hostname": uname.nodename,
         "kernel": uname.release,
         "machine": uname.machine,
         "os": platform.platform(),
         "cpus": os.cpu_count(),
-        "memory_bytes": _memory_total_bytes(proc_root),
+        "memory_bytes": memory_kib * 1024 if memory_kib is not None else None,
         "python": platform.python_version(),
     }

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from backupbench.stats import nearest_rank
 from backupbench.errors import EngineError
 
 COLUMNS = ("op", "key", "worker", "start_ns", "first_byte_ns", "end_ns", "bytes", "status", "error")
@@ -86,14 +87,6 @@ def format_records(records: Iterable[OpRecord]) -> str:
     return out.getvalue()
 
 
-def percentile(sorted_values: list[int], p: float) -> float:
-    """Nearest-rank percentile of an ascending list; 0.0 for an empty list."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, -(-len(sorted_values) * p // 100))
-    return float(sorted_values[int(rank) - 1])
-
-
 def errors_by_kind(records: Iterable[OpRecord]) -> dict[str, int]:
     counts = Counter(r.error for r in records if r.error)
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
@@ -113,11 +106,11 @@ def phase_figures(records: list[OpRecord], op: str) -> dict[str, float]:
     }
     latencies = sorted(r.end_ns - r.start_ns for r in ok)
     for p in (50, 90, 99):
-        figures[f"lat_p{p}_ns"] = percentile(latencies, p)
+        figures[f"lat_p{p}_ns"] = nearest_rank(latencies, p)
     if op == "get":
         ttfb = sorted(r.first_byte_ns - r.start_ns for r in ok if r.first_byte_ns >= 0)
-        figures["ttfb_p50_ns"] = percentile(ttfb, 50)
-        figures["ttfb_p99_ns"] = percentile(ttfb, 99)
+        figures["ttfb_p50_ns"] = nearest_rank(ttfb, 50)
+        figures["ttfb_p99_ns"] = nearest_rank(ttfb, 99)
     return figures
 
 

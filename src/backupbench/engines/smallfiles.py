@@ -46,7 +46,9 @@ from pathlib import Path
 from typing import Callable
 
 from backupbench import units
+from backupbench.hostfiles import HostFiles
 from backupbench.engines.smallfiles_workers import Pool, Shared, Task, WorkerReport
+from backupbench.stats import nearest_rank
 from backupbench.errors import EngineError, InputError, Interrupted, RefusedError
 from backupbench.workloads.smallfiles import (
     CREATE_PHASE,
@@ -112,14 +114,6 @@ def folder_paths(spec: SmallFilesSpec) -> list[bytes]:
 
 def pattern_buffer(pattern: int, size: int) -> bytes:
     return bytes([pattern]) * size
-
-
-def percentile(sorted_values: list[int], p: float) -> float:
-    """Nearest-rank percentile of an ascending list; 0.0 for an empty list."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, -(-len(sorted_values) * p // 100))
-    return float(sorted_values[int(rank) - 1])
 
 
 class _PhaseFailed(Exception):
@@ -331,16 +325,9 @@ def _syncfs(root: Path) -> None:
 
 
 def _dirty_mib() -> float:
-    """Dirty and under-writeback page cache, machine-wide (/proc/meminfo, in kB)."""
-    total_kb = 0
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith(("Dirty:", "Writeback:")):
-                    total_kb += int(line.split()[1])
-    except OSError:
-        return 0.0
-    return total_kb / 1024
+    """Dirty and under-writeback page cache, machine-wide."""
+    meminfo = HostFiles().meminfo()
+    return (meminfo.get("Dirty", 0) + meminfo.get("Writeback", 0)) / 1024
 
 
 def _make_folders(root: Path, spec: SmallFilesSpec, phase: str) -> None:
@@ -364,7 +351,7 @@ def _result(name: str, spec: SmallFilesSpec, task: Task, shared: Shared, pool: P
     return PhaseResult(
         name=name, seconds=seconds, files=files, bytes=n_bytes,
         files_per_s=files / seconds, mib_per_s=n_bytes / seconds / units.MiB,
-        latency_p50_ns=percentile(latencies, 50), latency_p99_ns=percentile(latencies, 99),
+        latency_p50_ns=nearest_rank(latencies, 50), latency_p99_ns=nearest_rank(latencies, 99),
         mismatches=sum(r.mismatches for r in reports) if task.kind == "verify" else None,
         complete=complete, flush=spec.flush, sync_seconds=sync_ns / 1e9,
     )

@@ -11,7 +11,7 @@ from backupbench import units
 from backupbench.errors import InputError
 from backupbench.lab.disks import DiskSpec, Throttle, parse_disks, parse_throttle
 from backupbench.lab.vm import DEFAULT_WORK_PARENT
-from backupbench.recipe.types import Size
+from backupbench.schema import Size
 
 DEFAULT_DISK_RATE = "50MiB/s"
 

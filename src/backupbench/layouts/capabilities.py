@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
-
+from backupbench.hostfiles import HostFiles
 from backupbench.layouts.actions import Requirement
 
 # kernel feature -> (/proc/misc or /proc/filesystems evidence, module names that provide it)
@@ -29,34 +28,36 @@ class HostCapabilities:
     tools: frozenset[str]
 
 
-def _module_files(modules_dir: Path) -> set[str]:
+def _module_files(host: HostFiles, release: str) -> set[str]:
     names: set[str] = set()
-    if modules_dir.is_dir():
-        for _, _, files in os.walk(modules_dir):
-            for file in files:
-                if ".ko" in file:
-                    names.add(file.split(".ko")[0].replace("-", "_"))
+    modules_dir = host.path(f"/lib/modules/{release}")
+    for _, _, files in os.walk(modules_dir):
+        for file in files:
+            if ".ko" in file:
+                names.add(file.split(".ko")[0].replace("-", "_"))
     return names
 
 
-def collect(proc: Path = Path("/proc"), sys_root: Path = Path("/sys"), modules_root: Path = Path("/lib/modules"),
-            which=shutil.which, tools: tuple[str, ...] = ()) -> HostCapabilities:
-    def read(path: Path) -> str:
+def collect(host: HostFiles | None = None, which=shutil.which, tools: tuple[str, ...] = (),
+            release: str | None = None) -> HostCapabilities:
+    host = host or HostFiles()
+
+    def read(path: str) -> str:
         try:
-            return path.read_text()
+            return host.read_text(path)
         except OSError:
             return ""
 
-    misc, filesystems = read(proc / "misc"), read(proc / "filesystems")
-    loaded = {p.name for p in (sys_root / "module").iterdir()} if (sys_root / "module").is_dir() else set()
-    available = loaded | _module_files(modules_root / os.uname().release)
+    misc, filesystems = read("/proc/misc"), read("/proc/filesystems")
+    loaded = set(host.listdir("/sys/module"))
+    available = loaded | _module_files(host, release or os.uname().release)
     kernel = set()
     for feature, modules in _MODULES.items():
         if any(m.replace("-", "_") in available for m in modules):
             kernel.add(feature)
     if "device-mapper" in misc:
         kernel.add("dm")
-    if (proc / "mdstat").exists():
+    if host.exists("/proc/mdstat"):
         kernel.add("md")
     for fs in ("xfs", "ext4", "btrfs"):
         if any(line.split()[-1] == fs for line in filesystems.splitlines() if line.split()):

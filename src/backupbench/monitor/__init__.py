@@ -7,17 +7,15 @@ under the target, computed exactly as `iostat -x -m` and `sar` compute them.
         ...   # the workload
     summary = s.summary            # avg / p95 / max per figure, warnings, to_figures()
 
-Modules: source (HostFiles: where /proc and /sys are read), procfs (pure parsers),
+Modules: procfs (pure parsers; /proc and /sys are read through hostfiles.HostFiles),
 rates (counters -> rates, the one place), sysfs and stack (device tree), metrics (the
 figure table), summary, thresholds, csvlog, sampler, live (rich rendering; imports rich).
 """
 
-from backupbench.monitor.procfs import (
-    parse_diskstats, parse_loadavg, parse_meminfo, parse_mountinfo, parse_proc_stat,
-)
+from backupbench.hostfiles import HostFiles
+from backupbench.monitor.procfs import parse_diskstats, parse_loadavg, parse_meminfo, parse_proc_stat
 from backupbench.monitor.rates import DiskRates, Sample, compute_sample, counter_delta, disk_rates
 from backupbench.monitor.sampler import Sampler
-from backupbench.monitor.source import HostFiles
 from backupbench.monitor.stack import DeviceStack, device_stack
 from backupbench.monitor.summary import FigureStats, MonitorSummary
 from backupbench.monitor.sysfs import resolve_device_name
@@ -26,6 +24,6 @@ from backupbench.monitor.thresholds import Thresholds
 __all__ = [
     "Sampler", "device_stack", "DeviceStack", "Thresholds", "MonitorSummary", "FigureStats",
     "HostFiles", "Sample", "DiskRates", "compute_sample", "counter_delta", "disk_rates",
-    "parse_diskstats", "parse_proc_stat", "parse_meminfo", "parse_loadavg", "parse_mountinfo",
+    "parse_diskstats", "parse_proc_stat", "parse_meminfo", "parse_loadavg",
     "resolve_device_name",
 ]

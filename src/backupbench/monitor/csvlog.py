@@ -4,6 +4,8 @@
     swap_used_MiB,ldavg-1,ldavg-5,ldavg-15, then per device
     <dev>:r/s,<dev>:w/s,<dev>:rMB/s,<dev>:wMB/s,<dev>:r_await,<dev>:w_await,<dev>:aqu-sz,<dev>:%util
 
+`read_csv` reads it back (the report draws from it).
+
 timestamp is local time with its UTC offset (ISO 8601, ms) at the end of the interval;
 elapsed_s is seconds from the priming snapshot to that end. An empty cell means no value
 for that interval (device absent or reset, file unreadable). Each row is flushed as it is
@@ -13,6 +15,9 @@ written, so an interrupted run keeps every finished interval.
 from __future__ import annotations
 
 import csv
+import io
+import math
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Sequence
@@ -69,3 +74,45 @@ class CsvLog:
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
+
+
+@dataclass(frozen=True)
+class MonitorSeries:
+    """One phase's monitor CSV: elapsed seconds and every column as floats (NaN = no value)."""
+
+    elapsed: tuple[float, ...]
+    columns: dict[str, tuple[float, ...]]
+    devices: tuple[str, ...]
+
+    def column(self, name: str) -> tuple[float, ...] | None:
+        return self.columns.get(name)
+
+
+def _float(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
+
+
+def read_csv(text: str) -> MonitorSeries:
+    """Columns as `CsvLog` writes them; unknown columns are kept, bad cells are NaN."""
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, [])
+    rows = [row for row in reader if row]
+    columns: dict[str, tuple[float, ...]] = {}
+    for index, name in enumerate(header):
+        if name == "timestamp":
+            continue
+        columns[name] = tuple(_float(row[index]) if index < len(row) else math.nan for row in rows)
+    devices: list[str] = []
+    for name in header:
+        if ":" in name:
+            device = name.rsplit(":", 1)[0]
+            devices += [device] if device not in devices else []
+    return MonitorSeries(columns.pop("elapsed_s", ()), columns, tuple(devices))
+
+
+def load(path: Path) -> MonitorSeries:
+    """A phase's monitor CSV from its file (undecodable bytes replaced)."""
+    return read_csv(Path(path).read_text(encoding="utf-8", errors="replace"))

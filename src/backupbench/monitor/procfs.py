@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from backupbench.monitor.source import HostFiles
+from backupbench import hostfiles
+from backupbench.hostfiles import HostFiles
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,17 +95,6 @@ class LoadAvg:
     load15: float
 
 
-@dataclass(frozen=True, slots=True)
-class MountEntry:
-    """One line of /proc/self/mountinfo."""
-
-    mount_point: str
-    major: int
-    minor: int
-    fs_type: str
-    source: str
-
-
 def parse_diskstats(text: str) -> dict[str, DiskCounters]:
     """/proc/diskstats -> {name: counters}. Short (pre-2.6.25 partition) or bad lines are skipped."""
     disks: dict[str, DiskCounters] = {}
@@ -131,15 +121,7 @@ def parse_proc_stat(text: str) -> CpuTimes:
 
 def parse_meminfo(text: str) -> Memory:
     """/proc/meminfo -> Memory. Without MemAvailable (kernels < 3.14) uses MemFree+Buffers+Cached."""
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        parts = rest.split()
-        if parts:
-            try:
-                values[key.strip()] = int(parts[0])
-            except ValueError:
-                continue
+    values = hostfiles.parse_meminfo(text)
     if "MemTotal" not in values:
         raise ValueError("no MemTotal in /proc/meminfo")
     available = values.get("MemAvailable")
@@ -154,39 +136,6 @@ def parse_loadavg(text: str) -> LoadAvg:
     if len(parts) < 3:
         raise ValueError(f"unexpected /proc/loadavg: {text!r}")
     return LoadAvg(float(parts[0]), float(parts[1]), float(parts[2]))
-
-
-def _unescape(value: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as octal (\\040)."""
-    if "\\" not in value:
-        return value
-    out, i = [], 0
-    while i < len(value):
-        if value[i] == "\\" and i + 3 < len(value) and value[i + 1:i + 4].isdigit():
-            out.append(chr(int(value[i + 1:i + 4], 8)))
-            i += 4
-        else:
-            out.append(value[i])
-            i += 1
-    return "".join(out)
-
-
-def parse_mountinfo(text: str) -> list[MountEntry]:
-    """/proc/self/mountinfo -> entries in file order (later entries mount over earlier ones)."""
-    entries: list[MountEntry] = []
-    for line in text.splitlines():
-        left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
-        lf, rf = left.split(), right.split()
-        if len(lf) < 5 or len(rf) < 2:
-            continue
-        major, _, minor = lf[2].partition(":")
-        try:
-            entries.append(MountEntry(_unescape(lf[4]), int(major), int(minor), rf[0], _unescape(rf[1])))
-        except ValueError:
-            continue
-    return entries
 
 
 @dataclass(frozen=True)

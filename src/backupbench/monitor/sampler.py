@@ -25,7 +25,7 @@ from backupbench.monitor import sysfs
 from backupbench.monitor.csvlog import CsvLog
 from backupbench.monitor.procfs import Snapshot, read_snapshot
 from backupbench.monitor.rates import Sample, compute_sample
-from backupbench.monitor.source import HostFiles
+from backupbench.hostfiles import HostFiles
 from backupbench.monitor.summary import MonitorSummary, SummaryBuilder
 from backupbench.monitor.thresholds import Thresholds
 

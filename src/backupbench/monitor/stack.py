@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 from backupbench.errors import InputError
 from backupbench.monitor import sysfs
-from backupbench.monitor.procfs import MountEntry, parse_mountinfo
-from backupbench.monitor.source import HostFiles
+from backupbench.hostfiles import HostFiles, MountEntry, find_mount
 
 
 @dataclass(frozen=True)
@@ -61,17 +60,6 @@ class DeviceStack:
         if self.members != (self.top,):
             text += "; members " + ", ".join(named(n) for n in self.members)
         return text
-
-
-def find_mount(path: str, entries: list[MountEntry]) -> MountEntry | None:
-    """The mount holding an absolute path: the longest mount point, the last one on ties."""
-    best: MountEntry | None = None
-    for entry in entries:
-        mp = entry.mount_point
-        if mp == "/" or path == mp or path.startswith(mp.rstrip("/") + "/"):
-            if best is None or len(mp) >= len(best.mount_point):
-                best = entry
-    return best
 
 
 def _device_of_mount(mount: MountEntry, host: HostFiles) -> str | None:
@@ -121,7 +109,7 @@ def device_stack(path: str | os.PathLike[str], host: HostFiles | None = None) ->
     host = host or HostFiles()
     real = os.path.realpath(os.path.abspath(os.fspath(path)))
     try:
-        entries = parse_mountinfo(host.read_text("/proc/self/mountinfo"))
+        entries = host.mounts()
     except OSError as exc:
         return DeviceStack(real, reason=f"cannot read the mount table: {exc}")
     mount = find_mount(real, entries)

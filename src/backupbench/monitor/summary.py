@@ -4,7 +4,7 @@ Averages are over time (each sample weighted by its interval), so they equal the
 total over the period divided by its length, except r_await / w_await, which are
 averaged per I/O (weighted by the reads or writes of each interval, i.e. total ticks /
 total I/Os) so that idle seconds do not dilute the latency. p95 and max are over the
-per-interval values; for r_await / w_await only intervals that had such I/O count.
+per-interval values (nearest rank, as every percentile here: stats.py); for r_await / w_await only intervals that had such I/O count.
 A device that did no reads has r_await 0 with count 0, as iostat prints 0.00.
 """
 
@@ -16,20 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from backupbench.stats import nearest_rank
 from backupbench.monitor.metrics import DISK_METRICS, HOST_METRICS, UNITS, disk_key
 from backupbench.monitor.rates import Sample
 from backupbench.monitor.thresholds import Thresholds
-
-
-def percentile(values: Sequence[float], pct: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default); values need not be sorted."""
-    if not values:
-        raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * pct / 100.0
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 @dataclass(frozen=True)
@@ -93,7 +83,7 @@ class _Series:
         if not self.values:
             return FigureStats(0.0, 0.0, 0.0, unit, 0)
         avg = self.weighted_sum / self.weight if self.weight > 0 else sum(self.values) / len(self.values)
-        return FigureStats(avg, percentile(self.values, 95), max(self.values), unit, len(self.values))
+        return FigureStats(avg, nearest_rank(sorted(self.values), 95), max(self.values), unit, len(self.values))
 
 
 class _Crossing:

@@ -10,7 +10,7 @@ import os
 import stat
 
 from backupbench.errors import InputError
-from backupbench.monitor.source import HostFiles
+from backupbench.hostfiles import HostFiles
 
 
 def _dir(name: str) -> str:

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from backupbench.recipe.types import DevicePath, DirectoryPath, Size
+from backupbench.schema import DevicePath, DirectoryPath, Size
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,23}$"
 BTRFS_PROFILES = Literal["single", "dup", "raid0", "raid1", "raid1c3", "raid1c4", "raid10", "raid5", "raid6"]

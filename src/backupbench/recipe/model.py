@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from backupbench.recipe import reader
 from backupbench.recipe.layouts import Layout
-from backupbench.recipe.monitor import MonitorOptions
+from backupbench.monitor.options import MonitorOptions
 from backupbench.recipe.suite import SuiteOptions
-from backupbench.recipe.types import DevicePath
-from backupbench.recipe.validate import shown, validate
+from backupbench.schema import DevicePath
+from backupbench.schema import shown, validate
 from backupbench.workloads.s3 import S3Options, normalise_endpoint
 from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec, with_preset
 

@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from backupbench import units
-from backupbench.recipe.types import Duration, Size, comma_list, no_repeats
-from backupbench.recipe.validate import validate
+from backupbench.schema import Duration, Size, comma_list, no_repeats
+from backupbench.schema import validate
 from backupbench.workloads.kb2014 import OPERATION_NAMES
 
 OperationName = Literal[OPERATION_NAMES]  # type: ignore[valid-type]

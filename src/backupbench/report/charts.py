@@ -18,12 +18,9 @@ Charts:
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import math
 import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator, Sequence
 
 import matplotlib
@@ -32,6 +29,7 @@ from matplotlib.figure import Figure
 
 from backupbench import units
 from backupbench.analysis.compare import layout_matrix
+from backupbench.monitor.csvlog import MonitorSeries
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
 # Okabe-Ito: tells colours apart for colour-blind readers and stays distinct in greyscale print.
@@ -265,62 +263,6 @@ def comparison_figure(runs: Sequence[RunRecord]) -> Figure | None:
 
 # ---------------------------------------------------------------------------------------------
 # Monitor timelines
-
-
-@dataclass(frozen=True)
-class MonitorSeries:
-    """One phase's monitor CSV: elapsed seconds and every column as floats (NaN = no value)."""
-
-    elapsed: tuple[float, ...]
-    columns: dict[str, tuple[float, ...]]
-    devices: tuple[str, ...]
-
-    def column(self, name: str) -> tuple[float, ...] | None:
-        return self.columns.get(name)
-
-
-def _float(cell: str) -> float:
-    try:
-        return float(cell)
-    except ValueError:
-        return math.nan
-
-
-def parse_monitor_csv(text: str) -> MonitorSeries:
-    """Columns as written by monitor/csvlog.py; unknown columns are kept, bad cells are NaN."""
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, [])
-    rows = [row for row in reader if row]
-    columns: dict[str, tuple[float, ...]] = {}
-    for index, name in enumerate(header):
-        if name == "timestamp":
-            continue
-        columns[name] = tuple(_float(row[index]) if index < len(row) else math.nan for row in rows)
-    devices: list[str] = []
-    for name in header:
-        if ":" in name:
-            device = name.rsplit(":", 1)[0]
-            devices += [device] if device not in devices else []
-    return MonitorSeries(columns.pop("elapsed_s", ()), columns, tuple(devices))
-
-
-def monitor_csv_path(run_folder: Path, op: OperationRecord) -> Path | None:
-    """The phase's monitor CSV inside the run folder, or None. Recorded relative to the run
-    folder, or (layouts measured with several workloads) to the layout's folder."""
-    recorded = op.detail.get("monitor_csv")
-    if not recorded:
-        return None
-    candidates = [run_folder / recorded]
-    layout = op.detail.get("layout")
-    if layout:
-        candidates.append(run_folder / Path(layout).parent / recorded)
-        candidates.append(run_folder / layout / Path(recorded).name)
-    root = run_folder.resolve()
-    for path in candidates:
-        resolved = path.resolve()
-        if resolved.is_relative_to(root) and resolved.is_file():
-            return resolved
-    return None
 
 
 def phase_devices(run: RunRecord, op: OperationRecord, series: MonitorSeries) -> list[str]:

@@ -21,7 +21,8 @@ from backupbench.analysis.compare import first_write_penalty, layout_matrix, slo
 from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effective_speeds, restore_range
 from backupbench.report import charts
 from backupbench.report.terminal import MONITOR_COLUMNS, layout_cells, table_specs, target_text
-from backupbench.results.location import run_folder
+from backupbench.monitor import csvlog
+from backupbench.results.location import monitor_csv_path, run_folder
 from backupbench.results.model import COMPLETE, RunRecord
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -263,12 +264,12 @@ def timelines_html(run: RunRecord, folder: Path) -> str:
     for index, op in enumerate(run.operations):
         if not op.detail.get("monitor_csv"):
             continue
-        path = charts.monitor_csv_path(folder, op)
+        path = monitor_csv_path(folder, op)
         if path is None:
             parts.append(f"<p>{_e(op.name)}: monitor CSV {_e(op.detail['monitor_csv'])} not found in the run folder.</p>\n")
             continue
         try:
-            series = charts.parse_monitor_csv(path.read_text(encoding="utf-8", errors="replace"))
+            series = csvlog.load(path)
         except OSError as exc:
             parts.append(f"<p>{_e(op.name)}: cannot read {_e(path.name)}: {_e(exc.strerror or exc)}</p>\n")
             continue

@@ -24,7 +24,7 @@ from backupbench.plan import Plan
 from backupbench.results.model import RunRecord
 from backupbench.runner import registry
 from backupbench.runner.phases import Reporter
-from backupbench.runner import artefacts
+from backupbench import artefacts
 from backupbench.runner.pipeline import RunSession, journalled, open_journal
 from backupbench.runner.workload import Workload
 

@@ -17,7 +17,7 @@ from backupbench.journal import Journal, JournalBusy, open_journals, read
 from backupbench.layouts.actions import Action
 from backupbench.layouts.executor import Runner, undo_actions
 from backupbench.results.store import Store
-from backupbench.runner import artefacts
+from backupbench import artefacts
 
 log = logging.getLogger("backupbench.cleanup")
 

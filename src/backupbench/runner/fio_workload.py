@@ -15,7 +15,7 @@ from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob, command
 from backupbench.engines.fio_json import FioSummary
 from backupbench.paths import Syntax, for_program
-from backupbench.runner import artefacts
+from backupbench import artefacts
 from backupbench.runner.workload import PhaseHooks
 
 TAG = "backupbench"

@@ -25,12 +25,12 @@ from backupbench.errors import BackupbenchError, Interrupted, RefusedError
 from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
 from backupbench.monitor import Thresholds, device_stack
-from backupbench.recipe.monitor import MonitorOptions
+from backupbench.monitor.options import MonitorOptions
 from backupbench.results.location import run_folder
 from backupbench.results.model import (COMPLETE, FAILED, INTERRUPTED, VOID, OperationRecord, RunRecord,
                                        current_owner, new_run_id, now_iso)
 from backupbench.results.store import Store
-from backupbench.runner import artefacts
+from backupbench import artefacts
 from backupbench.runner.cleanup import SweepReport, finish, sweep
 from backupbench.runner.phases import MonitorPlan, PhaseRecorder, Reporter
 from backupbench.runner.workload import Workload

@@ -14,7 +14,7 @@ from typing import Mapping
 from backupbench.engines.s3 import S3Engine, S3Target
 from backupbench.engines.s3_credentials import resolve
 from backupbench.errors import BackupbenchError, EngineError
-from backupbench.runner.artefacts import FAILED, GONE, NOT_OURS, REMOVED, Artefact, Outcome
+from backupbench.artefacts import FAILED, GONE, NOT_OURS, REMOVED, Artefact, Outcome
 
 
 def _where(target: S3Target, profile: str | None, source: str, layout: str) -> Artefact:

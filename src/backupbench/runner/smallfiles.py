@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from backupbench.engines.smallfiles import FOLDER_PREFIX, PhaseResult, SmallFilesEngine
-from backupbench.runner import artefacts
+from backupbench import artefacts
 from backupbench.runner.workload import PhaseHooks
 from backupbench.workloads.smallfiles import SmallFilesSpec, bytes_needed
 

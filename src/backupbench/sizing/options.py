@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 from backupbench import units
 from backupbench.errors import InputError
-from backupbench.recipe.types import Duration, Size, comma_list
+from backupbench.schema import Duration, Size, comma_list
 import backupbench.sizing.capacity as cap
 from backupbench.sizing.percent import parse_percent, percent_of
 

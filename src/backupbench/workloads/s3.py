@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from backupbench import units
-from backupbench.recipe.types import Duration, Size, comma_list
+from backupbench.schema import Duration, Size, comma_list
 
 Phase = Literal["put", "get", "delete"]
 PHASES: tuple[str, ...] = ("put", "get", "delete")

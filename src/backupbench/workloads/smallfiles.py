@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from backupbench import units
-from backupbench.recipe.types import Size, comma_list
+from backupbench.schema import Size, comma_list
 
 Flush = Literal["none", "fsync", "sync-end"]
 FLUSH_POLICIES: tuple[str, ...] = ("none", "fsync", "sync-end")

@@ -1,5 +1,7 @@
 """What a run creates outside its results folder, as journal entries, and how each is removed.
 
+The kinds every run may create live here; a workload adds its own (S3: workloads/s3.py).
+
 Every artefact names the run it belongs to, and removal checks that first: a file, folder
 or tree is removed only if its own name carries the run id (so a journal can never make
 backupbench remove something else), never through a symlink; a folder only when empty; a
@@ -146,15 +148,11 @@ def _stop_process(artefact: Artefact) -> Outcome:
 Remover = Callable[[Artefact], Outcome]
 
 
-def removers(environ: Mapping[str, str] | None = None, home: Path | None = None) -> dict[str, Remover]:
-    """Kind -> remover. S3 ones take credentials from `environ` / the AWS files under `home`."""
-    from backupbench.runner import s3_artefacts  # the S3 engine only when an S3 entry is met
-
-    return {
-        "file": _remove_file, "tree": _remove_tree, "folder": _remove_folder, "process": _stop_process,
-        "s3-objects": lambda a: s3_artefacts.remove_objects(a, environ, home),
-        "s3-bucket": lambda a: s3_artefacts.remove_bucket(a, environ, home),
-    }
+def removers(extra: Mapping[str, Remover] | None = None) -> dict[str, Remover]:
+    """Kind -> remover: the kinds every run may create, and `extra` ones a workload defines
+    (S3 objects and buckets: workloads/s3.py)."""
+    return {"file": _remove_file, "tree": _remove_tree, "folder": _remove_folder, "process": _stop_process,
+            **(extra or {})}
 
 
 def remove(artefact: Artefact, table: dict[str, Remover]) -> Outcome:

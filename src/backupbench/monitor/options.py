@@ -1,10 +1,11 @@
-"""Options of the monitor that samples the host during every measured phase."""
+"""Options of the monitor that samples the host during every measured phase (flags of
+`backupbench run`, keys of a recipe's [monitor] table)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from backupbench.recipe.types import Duration
+from backupbench.schema import Duration
 
 
 class MonitorOptions(BaseModel):

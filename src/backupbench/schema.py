@@ -1,0 +1,123 @@
+"""Option and recipe field types, and how a validation error becomes one line.
+
+Neutral ground for every schema: the recipe, the workloads' and layouts' options, the
+monitor's, the lab's and the sizing calculators' all use these, so none of them has to
+import another's package.
+
+Every size is at most MAX_SIZE (a signed 64-bit byte count: what fio, LVM, mkfs and SQLite
+can hold), every duration finite and at most MAX_DURATION_S; fields narrow these further
+to what their tool takes. `validate()` turns pydantic's errors into a RecipeError that names
+the key (or flag) as the user wrote it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Callable, TypeVar
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, PlainSerializer, ValidationError
+
+from backupbench import units
+from backupbench.errors import RecipeError
+from backupbench.paths import PathRefused, Syntax, for_program
+
+MAX_SIZE = 2**63 - 1
+# A year: longer than any benchmark phase or watch anybody means.
+MAX_DURATION_S = 365 * 86_400.0
+
+
+def _bounded_size(value: int) -> int:
+    if value > MAX_SIZE:
+        raise ValueError(f"{value:,} bytes is more than any tool takes (at most 8 EiB)")
+    return value
+
+
+def _finite_duration(value: float) -> float:
+    if not math.isfinite(value) or value > MAX_DURATION_S:
+        raise ValueError("a duration of more than a year is not a benchmark (at most 365d)")
+    return value
+
+
+def _absolute(example: str):
+    def check(value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError(f"must be an absolute path such as {example}, not {value!r}")
+        try:
+            return for_program(value, Syntax.ARGV)
+        except PathRefused as exc:
+            raise ValueError(exc.message) from None
+    return check
+
+
+Size = Annotated[int, BeforeValidator(units.parse_size), AfterValidator(_bounded_size), PlainSerializer(int)]
+Duration = Annotated[float, BeforeValidator(units.parse_duration), AfterValidator(_finite_duration)]
+DevicePath = Annotated[str, AfterValidator(_absolute("/dev/vdb"))]
+DirectoryPath = Annotated[str, AfterValidator(_absolute("/srv/backups"))]
+
+
+def comma_list(value: object) -> object:
+    """'a,b' on a command line and ['a', 'b'] in TOML mean the same list."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+def no_repeats(values: tuple) -> tuple:
+    """A list option that names an entry twice is a typo, not a request to do it twice."""
+    repeated = sorted({str(v) for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} is listed twice")
+    return values
+
+
+Model = TypeVar("Model", bound=BaseModel)
+# A value echoed in a message is cut to this many characters: the line stays one line.
+SHOWN_VALUE_CHARS = 60
+
+
+def shown(value: Any) -> str:
+    """repr() of a value, cut short, never recursing into a deep structure."""
+    if isinstance(value, (list, tuple, dict)):
+        return f"a {'table' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
+    text = repr(value)
+    if len(text) <= SHOWN_VALUE_CHARS:
+        return text
+    if isinstance(value, str):  # keep the closing quote: the cut is inside the string
+        return text[:SHOWN_VALUE_CHARS - 4] + "..." + text[0]
+    return text[:SHOWN_VALUE_CHARS - 3] + "..."
+
+
+def describe(error: dict[str, Any]) -> str:
+    kind = error.get("type")
+    # pydantic prefixes errors raised in our validators with "Value error, ".
+    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    ctx = error.get("ctx") or {}
+    if kind == "literal_error" and "expected" in ctx:
+        message = f"must be one of {ctx['expected']}"
+    elif kind == "extra_forbidden":
+        message = "is not a known key"
+    elif kind == "union_tag_invalid":
+        message = f"kind {shown(ctx.get('tag'))} is not one of {ctx.get('expected_tags')}"
+    elif kind == "union_tag_not_found":
+        message = "needs a kind"
+    elif kind in ("model_type", "dict_type", "model_attributes_type"):
+        message = "must be a table, e.g. { type = \"xfs\" }"
+    value = error.get("input")
+    if kind not in ("missing", "extra_forbidden") and value is not None and not isinstance(value, dict) and shown(value) not in message:
+        message += f" (got {shown(value)})"
+    return message
+
+
+def validate(model: type[Model], data: Any, key_name: Callable[[tuple], str],
+             suggest: Callable[[dict[str, Any]], str] = lambda error: "", source: str = "",
+             fix: str | None = None) -> Model:
+    """Validate `data`; on failure raise RecipeError naming the key as the user wrote it."""
+    try:
+        return model.model_validate(data)
+    except RecursionError:
+        raise RecipeError(f"{source + ': ' if source else ''}values are nested too deeply", fix) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = key_name(tuple(first.get("loc", ())))
+        prefix = f"{source}: " if source else ""
+        raise RecipeError(f"{prefix}{where}: {describe(first)}{suggest(first)}", fix) from exc
