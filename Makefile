@@ -32,6 +32,7 @@ bench-all: deps
 	$(BIN)/python bench/smallfiles.py
 	$(BIN)/python bench/s3.py
 	$(BIN)/python bench/lab.py
+	$(BIN)/python bench/signal_trials.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .tools

@@ -4,12 +4,22 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# Tests that use these fixtures make loop devices or mounts: they need root and are marked
+# `root` (pytest -m "not root" leaves them out). Lab tests are marked `vm` in their modules.
+ROOT_FIXTURES = frozenset({"loop_device", "mount_point", "scratch", "mounted"})
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if ROOT_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.root)
 
 
 @pytest.fixture
@@ -70,3 +80,69 @@ def mount_point(tmp_path: Path):
     yield mount
     for target in reversed(mounted):
         subprocess.run(["umount", "-l", str(target)], capture_output=True)
+
+
+@dataclass
+class Loop:
+    device: str  # /dev/loopN
+    backing: Path
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.device)
+
+
+@dataclass
+class LoopDevices:
+    """Loop devices on files the test made, and only those. Each one is checked to be backed
+    by the test's own file before the test gets it; all are detached after the test, also
+    when it fails (mounts on them under the test's folder are undone first)."""
+
+    folder: Path
+    made: list[Loop] = field(default_factory=list)
+
+    def __call__(self, name: str = "disk", size: int = 128 * 2**20, *, read_only: bool = False,
+                 prepare_file: Callable[[Path], None] | None = None) -> Loop:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        backing = self.folder / f"{name}.img"
+        with open(backing, "wb") as handle:
+            handle.truncate(size)
+        if prepare_file:
+            prepare_file(backing)
+        argv = ["losetup", "--find", "--show", *(["--read-only"] if read_only else []), str(backing)]
+        for _ in range(5):  # another process may take the free device between find and attach
+            done = subprocess.run(argv, capture_output=True, text=True)
+            if done.returncode == 0:
+                break
+        else:
+            pytest.fail(f"losetup failed: {done.stderr}")
+        loop = Loop(done.stdout.strip(), backing)
+        self.made.append(loop)
+        # Never touch a device the test did not make: it must be backed by the test's own file.
+        recorded = Path(f"/sys/class/block/{loop.name}/loop/backing_file").read_text().strip()
+        assert recorded == str(backing), f"{loop.device} is backed by {recorded}, not by this test's file"
+        return loop
+
+    def detach_all(self, mounts_under: Path) -> list[str]:
+        problems = []
+        targets = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout.split()
+        for target in reversed(targets):
+            if target.startswith(str(mounts_under)):
+                subprocess.run(["umount", "-l", target], capture_output=True)
+        for loop in reversed(self.made):
+            done = subprocess.run(["losetup", "--detach", loop.device], capture_output=True, text=True)
+            if done.returncode:
+                problems.append(f"losetup -d {loop.device}: {done.stderr.strip()}")
+        return problems
+
+
+@pytest.fixture
+def loop_device(tmp_path: Path):
+    """Make loop devices on the test's own files: loop_device("name", size) -> Loop."""
+    require_root_tool("losetup")
+    devices = LoopDevices(tmp_path / "loops")
+    try:
+        yield devices
+    finally:
+        problems = devices.detach_all(tmp_path)
+        assert not problems, problems

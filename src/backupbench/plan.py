@@ -1,7 +1,8 @@
 """recipe -> ordered steps: for each layout its checks, provisioning, workloads and teardown.
 
-Planning runs no command that changes anything: it reads what the host offers and what is
-on each device, and turns refusals into reasons printed with the plan.
+Planning runs no command that changes anything: each layout is planned once (its actions
+and the requirements it declares), then the host is asked only for what those need, and
+every device for what is on it. Refusals become reasons printed with the plan.
 """
 
 from __future__ import annotations
@@ -10,14 +11,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from backupbench.devices.block import eligible, recheck_before_write
+from backupbench.devices.blockfacts import BlockFacts
 from backupbench.layouts import capabilities
 from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
 from backupbench.layouts.registry import plan_layout
 from backupbench.recipe.model import Recipe
+from backupbench.schema import DirectoryPath
 
 # device path -> the reasons it may not be formatted (empty: usable)
 DeviceCheck = Callable[[str], list[str]]
+
+
+class PlanOptions(BaseModel):
+    """Options of `plan` and `apply` (flags), beside the recipe."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mount_root: DirectoryPath = Field(str(DEFAULT_MOUNT_ROOT), description="Where layouts are mounted.",
+                                      json_schema_extra={"metavar": "DIR"})
 
 
 @dataclass
@@ -41,6 +56,23 @@ class Plan:
         return [f"{step.layout.name}: {reason}" for step in self.steps for reason in step.refusals]
 
 
+class DeviceChecks:
+    """Checks each device once for the plan, and keeps what it saw: right before the first
+    write, the re-check compares the device with it (same disk, size, nothing new on it)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, BlockFacts] = {}
+
+    def reasons(self, path: str) -> list[str]:
+        facts, reasons = eligible(path)
+        self.seen[path] = facts
+        return [f"{r.problem} ({r.fix})" for r in reasons]
+
+    def recheck(self, devices: tuple[str, ...]) -> None:
+        for device in devices:
+            recheck_before_write(device, expected=self.seen.get(device))
+
+
 def _missing_reason(kind: str, missing: list) -> str:
     what = ", ".join(req.what for req in missing)
     tools = [req for req in missing if req.check.startswith("tool:")]
@@ -49,12 +81,16 @@ def _missing_reason(kind: str, missing: list) -> str:
     return f"{kind} needs {what}, which this machine does not offer{hint}"
 
 
+def plan_layouts(recipe: Recipe, run_id: str, mount_root: Path = DEFAULT_MOUNT_ROOT) -> list[LayoutPlan]:
+    """Each layout of the recipe planned once: its actions and what it requires."""
+    return [plan_layout(spec, run_id, mount_root) for spec in recipe.layout]
+
+
 def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck,
-          mount_root: Path = DEFAULT_MOUNT_ROOT) -> Plan:
+          mount_root: Path = DEFAULT_MOUNT_ROOT, layouts: list[LayoutPlan] | None = None) -> Plan:
     steps = []
     checked: dict[str, list[str]] = {}
-    for spec in recipe.layout:
-        layout = plan_layout(spec, run_id, mount_root)
+    for spec, layout in zip(recipe.layout, layouts or plan_layouts(recipe, run_id, mount_root)):
         step = LayoutStep(layout)
         absent = capabilities.missing(layout.requirements, caps)
         if absent:
@@ -69,10 +105,12 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
     return Plan(recipe, run_id, steps)
 
 
-def required_tools(recipe: Recipe, run_id: str = "plan-0000") -> tuple[str, ...]:
-    tools: list[str] = []
-    for spec in recipe.layout:
-        for tool in capabilities.tools_of(plan_layout(spec, run_id).requirements):
-            if tool not in tools:
-                tools.append(tool)
-    return tuple(tools)
+def make(recipe: Recipe, run_id: str, options: PlanOptions) -> tuple[Plan, DeviceChecks]:
+    """The plan on this host: layouts planned once, the host asked only for the tools and
+    kernel features they declare, every device checked (read-only)."""
+    mount_root = Path(options.mount_root)
+    layouts = plan_layouts(recipe, run_id, mount_root)
+    tools = tuple(dict.fromkeys(tool for layout in layouts for tool in capabilities.tools_of(layout.requirements)))
+    caps = capabilities.collect(which=capabilities.which, tools=tools)
+    checks = DeviceChecks()
+    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts), checks

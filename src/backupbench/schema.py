@@ -49,7 +49,14 @@ def _absolute(example: str):
     return check
 
 
+def _more_than_nothing(value: int) -> int:
+    if value == 0:
+        raise ValueError("must be more than 0 bytes")
+    return value
+
+
 Size = Annotated[int, BeforeValidator(units.parse_size), AfterValidator(_bounded_size), PlainSerializer(int)]
+PositiveSize = Annotated[Size, AfterValidator(_more_than_nothing)]
 Duration = Annotated[float, BeforeValidator(units.parse_duration), AfterValidator(_finite_duration)]
 DevicePath = Annotated[str, AfterValidator(_absolute("/dev/vdb"))]
 DirectoryPath = Annotated[str, AfterValidator(_absolute("/srv/backups"))]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,29 +23,12 @@ def sha256(path: Path) -> str:
 
 
 @pytest.fixture
-def loops(tmp_path):
-    """Loop devices on sparse files in tmp_path; detached (and unmounted) even on failure."""
-    if os.geteuid() != 0 or shutil.which("losetup") is None:
-        pytest.skip("needs root and losetup to make loop devices on the test's own files")
-    made: list[tuple[str, Path]] = []
-
+def loops(loop_device):
+    """loops(n): n loop devices on the test's own files, as (device, backing file) pairs."""
     def make(count: int) -> list[tuple[str, Path]]:
-        for index in range(count):
-            backing = tmp_path / f"disk{len(made)}.img"
-            with open(backing, "wb") as handle:
-                handle.truncate(LOOP_SIZE)
-            device = subprocess.run(["losetup", "--find", "--show", str(backing)], check=True,
-                                    capture_output=True, text=True).stdout.strip()
-            made.append((device, backing))
-        return made[-count:]
-
-    yield make
-    mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout.split()
-    for target in reversed(mounts):
-        if target.startswith(str(tmp_path)):
-            subprocess.run(["umount", "-l", target], capture_output=True)
-    for device, _ in made:
-        subprocess.run(["losetup", "-d", device], capture_output=True)
+        made = [loop_device(f"disk{len(loop_device.made)}", LOOP_SIZE) for _ in range(count)]
+        return [(loop.device, loop.backing) for loop in made]
+    return make
 
 
 def write_recipe(tmp_path: Path, devices: list[str], layouts: str, workload: str | None = None) -> Path:

@@ -27,6 +27,7 @@ from backupbench.cli.devices_cmd import devices_command
 from backupbench.devices.block import DeviceRefused, eligible, recheck_before_write
 from backupbench.devices.blockfacts import collect
 from backupbench.devices.blockrules import named_refusals
+from conftest import Loop, LoopDevices, require_root_tool
 
 pytestmark = pytest.mark.real
 SIZE = 32 * units.MiB
@@ -76,40 +77,18 @@ def settle(device: str) -> None:
 
 
 @dataclass
-class Loop:
-    device: str
-    backing: Path
-
-
-@dataclass
 class Scratch:
-    """Loop devices, mounts, swaps and holders this test made; all undone by cleanup()."""
+    """Mounts, swaps and holders this test made on its loop devices (conftest's loop_device,
+    which makes and detaches those); all undone by cleanup()."""
 
     tmp: Path
-    loops: list[Loop] = field(default_factory=list)
+    devices: LoopDevices
     mounts: list[Path] = field(default_factory=list)
     swaps: list[str] = field(default_factory=list)
     holders: list[subprocess.Popen] = field(default_factory=list)
 
     def loop(self, name: str, *, read_only: bool = False, prepare_file: Callable[[Path], None] | None = None) -> Loop:
-        backing = self.tmp / f"{name}.img"
-        with open(backing, "wb") as handle:
-            handle.truncate(SIZE)
-        if prepare_file:
-            prepare_file(backing)
-        argv = ["losetup", "--find", "--show"] + (["--read-only"] if read_only else []) + [str(backing)]
-        for _ in range(5):   # another process may take the free device between find and attach
-            done = sh(*argv, check=False)
-            if done.returncode == 0:
-                break
-        else:
-            pytest.fail(f"losetup failed: {done.stderr}")
-        loop = Loop(done.stdout.strip(), backing)
-        self.loops.append(loop)
-        name_in_sys = os.path.basename(loop.device)
-        # Never touch a device we did not make: it must be backed by our own file.
-        assert Path(f"/sys/class/block/{name_in_sys}/loop/backing_file").read_text().strip() == str(backing)
-        return loop
+        return self.devices(name, SIZE, read_only=read_only, prepare_file=prepare_file)
 
     def mount(self, device: str, *options: str) -> Path:
         target = self.tmp / f"mnt-{os.path.basename(device)}"
@@ -144,20 +123,13 @@ class Scratch:
             if (done := sh("umount", str(target), check=False)).returncode:
                 sh("umount", "-l", str(target), check=False)
                 problems.append(f"umount {target}: {done.stderr}")
-        for loop in reversed(self.loops):
-            if (done := sh("losetup", "--detach", loop.device, check=False)).returncode:
-                problems.append(f"losetup -d {loop.device}: {done.stderr}")
         return problems
 
 
 @pytest.fixture
-def scratch(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("loop devices need root; run the real tests as root")
-    for tool in ("losetup", "wipefs", "lsblk", "mount", "mkfs.ext4"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed (scripts/install-deps.sh installs it)")
-    made = Scratch(tmp_path)
+def scratch(tmp_path, loop_device):
+    require_root_tool("losetup", "wipefs", "lsblk", "mount", "mkfs.ext4")
+    made = Scratch(tmp_path, loop_device)
     try:
         yield made
     finally:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.real]
+pytestmark = [pytest.mark.real, pytest.mark.vm, pytest.mark.root]
 
 DEVICES = '["/dev/vda", "/dev/vdb", "/dev/vdc", "/dev/vdd"]'
 

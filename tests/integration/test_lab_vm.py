@@ -40,7 +40,8 @@ def _lab_missing() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.real, pytest.mark.skipif(_lab_missing() is not None, reason=_lab_missing() or "")]
+pytestmark = [pytest.mark.real, pytest.mark.vm, pytest.mark.root,
+              pytest.mark.skipif(_lab_missing() is not None, reason=_lab_missing() or "")]
 
 
 @pytest.fixture(scope="session")

@@ -26,24 +26,18 @@ def need(*tools: str) -> None:
 
 
 @pytest.fixture
-def loop_device(tmp_path: Path):
-    """A 256 MiB sparse file attached to a free loop device: yields (name, /dev path, backing file)."""
-    need("losetup", "fio")
-    backing = tmp_path / "disk.img"
-    with open(backing, "wb") as handle:
-        handle.truncate(256 * 1024 * 1024)
-    dev = run(["losetup", "--find", "--show", str(backing)], timeout=30).stdout.strip()
-    try:
-        yield os.path.basename(dev), dev, backing
-    finally:
-        run(["losetup", "-d", dev], timeout=30, check=False)
+def disk(loop_device):
+    """A 256 MiB loop device on the test's own file: (name, /dev path, backing file)."""
+    need("fio")
+    loop = loop_device("disk", 256 * 1024 * 1024)
+    return loop.name, loop.device, loop.backing
 
 
 @pytest.fixture
-def mounted(loop_device, tmp_path: Path):
+def mounted(disk, tmp_path: Path):
     """ext4 on the loop device, mounted under tmp_path; unmounted before the loop is detached."""
     need("mkfs.ext4", "mount", "umount")
-    _, dev, _ = loop_device
+    _, dev, _ = disk
     run(["mkfs.ext4", "-q", "-F", dev], timeout=120)
     target = tmp_path / "mnt"
     target.mkdir()
@@ -59,8 +53,8 @@ def fio_write(target: str, size: str, *extra: str) -> list[str]:
             "--direct=1", "--ioengine=psync", "--output-format=json", *extra]
 
 
-def test_sampler_shows_the_fio_writes_on_the_loop_device(loop_device, tmp_path):
-    name, dev, _ = loop_device
+def test_sampler_shows_the_fio_writes_on_the_loop_device(disk, tmp_path):
+    name, dev, _ = disk
     csv_path = tmp_path / "monitor.csv"
     with Sampler(interval=0.25, devices=[name], csv_path=csv_path) as sampler:
         # rate-limited so the write spans several samples: 64 MiB at 32 MiB/s
@@ -80,8 +74,8 @@ def test_sampler_shows_the_fio_writes_on_the_loop_device(loop_device, tmp_path):
     assert written == pytest.approx(64.0, abs=0.5)   # CSV cells are rounded to 2 decimals
 
 
-def test_stack_of_a_filesystem_on_the_loop_resolves_to_it_and_its_backing_file(loop_device, mounted):
-    name, _, backing = loop_device
+def test_stack_of_a_filesystem_on_the_loop_resolves_to_it_and_its_backing_file(disk, mounted):
+    name, _, backing = disk
     stack = device_stack(mounted / "jobs" / "full.vbk")    # does not exist yet: its mount counts
     assert stack.top == name and stack.members == (name,) and stack.all_names == [name]
     assert stack.fs_type == "ext4" and stack.mount_point == str(mounted)
@@ -94,12 +88,12 @@ def test_stack_of_a_filesystem_on_the_loop_resolves_to_it_and_its_backing_file(l
     assert written > 32.0 - 1e-6     # the 32 MiB file, plus whatever ext4 wrote for it
 
 
-def test_iostat_agrees_within_5_percent_on_the_same_device_and_window(loop_device):
+def test_iostat_agrees_within_5_percent_on_the_same_device_and_window(disk):
     """fio writes at a steady 20 MiB/s; iostat -x runs for 4 one-second intervals in the
     middle of it while the Sampler samples every 0.5 s. Our samples that lie inside iostat's
     window, averaged over time, must agree with iostat's average within 5 %."""
     need("iostat")
-    name, dev, _ = loop_device
+    name, dev, _ = disk
     samples = []
     started = threading.Event()
 

@@ -24,8 +24,8 @@ from backupbench.errors import EngineError, InputError, RefusedError
 from backupbench.layouts.minio import MinioServer, free_port
 from backupbench.monitor.options import MonitorOptions
 from backupbench.runner.pipeline import RunRequest, execute
-from backupbench.runner.s3_workload import S3Workload
-from backupbench.workloads.s3 import S3Options, object_key
+from backupbench.workloads.s3 import S3Workload
+from backupbench.workloads.s3_options import S3Options, object_key
 
 pytestmark = pytest.mark.real
 SMALL = {"object_size": "64KiB", "concurrency": 16, "objects": 120}

@@ -57,7 +57,7 @@ def engine() -> SmallFilesEngine:
 
 
 def test_create_update_verify_and_the_files_it_leaves(tmp_path):
-    results = engine().run(SMALL, tmp_path, "t1", Recorder(), keep=True)
+    results = engine().run(SMALL.job(), tmp_path, "t1", Recorder(), keep=True)
     root = tagged(tmp_path)
 
     folders = sorted(p.name for p in root.iterdir())
@@ -87,14 +87,14 @@ def test_folder_is_removed_and_nothing_else_touched(tmp_path):
     neighbour = tmp_path / "backupbench-smallfiles-other"
     neighbour.mkdir()
     (tmp_path / "keep.txt").write_text("mine")
-    engine().run(SMALL, tmp_path, "t1", Recorder())
+    engine().run(SMALL.job(), tmp_path, "t1", Recorder())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["backupbench-smallfiles-other", "keep.txt"]
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
 def test_progress_calls_use_phase_names_in_order(tmp_path):
     recorder = Recorder()
-    engine().run(SMALL, tmp_path, "t1", recorder)
+    engine().run(SMALL.job(), tmp_path, "t1", recorder)
     seen = list(dict.fromkeys(phase for phase, _, _ in recorder.calls))
     assert seen == list(PHASES)
     for phase in PHASES:
@@ -128,28 +128,28 @@ def test_rewrites_are_in_place(tmp_path):
         recorder(*call)
         recorder2(*call)
 
-    engine().run(spec, tmp_path, "t1", both)
+    engine().run(spec.job(), tmp_path, "t1", both)
     assert inodes["before-update-2"] == inodes["before-verify"]
 
 
 @pytest.mark.parametrize("flush", ["none", "fsync"])
 def test_other_flush_policies_are_recorded(tmp_path, flush):
     spec = SmallFilesSpec(files=30, file_size="4KiB", folders=3, threads=2, patterns="1,2", flush=flush)
-    results = engine().run(spec, tmp_path, "t1", Recorder())
+    results = engine().run(spec.job(), tmp_path, "t1", Recorder())
     assert [r.name for r in results] == ["create", "update-1"]
     assert all(r.flush == flush and r.sync_seconds == 0 and r.complete for r in results)
 
 
 def test_one_thread_and_odd_sizes(tmp_path):
     spec = SmallFilesSpec(files=9, file_size=5000, folders=9, threads=1, patterns="0x55", verify=True)
-    results = engine().run(spec, tmp_path, "t1", Recorder(), keep=True)
+    results = engine().run(spec.job(), tmp_path, "t1", Recorder(), keep=True)
     assert [r.name for r in results] == ["create", "verify"] and results[-1].mismatches == 0
     assert all(file_path(tagged(tmp_path), spec, i).read_bytes() == b"\x55" * 5000 for i in range(9))
 
 
 def test_more_threads_than_files(tmp_path):
     spec = SmallFilesSpec(files=3, file_size=100, folders=1, threads=8, verify=True)
-    results = engine().run(spec, tmp_path, "t1", Recorder())
+    results = engine().run(spec.job(), tmp_path, "t1", Recorder())
     assert all(r.files == 3 for r in results) and results[-1].mismatches == 0
 
 
@@ -160,7 +160,7 @@ def test_verify_counts_a_corrupted_file(tmp_path):
             f.seek(4000)
             f.write(b"\x00")
 
-    results = engine().run(SMALL, tmp_path, "t1", Recorder(corrupt, at="verify"))
+    results = engine().run(SMALL.job(), tmp_path, "t1", Recorder(corrupt, at="verify"))
     assert results[-1].name == "verify" and results[-1].mismatches == 1 and results[-1].complete
     assert not tagged(tmp_path).exists()
 
@@ -173,7 +173,7 @@ def test_verify_counts_missing_short_and_long_files(tmp_path):
         with open(file_path(root, SMALL, 2), "ab") as f:
             f.write(b"\xaa")  # right bytes, one too many
 
-    results = engine().run(SMALL, tmp_path, "t1", Recorder(damage, at="verify"))
+    results = engine().run(SMALL.job(), tmp_path, "t1", Recorder(damage, at="verify"))
     assert results[-1].mismatches == 3 and results[-1].files == 200
 
 
@@ -182,20 +182,20 @@ def test_existing_tagged_folder_is_refused_and_left_alone(tmp_path):
     root.mkdir()
     (root / "theirs").write_text("x")
     with pytest.raises(RefusedError, match="already exists"):
-        engine().run(SMALL, tmp_path, "t1", Recorder())
+        engine().run(SMALL.job(), tmp_path, "t1", Recorder())
     assert (root / "theirs").read_text() == "x"
 
 
 @pytest.mark.parametrize("run_id", ["", "../x", "a/b", ".hidden"])
 def test_run_id_must_name_one_folder(tmp_path, run_id):
     with pytest.raises(InputError):
-        engine().run(SMALL, tmp_path, run_id, Recorder())
+        engine().run(SMALL.job(), tmp_path, run_id, Recorder())
     assert list(tmp_path.iterdir()) == []
 
 
 def test_missing_parent_is_an_input_error(tmp_path):
     with pytest.raises(InputError):
-        engine().check(SMALL, tmp_path / "nope")
+        engine().check(SMALL.job(), tmp_path / "nope")
 
 
 def test_a_failing_callback_cleans_up_and_propagates(tmp_path):
@@ -203,7 +203,7 @@ def test_a_failing_callback_cleans_up_and_propagates(tmp_path):
         raise RuntimeError("callback broke")
 
     with pytest.raises(RuntimeError, match="callback broke") as caught:
-        engine().run(SMALL, tmp_path, "t1", Recorder(boom, at="update-2"))
+        engine().run(SMALL.job(), tmp_path, "t1", Recorder(boom, at="update-2"))
     assert not tagged(tmp_path).exists()
     assert [r.name for r in caught.value.partial] == ["create", "update-1", "update-2"]
 
@@ -213,7 +213,7 @@ def test_failure_keeps_the_folder_when_asked(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(Interrupted):
-        engine().run(SMALL, tmp_path, "t1", Recorder(boom, at="update-1"), keep=True)
+        engine().run(SMALL.job(), tmp_path, "t1", Recorder(boom, at="update-1"), keep=True)
     assert tagged(tmp_path).is_dir()
 
 
@@ -224,7 +224,7 @@ def test_ctrl_c_during_update_1_cleans_up_and_keeps_partial_results(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(Interrupted) as caught:
-        engine().run(SMALL, tmp_path, "t1", Recorder(ctrl_c, at="update-1"))
+        engine().run(SMALL.job(), tmp_path, "t1", Recorder(ctrl_c, at="update-1"))
     assert not tagged(tmp_path).exists()
     partial = caught.value.partial
     assert [r.name for r in partial] == ["create", "update-1"]
@@ -252,7 +252,7 @@ def test_ctrl_c_while_workers_run_stops_and_reaps_them(tmp_path):
         interrupter(*call)
 
     with pytest.raises(Interrupted) as caught:
-        engine().run(spec, tmp_path, "t1", both)
+        engine().run(spec.job(), tmp_path, "t1", both)
     assert interrupter.fired
     assert not tagged(tmp_path).exists()
     last = caught.value.partial[-1]
@@ -292,7 +292,7 @@ def test_workers_ignore_a_ctrl_c_sent_to_them(tmp_path):
         start(*call)
         running(*call)
 
-    results = engine().run(spec, tmp_path, "t1", both)
+    results = engine().run(spec.job(), tmp_path, "t1", both)
     assert running.fired
     assert all(r.complete and r.files == 200 for r in results)
     assert results[-1].mismatches == 1  # the empty FIFO
@@ -322,7 +322,7 @@ def test_a_killed_worker_fails_the_run_cleanly(tmp_path):
         running(*call)
 
     with pytest.raises(EngineError, match=r"killed by signal 9 \(SIGKILL\)") as caught:
-        engine().run(spec, tmp_path, "t1", both)
+        engine().run(spec.job(), tmp_path, "t1", both)
     assert not tagged(tmp_path).exists() and child_pids() == set()
     last = caught.value.partial[-1]
     assert last.name == "update-1" and not last.complete and 100 <= last.files < 200
@@ -334,7 +334,7 @@ def test_refuses_when_space_is_short(mount_point):
     mnt = mount_point("tmpfs", "size=4m")
     spec = SmallFilesSpec(files=100, file_size="64KiB", folders=4, threads=2)
     with pytest.raises(RefusedError, match="not enough free space") as caught:
-        engine().run(spec, mnt, "t1", Recorder())
+        engine().run(spec.job(), mnt, "t1", Recorder())
     assert caught.value.fix
     assert list(mnt.iterdir()) == []
 
@@ -343,7 +343,7 @@ def test_refuses_when_inodes_are_short(mount_point):
     mnt = mount_point("tmpfs", "size=64m,nr_inodes=50")
     spec = SmallFilesSpec(files=100, file_size="4KiB", folders=4, threads=2)
     with pytest.raises(RefusedError, match="inodes"):
-        engine().run(spec, mnt, "t1", Recorder())
+        engine().run(spec.job(), mnt, "t1", Recorder())
     assert list(mnt.iterdir()) == []
 
 
@@ -351,17 +351,17 @@ def test_refuses_a_read_only_filesystem(mount_point):
     mnt = mount_point("tmpfs", "ro,size=4m")
     spec = SmallFilesSpec(files=10, file_size="4KiB", folders=2, threads=2)
     with pytest.raises(RefusedError, match="read-only"):
-        engine().check(spec, mnt)
+        engine().check(spec.job(), mnt)
     with pytest.raises(RefusedError, match="read-only"):
-        engine().run(spec, mnt, "t1", Recorder())
+        engine().run(spec.job(), mnt, "t1", Recorder())
     assert list(mnt.iterdir()) == []
 
 
 def test_fits_exactly_what_check_allows(mount_point):
     mnt = mount_point("tmpfs", "size=8m")
     spec = SmallFilesSpec(files=100, file_size="16KiB", folders=4, threads=2, verify=True)
-    engine().check(spec, mnt)
-    results = engine().run(spec, mnt, "t1", Recorder())
+    engine().check(spec.job(), mnt)
+    results = engine().run(spec.job(), mnt, "t1", Recorder())
     assert results[-1].mismatches == 0 and list(mnt.iterdir()) == []
 
 
@@ -376,7 +376,7 @@ def test_filesystem_filling_up_mid_run(mount_point):
             f.write(b"\x01" * (free - 40 * 16 * KIB))
 
     with pytest.raises(EngineError, match="filesystem full after") as caught:
-        engine().run(spec, mnt, "t1", Recorder(fill_all_but_40_files, at="create"))
+        engine().run(spec.job(), mnt, "t1", Recorder(fill_all_but_40_files, at="create"))
     assert "phase create" in caught.value.message and caught.value.fix
     assert sorted(p.name for p in mnt.iterdir()) == ["filler"]  # the tagged folder is gone
     partial = caught.value.partial

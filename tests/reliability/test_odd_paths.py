@@ -9,7 +9,6 @@ overwrote when it split the path at the colon.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -141,13 +140,9 @@ def test_devices_with_odd_paths_is_read_only_and_one_line(cli, tmp_path):
         assert path.read_bytes() == USER_DATA
 
 
-def test_apply_on_a_loop_device_with_an_odd_mount_root(cli, tmp_path):
-    require_root_tool("losetup", "mkfs.ext4", "mount", "fio")
-    image = tmp_path / "disk:one, a.img"
-    with open(image, "wb") as handle:
-        handle.truncate(96 * 2**20)
-    device = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
-                            check=True).stdout.strip()
+def test_apply_on_a_loop_device_with_an_odd_mount_root(cli, tmp_path, loop_device):
+    require_root_tool("mkfs.ext4", "mount", "fio")
+    device = loop_device("disk:one, a", 96 * 2**20).device
     try:
         root = tmp_path / "mnt:root, é"
         recipe = tmp_path / "loop.toml"
@@ -162,5 +157,3 @@ def test_apply_on_a_loop_device_with_an_odd_mount_root(cli, tmp_path):
         assert subprocess.run(["blkid", "-p", device], capture_output=True).returncode == 2  # wiped
     finally:
         subprocess.run(["umount", "-R", str(tmp_path / "mnt:root, é")], capture_output=True)
-        subprocess.run(["losetup", "-d", device], capture_output=True)
-    assert not os.path.exists(f"/sys/block/{Path(device).name}/loop/backing_file")

@@ -79,7 +79,7 @@ def test_sigkill_into_an_s3_run_then_cleanup_deletes_its_objects_and_bucket(tmp_
                    count=2))
 
 
-def test_sigkill_during_apply_then_cleanup_unmounts_wipes_and_removes_the_mount_folder(tmp_path):
+def test_sigkill_during_apply_then_cleanup_unmounts_wipes_and_removes_the_mount_folder(tmp_path, loop_device):
     """A layout on a loop device the test made: killed mid-workload, the mount, the filesystem,
     the test file and the run's folder of mount points stay; cleanup removes exactly those."""
     import subprocess
@@ -87,12 +87,8 @@ def test_sigkill_during_apply_then_cleanup_unmounts_wipes_and_removes_the_mount_
     import time
 
     from conftest import require_root_tool
-    require_root_tool("losetup", "mkfs.ext4", "wipefs", "fio")
-    image = tmp_path / "disk.img"
-    with open(image, "wb") as handle:
-        handle.truncate(128 * 2**20)
-    device = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
-                            check=True).stdout.strip()
+    require_root_tool("mkfs.ext4", "wipefs", "fio")
+    device = loop_device("disk", 128 * 2**20).device
     root = tmp_path / "mnt"
     results = tmp_path / "results"
     try:
@@ -126,4 +122,3 @@ def test_sigkill_during_apply_then_cleanup_unmounts_wipes_and_removes_the_mount_
         assert '"status": "interrupted"' in history.stdout
     finally:
         subprocess.run(["umount", "-R", str(root)], capture_output=True)
-        subprocess.run(["losetup", "-d", device], capture_output=True)

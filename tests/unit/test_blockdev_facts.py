@@ -20,7 +20,8 @@ from click.testing import CliRunner
 from backupbench import process, units
 from backupbench.cli.devices_cmd import DeviceProbe, devices_command
 from backupbench.devices.block import DeviceRefused, changes, eligible, recheck_before_write
-from backupbench.devices.blockfacts import BlockFacts, collect, collect_system
+from backupbench.devices.blockfacts import BlockFacts, collect
+from backupbench.devices.systemfacts import collect_system
 from backupbench.devices.blockrules import named_refusals
 from backupbench.devices.probe_host import Host, PathInfo
 from backupbench.errors import RefusedError, ToolMissingError
@@ -262,6 +263,10 @@ def test_collection_only_reads(lab):
     for disk in LAB_DISKS:
         collect(f"/dev/{disk}", run=runner, host=host)
     read_only = {"lsblk": "--json", "pvs": "--reportformat", "wipefs": "--no-act"}
+    # Every tool was asked (an empty call list would pass the loop below unchecked) ...
+    assert {argv[0] for argv in runner.calls} == set(read_only)
+    assert sum(argv[0] == "wipefs" for argv in runner.calls) == len(LAB_DISKS)
+    # ... and only ever to read.
     for argv in runner.calls:
         assert read_only[argv[0]] in argv, argv
         assert not {"-a", "--all", "--force", "-f", "--yes"} & set(argv), argv

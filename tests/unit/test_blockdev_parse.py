@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from backupbench.devices.blockfacts import (
-    parse_blkid_export, parse_lsblk_json, parse_mdstat, parse_pvs_json, parse_swaps, parse_wipefs_json,
+from backupbench.devices.probe_parse import (
+    MdMember, Signature, parse_blkid_export, parse_lsblk_json, parse_mdstat, parse_pvs_json, parse_swaps,
+    parse_wipefs_json,
 )
-from backupbench.devices.probe_parse import MdMember, Signature
 
 LAB = "lab-guest"
 

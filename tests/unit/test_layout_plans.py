@@ -203,3 +203,75 @@ def test_cleanup_skips_a_journal_a_running_apply_holds(tmp_path):
         Journal.at(live.path)
     live.release()
     assert Journal.at(live.path).label == RUN
+
+
+TAGS = ["--addtag", "backupbench", "--addtag", f"bb_run_{RUN}"]
+MNT = f"/mnt/bb/{RUN}"
+
+
+def xfs(layout: str, device: str) -> list[str]:
+    return ["mkfs.xfs", "-f", "-L", Names(RUN, layout).label, "-m", "reflink=1,crc=1", device]
+
+
+def mounted(layout: str, device: str, point: str | None = None) -> list[list[str]]:
+    point = point or f"{MNT}/{layout}"
+    return [["mkdir", "-p", point], ["mount", device, point]]
+
+
+# Every layout kind the recipe can name, with the exact commands it runs, in order.
+EVERY_KIND = [
+    ({"name": "lin", "kind": "lvm-linear", "devices": DEVICES[:2]}, [
+        ["pvcreate", *DEVICES[:2]], ["vgcreate", *TAGS, "bb_lin_ab12", *DEVICES[:2]],
+        ["lvcreate", "--yes", *TAGS, "-n", "lv", "-l", "100%FREE", "bb_lin_ab12"],
+        xfs("lin", "/dev/bb_lin_ab12/lv"), *mounted("lin", "/dev/bb_lin_ab12/lv")]),
+    ({"name": "thin", "kind": "lvm-thin", "devices": DEVICES[:1], "virtual_size": "8GiB"}, [
+        ["pvcreate", DEVICES[0]], ["vgcreate", *TAGS, "bb_thin_ab12", DEVICES[0]],
+        ["lvcreate", "--yes", *TAGS, "-n", "pool", "--type", "thin-pool", "-l", "90%VG", "bb_thin_ab12"],
+        ["lvcreate", "--yes", *TAGS, "-n", "thin", "--type", "thin", "-V", "8388608k", "--thinpool", "pool",
+         "bb_thin_ab12"],
+        xfs("thin", "/dev/bb_thin_ab12/thin"), *mounted("thin", "/dev/bb_thin_ab12/thin")]),
+    ({"name": "snap", "kind": "lvm-snapshot", "devices": DEVICES[:1], "origin_size": "1GiB", "thin": True}, [
+        ["pvcreate", DEVICES[0]], ["vgcreate", *TAGS, "bb_snap_ab12", DEVICES[0]],
+        ["lvcreate", "--yes", *TAGS, "-n", "pool", "--type", "thin-pool", "-l", "90%VG", "bb_snap_ab12"],
+        ["lvcreate", "--yes", *TAGS, "-n", "origin", "--type", "thin", "-V", "1048576k", "--thinpool", "pool",
+         "bb_snap_ab12"],
+        xfs("snap", "/dev/bb_snap_ab12/origin"), *mounted("snap", "/dev/bb_snap_ab12/origin"),
+        ["lvcreate", "--yes", *TAGS, "-n", "snap1", "-s", "bb_snap_ab12/origin"]]),
+    ({"name": "r0", "kind": "mdraid", "level": 0, "devices": DEVICES[:2], "filesystem": {"type": "ext4"}}, [
+        ["mdadm", "--create", "/dev/md/bb-r0-ab12", "--run", "--metadata", "1.2", "--level", "0",
+         "--raid-devices", "2", "--assume-clean", "--name", "bb-r0-ab12", *DEVICES[:2]],
+        ["mkfs.ext4", "-F", "-q", "-L", Names(RUN, "r0").label, "-E", "lazy_itable_init=0,lazy_journal_init=0",
+         "/dev/md/bb-r0-ab12"], *mounted("r0", "/dev/md/bb-r0-ab12")]),
+    ({"name": "r10", "kind": "mdraid", "level": 10, "devices": DEVICES, "assume_clean": False}, [
+        ["mdadm", "--create", "/dev/md/bb-r10-ab12", "--run", "--metadata", "1.2", "--level", "10",
+         "--raid-devices", "4", "--name", "bb-r10-ab12", *DEVICES],
+        xfs("r10", "/dev/md/bb-r10-ab12"), *mounted("r10", "/dev/md/bb-r10-ab12")]),
+    ({"name": "rz", "kind": "zfs", "vdev": "raidz2", "devices": DEVICES[:3], "special": DEVICES[3:]}, [
+        ["zpool", "create", "-m", f"{MNT}/rz", "-O", f"backupbench:run={RUN}", "bb_rz_ab12", "raidz2",
+         *DEVICES[:3], "special", DEVICES[3]]]),
+    ({"name": "m", "kind": "zfs", "vdev": "mirror", "devices": DEVICES[:2], "log": DEVICES[2:3]}, [
+        ["zpool", "create", "-m", f"{MNT}/m", "-O", f"backupbench:run={RUN}", "bb_m_ab12", "mirror", *DEVICES[:2],
+         "log", DEVICES[2]]]),
+    ({"name": "s1", "kind": "minio-single", "devices": DEVICES[:1]}, [
+        xfs("s1", DEVICES[0]), *mounted("s1", DEVICES[0])]),
+    ({"name": "ec", "kind": "minio-ec", "devices": DEVICES, "parity": 2}, [
+        ["mkdir", "-p", f"{MNT}/ec"],
+        *[step for i, d in enumerate(DEVICES, 1)
+          for step in (xfs(f"ec-d{i}", d), *mounted("ec", d, f"{MNT}/ec/d{i}"))]]),
+    ({"name": "here", "kind": "directory", "path": "/srv/repo"}, []),
+]
+
+
+@pytest.mark.parametrize("spec, expected", EVERY_KIND, ids=[spec["kind"] + ":" + spec["name"] for spec, _ in EVERY_KIND])
+def test_every_layout_kind_runs_exactly_these_commands(spec, expected):
+    plan, cmds = commands(spec)
+    assert cmds == expected
+    # Every destructive step has an undo guarded by a check that the object is ours.
+    for action in plan.actions:
+        if action.destructive:
+            assert action.undo and action.guard is not None, action.description
+
+
+def test_every_layout_kind_is_covered():
+    from backupbench.layouts.registry import LAYOUT_KINDS
+    assert {spec["kind"] for spec, _ in EVERY_KIND} | {"lvm-striped", "btrfs", "filesystem"} == set(LAYOUT_KINDS)

@@ -81,7 +81,7 @@ def test_file_errors(tmp_path):
 def test_sizes_lvm_would_round_and_devices_named_twice_are_refused():
     with pytest.raises(RecipeError, match="stripe_size must be a power of two"):
         model.parse(base(stripe_size="64KB"))
-    with pytest.raises(RecipeError, match="size must be a whole number of KiB"):
+    with pytest.raises(RecipeError, match="size: must be a whole number of KiB"):
         model.parse(base(size="1.5GB"))
     with pytest.raises(RecipeError, match="/dev/vda is named twice"):
         model.parse(base(devices=["/dev/vda", "/dev/vda"]))

@@ -76,7 +76,7 @@ name = "a"
     ('kind = "lvm-thin"\ndevices = ["/dev/vdb"]\nvirtual_size = "1GiB"\nchunk_size = 4611686018427387904',
      "layout[0].chunk_size: chunk_size must be a multiple of 64 KiB from 64 KiB to 1 GiB"),
     ('kind = "lvm-snapshot"\ndevices = ["/dev/vdb"]\norigin_size = "0B"\nsnapshot_size = "1GiB"',
-     "layout[0]: origin_size must be more than 0 bytes"),
+     "layout[0].origin_size: must be more than 0 bytes"),
     ('kind = "lvm-linear"\ndevices = ["/dev/vdb"]\nfilesystem = { type = "xfs", block_size = 7 }',
      "layout[0].filesystem: block_size 7 is not one xfs takes here"),
     ('kind = "lvm-striped"\ndevices = ["/dev/vdb", "/dev/vdc"]\nstripe_size = "8MiB"',
@@ -115,8 +115,8 @@ def test_errors_name_the_key_where_the_user_wrote_it(tmp_path):
 
 
 def test_small_files_without_folders_given_get_a_folder_each():
-    from backupbench.workloads.smallfiles import SmallFilesSpec, with_preset
+    from backupbench.workloads.smallfiles import DEFINITION, SmallFilesSpec
     assert SmallFilesSpec(files=10).folders == 10
-    assert SmallFilesSpec.model_validate(with_preset("quick", {"files": "10"})).folders == 10
+    assert SmallFilesSpec.model_validate(DEFINITION.options_from({"files": "10"}, "quick")).folders == 10
     with pytest.raises(ValueError, match="folders"):
         SmallFilesSpec(files=10, folders=20)

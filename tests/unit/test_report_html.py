@@ -16,8 +16,8 @@ from click.testing import CliRunner  # noqa: E402
 from backupbench.cli.report_cmd import default_file_name, report_command  # noqa: E402
 from backupbench.errors import InputError, NotFoundError  # noqa: E402
 from backupbench.monitor import csvlog  # noqa: E402
-from backupbench.report import charts, html  # noqa: E402
-from backupbench.results.location import monitor_csv_path  # noqa: E402
+from backupbench.report import charts, html, html_page  # noqa: E402
+from backupbench.results.runfiles import monitor_csv_path  # noqa: E402
 from backupbench.results.location import run_folder  # noqa: E402
 from backupbench.results.model import COMPLETE, FAILED, OperationRecord, RunRecord  # noqa: E402
 from backupbench.results.store import Store  # noqa: E402
@@ -322,7 +322,7 @@ def test_comparison_of_runs(tmp_path):
 def test_write_replaces_the_file(tmp_path):
     target = tmp_path / "r.html"
     target.write_text("old")
-    assert html.write(target, "<!DOCTYPE html>new") == target
+    assert html_page.write(target, "<!DOCTYPE html>new") == target
     assert target.read_text() == "<!DOCTYPE html>new"
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
 

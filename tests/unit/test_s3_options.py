@@ -9,10 +9,10 @@ from pydantic import SecretStr, ValidationError
 
 from backupbench.errors import RecipeError
 from backupbench.monitor.options import MonitorOptions
-from backupbench.recipe.suite import SuiteOptions
+from backupbench.workloads.kb2014 import SuiteOptions
 from backupbench.schema import validate
-from backupbench.runner.s3_workload import S3Workload, key_set
-from backupbench.workloads.s3 import (DEFAULT_OBJECTS, PHASES, S3Options, check_bucket_name, normalise_endpoint,
+from backupbench.workloads.s3 import S3Workload, key_set
+from backupbench.workloads.s3_options import (DEFAULT_OBJECTS, PHASES, S3Options, check_bucket_name, normalise_endpoint,
                                       object_key, run_prefix)
 
 BASE = {"endpoint": "http://127.0.0.1:9000", "bucket": "backups"}
@@ -146,6 +146,6 @@ def test_workload_shape():
     w = S3Workload(opts(objects=10, object_size="2MiB"))
     assert (w.kind, w.buffered, w.needs_directory) == ("s3", False, False)
     assert w.space_needed() == 20 * 2**20
-    assert w.target_label == "http://127.0.0.1:9000/backups"
+    assert w.target_label(None) == "http://127.0.0.1:9000/backups"
     settings = w.settings()
     assert settings["object_count"] == 10 and settings["key_prefix"] == "backupbench/<run_id>/"

@@ -8,16 +8,23 @@ import pytest
 from backupbench.engines.smallfiles import file_paths, folder_paths, pattern_buffer
 from backupbench.stats import nearest_rank as percentile
 from backupbench.engines.smallfiles_workers import chunks
-from backupbench.workloads.smallfiles import (
-    PHASES,
-    PRESETS,
-    SmallFilesSpec,
-    bytes_needed,
-    inodes_needed,
-    phase_names,
-    required_free_bytes,
-    required_free_inodes,
-)
+from backupbench.workloads.smallfiles import PHASES, PRESETS, SmallFilesSpec, phase_names
+
+
+def bytes_needed(spec):
+    return spec.job().bytes_needed()
+
+
+def inodes_needed(spec):
+    return spec.job().inodes_needed()
+
+
+def required_free_bytes(spec):
+    return spec.job().required_free_bytes()
+
+
+def required_free_inodes(spec):
+    return spec.job().required_free_inodes()
 
 
 def test_defaults_are_field_note_e():
@@ -103,15 +110,15 @@ def test_bytes_and_inodes_needed():
 
 def test_files_are_spread_evenly_over_named_folders():
     spec = SmallFilesSpec(files=200, file_size=1, folders=7)
-    paths = file_paths(spec)
+    paths = file_paths(spec.job())
     assert paths[0] == b"d0000/f000000" and paths[8] == b"d0001/f000008" and paths[199] == b"d0003/f000199"
     per_folder = {}
     for path in paths:
         per_folder.setdefault(path.split(b"/")[0], 0)
         per_folder[path.split(b"/")[0]] += 1
-    assert sorted(per_folder) == folder_paths(spec)
+    assert sorted(per_folder) == folder_paths(spec.job())
     assert set(per_folder.values()) == {28, 29}
-    wide = file_paths(SmallFilesSpec(files=12_001, file_size=1, folders=12_000))
+    wide = file_paths(SmallFilesSpec(files=12_001, file_size=1, folders=12_000).job())
     assert wide[11_999] == b"d11999/f011999" and wide[-1] == b"d00000/f012000"
 
 

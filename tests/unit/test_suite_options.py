@@ -2,7 +2,7 @@ import pytest
 
 from backupbench.cli import options as cli_options
 from backupbench.errors import RecipeError
-from backupbench.recipe.suite import SuiteOptions
+from backupbench.workloads.kb2014 import SuiteOptions
 from backupbench.workloads.kb2014 import OPERATION_NAMES
 
 

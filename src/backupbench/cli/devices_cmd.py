@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import click
-from rich.markup import escape
-from rich.table import Table
-
-from backupbench import process, units
+from backupbench import process
 from backupbench.cli.common import print_json, stdout
-from backupbench.devices.blockfacts import BlockFacts, Host, Runner, collect, collect_system
+from backupbench.devices.blockfacts import collect
+from backupbench.devices.probe_host import Host
+from backupbench.devices.systemfacts import Runner, collect_system
 from backupbench.devices.blockrules import named_refusals
-from backupbench.devices.eligibility import Reason
+from backupbench.report.devices import devices_table, row_json, short_reason
 from backupbench.errors import BackupbenchError, RefusedError
 
 
@@ -29,39 +28,6 @@ def _device_path(arg: str, host: Host) -> str:
     if "/" not in arg and not host.path_info(arg).exists and host.path_info(f"/dev/{arg}").exists:
         return f"/dev/{arg}"
     return arg
-
-
-def _short(problem: str, facts: BlockFacts) -> str:
-    """The problem without the device name the table already shows."""
-    name = facts.display_name
-    return problem[len(name) + 1:] if problem.startswith(name + " ") else problem
-
-
-def _row_json(facts: BlockFacts, reasons: list[tuple[str, Reason]]) -> dict:
-    return {
-        "path": facts.path,
-        "verdict": "refused" if reasons else "usable",
-        "reasons": [{"rule": rule, "problem": r.problem, "fix": r.fix} for rule, r in reasons],
-        "facts": facts.as_dict(),
-    }
-
-
-def _table(rows: list[tuple[BlockFacts, list[tuple[str, Reason]]]], names: dict[str, str]) -> Table:
-    table = Table(show_lines=True)
-    table.add_column("Device", no_wrap=True)
-    table.add_column("Type")
-    table.add_column("Size", justify="right")
-    table.add_column("Verdict")
-    table.add_column("Why not")
-    for facts, reasons in rows:
-        device = facts.display_name
-        if facts.kernel_name and names.get(facts.kernel_name, facts.kernel_name) != facts.kernel_name:
-            device += f"\n({names[facts.kernel_name]})"
-        size = units.format_size(facts.size_bytes) if facts.size_bytes is not None else ""
-        verdict = "[red]refused[/]" if reasons else "[green]usable[/]"
-        why = "\n".join(f"- {escape(_short(r.problem, facts))}" for _, r in reasons)
-        table.add_row(escape(device), escape(facts.type or facts.file_kind), size, verdict, why)
-    return table
 
 
 @click.argument("device_args", nargs=-1, metavar="[DEVICE]...")
@@ -90,16 +56,16 @@ def _devices(ctx: click.Context, device_args: tuple[str, ...], as_json: bool) ->
             for facts in (collect(t, run=probe.run, host=probe.host, system=system) for t in targets)]
 
     if as_json:
-        print_json([_row_json(facts, reasons) for facts, reasons in rows])
+        print_json([row_json(facts, reasons) for facts, reasons in rows])
     else:
         names = {d.kname: d.name for d in system.devices}
-        stdout.print(_table(rows, names))
+        stdout.print(devices_table(rows, names))
         if device_args:
             for facts, reasons in rows:
                 if reasons:
                     stdout.print(f"\n{facts.display_name}:", markup=False, highlight=False)
                 for _, reason in reasons:
-                    stdout.print(f"  - {_short(reason.problem, facts)}\n    fix: {reason.fix}",
+                    stdout.print(f"  - {short_reason(reason.problem, facts)}\n    fix: {reason.fix}",
                                  markup=False, highlight=False)
         elif any(reasons for _, reasons in rows):
             stdout.print("Run `backupbench devices DEVICE` to see what could be done about each reason.",

@@ -10,11 +10,9 @@ import click
 from backupbench.cli import options as cli_options
 from backupbench.cli.common import open_store, results_option
 from backupbench.errors import InputError, NotFoundError
-from backupbench.recipe.suite import SuiteOptions
 from backupbench.results.location import run_folder
-from backupbench.runner.kb2014 import LAYOUT, layout_job, needs_layout, operation_job
-from backupbench.workloads.kb2014 import KB2014_BLOCK_SIZE
-from backupbench.workloads.kb2014 import OPERATION_NAMES, OPERATIONS, select
+from backupbench.workloads.kb2014 import (KB2014_BLOCK_SIZE, LAYOUT, OPERATION_NAMES, OPERATIONS, SuiteOptions,
+                                          layout_job, needs_layout, operation_job, select)
 
 
 @click.command("export-fio")

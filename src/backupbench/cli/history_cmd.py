@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from backupbench import units
+from backupbench.analysis.options import ShowOptions
+from backupbench.cli import options as cli_options
 from backupbench.cli.common import baseline_option, open_store, print_json, results_option, stdout
-from backupbench.errors import InputError
 from backupbench.report.terminal import history_table, run_report
 from backupbench.runner.pipeline import run_as_dict
 
@@ -32,21 +32,18 @@ def history_command(limit: int, as_json: bool, results: Path | None) -> None:
 
 @click.command("show")
 @click.argument("run_ref", metavar="RUN", default="latest")
-@click.option("--backup-size", default=None, metavar="SIZE", help="Print backup windows for this size.")
+@cli_options.click_options(ShowOptions)
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
 @baseline_option
 @results_option
-def show_command(run_ref: str, backup_size: str | None, as_json: bool, baseline_ref: str | None,
-                 results: Path | None) -> None:
+def show_command(run_ref: str, as_json: bool, baseline_ref: str | None, results: Path | None,
+                 **values: object) -> None:
     """Print a stored run again (RUN: an id, a unique prefix of one, or 'latest')."""
     _, store = open_store(results)
     run = store.load_run(run_ref)
     if as_json:
         print_json(run_as_dict(run))
         return
-    try:
-        size = units.parse_size(backup_size) if backup_size else None
-    except ValueError as exc:
-        raise InputError(f"--backup-size: {exc}") from exc
+    size = cli_options.build(ShowOptions, values).backup_size
     baseline = store.load_run(baseline_ref) if baseline_ref else None
     stdout.print(run_report(run, size, baseline))

@@ -7,6 +7,7 @@ import shlex
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -23,7 +24,7 @@ from backupbench.results.location import results_dir
 from backupbench.results.model import OWNER_ENV, current_owner, new_run_id
 from backupbench import artefacts
 from backupbench.runner.pipeline import journalled
-from backupbench.units import format_duration, parse_duration
+from backupbench.units import format_duration
 
 
 class StepPrinter:
@@ -65,17 +66,66 @@ def guest_terminal_env() -> dict[str, str]:
     return env
 
 
+@dataclass
+class GuestJob:
+    """What runs in the guest: the command, how it is shown, where, and the host folders shared."""
+
+    command: list[str] | str
+    shown: str
+    cwd: str
+    shares: list[Path]
+
+
+def _guest_job(recipe: Path | None, command: str | None, results: Path | None) -> GuestJob:
+    if (recipe is None) == (command is None):
+        raise InputError("give a RECIPE or --command, not both" if recipe else "give a RECIPE or --command",
+                         "e.g. backupbench lab --command 'lvs' or backupbench lab recipe.toml")
+    if recipe is None:
+        shares = []
+        if results is not None:
+            shares.append(results_dir(results))
+        return GuestJob(str(command), str(command), os.getcwd(), shares)
+    recipe = recipe.expanduser().resolve()
+    model.load(recipe)  # a bad recipe fails here in a second, not after the VM booted
+    store = results_dir(results)
+    apply = ["apply", str(recipe), "--yes", "--results", str(store)]
+    return GuestJob([sys.executable, "-m", "backupbench", *apply], shlex.join(["backupbench", *apply]), "/", [store])
+
+
+def _run_in_vm(vm: LabVM, job: GuestJob, options: LabOptions, steps: StepPrinter) -> int:
+    for note in vm.notes:
+        steps(f"[yellow]note:[/yellow] {note}")
+    steps(f"running in the VM: {job.shown}")
+    steps.stop_spinner()
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    # The guest's journals stay in the guest: they name its disks (/dev/vda is the host's
+    # system disk), and the whole VM with its disks is thrown away anyway. The guest's runs
+    # belong to this process: if it dies, they are not running any more.
+    env = {**guest_terminal_env(), JOURNAL_DIR_ENV: "/run/backupbench-journal", OWNER_ENV: current_owner()}
+    result = vm.run(job.command, timeout=options.timeout, stream=write, env=env, cwd=job.cwd,
+                    tty=sys.stdout.isatty())
+    verdict = "finished" if result.returncode == 0 else f"[red]failed (exit {result.returncode})[/red]"
+    cpu = "" if result.guest_cpu_busy is None else f", guest CPU {result.guest_cpu_busy:.0%} busy"
+    steps(f"{verdict} in {format_duration(result.seconds)}{cpu}; stopping the VM")
+    if result.cpu_saturated:
+        steps("[yellow]warning:[/yellow] the guest's CPU was saturated: under TCG the emulator, not the "
+              "throttled disks, may have set the pace; lower --disk-rate so that the disks bind")
+    return result.returncode
+
+
 @click.command("lab")
 @click.argument("recipe", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--command", "command", metavar="CMD",
               help="Run this shell command in the VM instead of a recipe, e.g. --command 'lvs'.")
 @cli_options.click_options(LabOptions)
-@click.option("--timeout", "timeout_text", metavar="DURATION", default=None,
-              help="Stop the VM if the recipe or command runs longer than this (default: no limit).")
 @click.option("--quiet", is_flag=True, help="No progress lines, only the guest's output.")
 @results_option
-def lab_command(recipe: Path | None, command: str | None, timeout_text: str | None, quiet: bool,
-                results: Path | None, **values: object) -> int:
+def lab_command(recipe: Path | None, command: str | None, quiet: bool, results: Path | None,
+                **values: object) -> int:
     """Run RECIPE (or --command) as root in a throwaway QEMU VM whose virtual disks are throttled.
 
     The VM boots Debian's kernel and sees this machine's files read-only (changes stay in the
@@ -84,34 +134,10 @@ def lab_command(recipe: Path | None, command: str | None, timeout_text: str | No
     at the same path, so its results land in the usual store. The VM and its disk images are
     removed at the end, also on errors and Ctrl-C.
     """
-    if (recipe is None) == (command is None):
-        raise InputError("give a RECIPE or --command, not both" if recipe else "give a RECIPE or --command",
-                         "e.g. backupbench lab --command 'lvs' or backupbench lab recipe.toml")
+    job = _guest_job(recipe, command, results)
     options = cli_options.build(LabOptions, values)
-    timeout = None
-    if timeout_text is not None:
-        try:
-            timeout = parse_duration(timeout_text)
-        except ValueError as exc:
-            raise InputError(f"--timeout: {exc}") from exc
-    shares: list[Path] = []
-    if recipe is not None:
-        recipe = recipe.expanduser().resolve()
-        model.load(recipe)  # a bad recipe fails here in a second, not after the VM booted
-        store = results_dir(results)
-        store.mkdir(parents=True, exist_ok=True)
-        shares.append(store)
-        guest: list[str] | str = [sys.executable, "-m", "backupbench", "apply", str(recipe), "--yes",
-                                  "--results", str(store)]
-        shown = shlex.join(["backupbench", "apply", str(recipe), "--yes", "--results", str(store)])
-        cwd = "/"
-    else:
-        if results is not None:
-            store = results_dir(results)
-            store.mkdir(parents=True, exist_ok=True)
-            shares.append(store)
-        guest = shown = str(command)
-        cwd = os.getcwd()
+    for share in job.shares:
+        share.mkdir(parents=True, exist_ok=True)
     steps = StepPrinter(stderr, quiet)
     lab_id = f"lab-{new_run_id()}"
     work_name = f"backupbench-{lab_id}"
@@ -119,31 +145,11 @@ def lab_command(recipe: Path | None, command: str | None, timeout_text: str | No
         work_parent = options.work_dir.expanduser().resolve()
         work_id = journal.will_create(artefacts.tree(work_parent / work_name, lab_id, "lab work folder"))
         vm = LabVM(options.disk_specs(), throttle=options.throttle(), memory=options.memory, cpus=options.cpus,
-                   shares=shares, work_parent=work_parent, keep_images=options.keep_images, progress=steps,
+                   shares=job.shares, work_parent=work_parent, keep_images=options.keep_images, progress=steps,
                    work_name=work_name)
         if options.keep_images:
             journal.removed(work_id, "kept (--keep-images)")
         with vm:
-            for note in vm.notes:
-                steps(f"[yellow]note:[/yellow] {note}")
-            steps(f"running in the VM: {shown}")
-            steps.stop_spinner()
-
-            def write(text: str) -> None:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-
-            # The guest's journals stay in the guest: they name its disks (/dev/vda is the host's
-            # system disk), and the whole VM with its disks is thrown away anyway.
-            # The guest's runs belong to this process: if it dies, they are not running any more.
-            env = {**guest_terminal_env(), JOURNAL_DIR_ENV: "/run/backupbench-journal", OWNER_ENV: current_owner()}
-            result = vm.run(guest, timeout=timeout, stream=write, env=env, cwd=cwd,
-                            tty=sys.stdout.isatty())
-            verdict = "finished" if result.returncode == 0 else f"[red]failed (exit {result.returncode})[/red]"
-            cpu = "" if result.guest_cpu_busy is None else f", guest CPU {result.guest_cpu_busy:.0%} busy"
-            steps(f"{verdict} in {format_duration(result.seconds)}{cpu}; stopping the VM")
-            if result.cpu_saturated:
-                steps("[yellow]warning:[/yellow] the guest's CPU was saturated: under TCG the emulator, not the "
-                      "throttled disks, may have set the pace; lower --disk-rate so that the disks bind")
+            returncode = _run_in_vm(vm, job, options, steps)
         steps("VM stopped" + ("" if options.keep_images else ", disk images removed"))
-    return result.returncode
+    return returncode

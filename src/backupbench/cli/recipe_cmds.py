@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import click
 
+from backupbench import plan as plan_mod
+from backupbench.cli import options as cli_options
 from backupbench.cli.common import finished_runs, open_store, print_json, results_option, stderr, stdout
 from backupbench.cli.progress import QuietReporter, RichReporter
-from backupbench.devices.block import eligible, recheck_before_write
-from backupbench.devices.blockfacts import BlockFacts
-from backupbench.errors import RefusedError, ToolMissingError
-from backupbench.layouts import capabilities
+from backupbench.errors import RefusedError
 from backupbench.journal import journal_dir
-from backupbench.paths import for_program
-from backupbench.layouts.minio import find_minio
-from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
-from backupbench.plan import Plan, build, required_tools
 from backupbench.recipe import model
 from backupbench.report import plan_view
 from backupbench.report.terminal import run_report
@@ -27,59 +21,24 @@ from backupbench.runner.apply import ApplyHooks, apply
 from backupbench.runner.cleanup import clean_journals
 from backupbench.runner.pipeline import run_as_dict
 
-ALL_TOOLS = ("lvcreate", "thin_check", "mdadm", "mkfs.xfs", "mkfs.ext4", "mkfs.btrfs", "btrfs", "zpool", "minio")
 
-
-def which(tool: str) -> str | None:
-    """PATH, and for MinIO also the project's .tools/bin where install-minio.sh builds it."""
-    found = shutil.which(tool)
-    if found or tool != "minio":
-        return found
-    try:
-        return str(find_minio())
-    except ToolMissingError:
-        return None
-
-
-class DeviceChecks:
-    """Checks each device once for the plan, and keeps what it saw: right before the first
-    write, the re-check compares the device with it (same disk, size, nothing new on it)."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, BlockFacts] = {}
-
-    def reasons(self, path: str) -> list[str]:
-        facts, reasons = eligible(path)
-        self.seen[path] = facts
-        return [f"{r.problem} ({r.fix})" for r in reasons]
-
-    def recheck(self, devices: tuple[str, ...]) -> None:
-        for device in devices:
-            recheck_before_write(device, expected=self.seen.get(device))
-
-
-def make_plan(recipe_path: Path, mount_root: Path) -> tuple[Plan, DeviceChecks]:
+def _plan(recipe_path: Path, values: dict) -> tuple[plan_mod.Plan, plan_mod.DeviceChecks]:
     recipe = model.load(recipe_path)
-    # Mount points are handed to mkdir, mount and umount: absolute, and nothing they would misread.
-    mount_root = Path(for_program(mount_root.expanduser().resolve()))
-    caps = capabilities.collect(which=which, tools=tuple(dict.fromkeys((*ALL_TOOLS, *required_tools(recipe)))))
-    checks = DeviceChecks()
-    return build(recipe, new_run_id(), caps, checks.reasons, mount_root), checks
-
-
-mount_root_option = click.option("--mount-root", type=click.Path(path_type=Path), default=DEFAULT_MOUNT_ROOT,
-                                 show_default=True, help="Where layouts are mounted.")
+    if values.get("mount_root"):
+        values = {**values, "mount_root": str(Path(str(values["mount_root"])).expanduser().resolve())}
+    options = cli_options.build(plan_mod.PlanOptions, cli_options.split(plan_mod.PlanOptions, values)[0])
+    return plan_mod.make(recipe, new_run_id(), options)
 
 
 @click.command("plan")
 @click.argument("recipe", type=click.Path(path_type=Path))
-@mount_root_option
+@cli_options.click_options(plan_mod.PlanOptions)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def plan_command(recipe: Path, mount_root: Path, as_json: bool) -> None:
+def plan_command(recipe: Path, as_json: bool, **values: object) -> None:
     """Print the ordered steps and exact commands a recipe would run. Changes nothing.
 
     Exits 3 when a layout is refused, so scripts can check a recipe before `apply`."""
-    plan, _ = make_plan(recipe, mount_root)
+    plan, _ = _plan(recipe, values)
     if as_json:
         print_json(plan_view.as_dict(plan))
     else:
@@ -91,13 +50,13 @@ def plan_command(recipe: Path, mount_root: Path, as_json: bool) -> None:
 @click.command("apply")
 @click.argument("recipe", type=click.Path(path_type=Path))
 @click.option("--yes", is_flag=True, help="Confirm: format the recipe's devices (each must hold nothing).")
-@mount_root_option
+@cli_options.click_options(plan_mod.PlanOptions)
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @results_option
-def apply_command(recipe: Path, yes: bool, mount_root: Path, as_json: bool, quiet: bool, results: Path | None) -> None:
+def apply_command(recipe: Path, yes: bool, as_json: bool, quiet: bool, results: Path | None, **values: object) -> None:
     """Provision each layout, run the workloads on it (monitored), tear it down; one stored run."""
-    plan, checks = make_plan(recipe, mount_root)
+    plan, checks = _plan(recipe, values)
     if plan.refusals:
         raise RefusedError("the recipe cannot run here: " + "; ".join(plan.refusals),
                            "see `backupbench plan RECIPE` for the whole plan")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from backupbench import units
+from backupbench.analysis.options import ShowOptions
+from backupbench.cli import options as cli_options
 from backupbench.cli.common import open_store, results_option
 from backupbench.errors import InputError, ToolMissingError
 from backupbench.results.model import RunRecord
@@ -24,16 +25,16 @@ def default_file_name(runs: list[RunRecord]) -> str:
     return f"report-compare-{shown}.html"
 
 
-def _renderer():
+def _renderer() -> tuple:
     # Imported here: matplotlib takes a while to import and only this command needs it.
     try:
-        from backupbench.report import html
+        from backupbench.report import html, html_page
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "matplotlib":
             raise ToolMissingError("matplotlib is not installed (the report's charts need it)",
                                    "install it into backupbench's environment: pip install matplotlib") from exc
         raise
-    return html
+    return html, html_page
 
 
 def _target_file(html_file: Path | None, runs: list[RunRecord]) -> Path:
@@ -52,21 +53,16 @@ def _target_file(html_file: Path | None, runs: list[RunRecord]) -> Path:
               help="Where to write the page (default: report-<run>.html in the current folder).")
 @click.option("--baseline", "baseline_ref", default=None, metavar="RUN",
               help="Add each phase's slowdown against this earlier run (one RUN only).")
-@click.option("--backup-size", default=None, metavar="SIZE", help="Add backup windows for this size, e.g. 10TiB.")
+@cli_options.click_options(ShowOptions)
 @results_option
 def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_ref: str | None,
-                   backup_size: str | None, results: Path | None) -> None:
+                   results: Path | None, **values: object) -> None:
     """Write a self-contained HTML report (tables + charts, no remote resources) of a stored run.
 
     RUN: an id, a unique prefix of one, or 'latest' (the default). Several RUNs: a comparison
     of the same operations across them.
     """
-    try:
-        size = units.parse_size(backup_size) if backup_size else None
-    except ValueError as exc:
-        raise InputError(f"--backup-size: {exc}") from exc
-    if size == 0:
-        raise InputError("--backup-size: must be more than 0 bytes")
+    size = cli_options.build(ShowOptions, values).backup_size
     refs = list(run_refs) or ["latest"]
     if len(refs) > 1 and baseline_ref:
         raise InputError("--baseline applies to one RUN", "drop --baseline: with several RUNs each is shown side by side")
@@ -79,13 +75,13 @@ def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_r
         seen[run.run_id] = ref
     baseline = store.load_run(baseline_ref) if baseline_ref else None
     path = _target_file(html_file, runs)
-    html = _renderer()
+    html, html_page = _renderer()
     if len(runs) == 1:
         page = html.render(runs[0], results_dir=directory, baseline=baseline, backup_size=size)
     else:
         page = html.render_comparison(runs, backup_size=size)
     try:
-        written = html.write(path, page)
+        written = html_page.write(path, page)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}", "choose another --html path") from exc
     click.echo(str(written.resolve()))

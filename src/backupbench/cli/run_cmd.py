@@ -3,96 +3,83 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import click
 
 from backupbench.cli import options as cli_options
 from backupbench.cli.common import baseline_option, finished_runs, open_store, print_json, results_option, stderr, stdout
 from backupbench.cli.progress import QuietReporter, RichReporter
-from backupbench.engines.fio import FioEngine
-from backupbench.engines.s3 import S3Engine
 from backupbench.errors import InputError
 from backupbench.monitor.options import MonitorOptions
-from backupbench.recipe.suite import SuiteOptions
 from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
-from backupbench.runner import registry
 from backupbench.runner.pipeline import RunRequest, execute, run_as_dict
-from backupbench.workloads.s3 import S3Options
-from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec, with_preset
+from backupbench.workloads.base import Definition
+from backupbench.workloads.registry import WORKLOADS
 
-WORKLOAD_HELP = "Workload to run: " + "; ".join(f"{name}: {registry.describe(name)}" for name in registry.WORKLOADS)
-WORKLOAD_MODELS = (SuiteOptions, SmallFilesSpec, S3Options)
+WORKLOAD_HELP = "Workload to run: " + "; ".join(f"{name}: {d.description}" for name, d in WORKLOADS.items())
+# Every workload's options are flags of `run`; a model two workloads share is added once.
+OPTION_MODELS = tuple(dict.fromkeys(d.options for d in WORKLOADS.values()))
+PRESETS = sorted({name for d in WORKLOADS.values() for name in d.presets})
 
 
-def _workload_options(workload: str, preset: str | None, values: dict) -> object:
+def _workload_options(definition: Definition, preset: str | None, values: dict) -> object:
     """The chosen workload's options; a flag that belongs to another workload is an error."""
-    model = registry.options_model(workload)
-    for other in WORKLOAD_MODELS:
-        if other is model:
-            continue
+    model = definition.options
+    for other in OPTION_MODELS:
         given, _ = cli_options.split(other, values)
         stray = [name for name, value in given.items()
                  if value is not None and value is not False and name not in model.model_fields]
         if stray:
-            raise InputError(f"{cli_options.flag_name(stray[0])} does not apply to --workload {workload}",
+            raise InputError(f"{cli_options.flag_name(stray[0])} does not apply to --workload {definition.name}",
                              "drop it, or choose the workload it belongs to (see backupbench run --help)")
+    if preset and preset not in definition.presets:
+        owners = [name for name, d in WORKLOADS.items() if preset in d.presets]
+        raise InputError(f"--preset {preset} applies to --workload {', '.join(owners)}, not {definition.name}")
     mine, _ = cli_options.split(model, values)
-    if model is SmallFilesSpec:
-        given = {k: v for k, v in mine.items() if v is not None and v is not False}
-        return cli_options.build(model, with_preset(preset, given))
-    if preset:
-        raise InputError("--preset applies to --workload smallfiles only")
-    return cli_options.build(model, mine)
+    given = {k: v for k, v in mine.items() if v is not None and v is not False}
+    return cli_options.build(model, definition.options_from(given, preset))
 
 
-def _engine_versions(workload: str) -> dict[str, str]:
-    model = registry.options_model(workload)
-    if model is SuiteOptions:
-        return {"fio": FioEngine().version()}
-    if model is S3Options:
-        return {"s3load": S3Engine().version()}
-    return {}
+def _with_workload_options(command: Callable) -> Callable:
+    for model in reversed(OPTION_MODELS):
+        command = cli_options.click_options(model)(command)
+    return command
 
 
 @click.command("run")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("--workload", type=click.Choice(list(registry.WORKLOADS)), default="kb2014", show_default=True,
+@click.option("--workload", type=click.Choice(list(WORKLOADS)), default="kb2014", show_default=True,
               help=WORKLOAD_HELP)
-@click.option("--preset", type=click.Choice(list(PRESETS)), default=None,
-              help="smallfiles: start from this preset [default: field-note-e, 104,857 x 100 KiB]; flags override it.")
-@cli_options.click_options(SuiteOptions)
-@cli_options.click_options(SmallFilesSpec)
-@cli_options.click_options(S3Options)
+@click.option("--preset", type=click.Choice(PRESETS), default=None,
+              help="Start from this preset (smallfiles: field-note-e, 104,857 x 100 KiB, the default; quick); "
+                   "flags override it.")
+@_with_workload_options
 @cli_options.click_options(MonitorOptions)
-@click.option("--keep", is_flag=True, help="smallfiles: keep the tagged folder of files after the run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @baseline_option
 @results_option
-def run_command(path: Path | None, workload: str, preset: str | None, keep: bool, as_json: bool, quiet: bool,
+def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, quiet: bool,
                 baseline_ref: str | None, results: Path | None, **values: object) -> None:
     """Run a backup workload against PATH, sampling the host; keep and show the figures.
 
     Without PATH, a scratch directory is made in the current directory and removed afterwards.
     Everything the run writes in PATH is named backupbench-<run> and is always removed.
     """
-    options = _workload_options(workload, preset, values)
-    if workload == "s3" and path is not None:
-        raise InputError("--workload s3 takes no PATH: it writes to --endpoint/--bucket",
+    definition = WORKLOADS[workload]
+    options = _workload_options(definition, preset, values)
+    if not definition.needs_directory and path is not None:
+        raise InputError(f"--workload {workload} takes no PATH: it writes to --endpoint/--bucket",
                          "drop PATH (to measure a directory, serve it with MinIO in a recipe)")
     monitor = cli_options.build(MonitorOptions, cli_options.split(MonitorOptions, values)[0])
     # Resolve the baseline before measuring, so a typo fails in a second, not after the run.
     baseline = open_store(results)[1].load_run(baseline_ref) if baseline_ref else None
-    host_facts = _engine_versions(workload)
-    chosen = registry.build(workload, options)
-    if keep:
-        if not hasattr(chosen, "keep"):
-            raise InputError(f"--keep does not apply to --workload {workload}")
-        chosen.keep = True
+    chosen = definition.build(options, None)
     request = RunRequest(
         workload=chosen, results=results_dir(results), target=path,
-        scratch_parent=Path.cwd(), monitor=monitor, host_facts=host_facts,
+        scratch_parent=Path.cwd(), monitor=monitor, host_facts=chosen.engine_versions(),
         on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)),
     )
     if quiet:

@@ -19,7 +19,9 @@ import os
 from typing import Callable
 
 from backupbench import process, units
-from backupbench.devices.blockfacts import BlockFacts, Host, Runner, SystemFacts, collect
+from backupbench.devices.blockfacts import BlockFacts, collect
+from backupbench.devices.probe_host import Host
+from backupbench.devices.systemfacts import Runner, SystemFacts
 from backupbench.devices.blockrules import refusals
 from backupbench.devices.eligibility import Reason
 from backupbench.errors import RefusedError

@@ -31,7 +31,6 @@ class FioRun:
 
 class FioEngine:
     name = "fio"
-    capabilities = frozenset({"block", "file", "direct-io", "client-server"})
 
     def __init__(self, binary: str = "fio"):
         self.binary = binary

@@ -159,7 +159,6 @@ def error_for(event: dict[str, Any], target: S3Target, source: str, doing: str) 
 
 class S3Engine:
     name = "s3"
-    capabilities = frozenset({"object", "put", "get", "delete", "per-op-records", "ttfb", "native"})
 
     def __init__(self, binary: str | Path | None = None, poll_seconds: float = POLL_SECONDS,
                  stop_grace_seconds: float = STOP_GRACE_SECONDS,

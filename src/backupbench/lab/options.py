@@ -11,7 +11,7 @@ from backupbench import units
 from backupbench.errors import InputError
 from backupbench.lab.disks import DiskSpec, Throttle, parse_disks, parse_throttle
 from backupbench.lab.vm import DEFAULT_WORK_PARENT
-from backupbench.schema import Size
+from backupbench.schema import Duration, Size
 
 DEFAULT_DISK_RATE = "50MiB/s"
 
@@ -45,6 +45,9 @@ class LabOptions(BaseModel):
     work_dir: Path = Field(DEFAULT_WORK_PARENT, description="Where the disk images go (a folder made and "
                            "removed per run; needs the disks' full size free).", json_schema_extra={"metavar": "DIR"})
     keep_images: bool = Field(False, description="Keep the disk images and the console log after the run (debugging).")
+    timeout: Duration | None = Field(None, gt=0, description="Stop the VM if the recipe or command runs longer than "
+                                                             "this [default: no limit].",
+                                     json_schema_extra={"metavar": "DURATION"})
 
     @field_validator("disks")
     @classmethod

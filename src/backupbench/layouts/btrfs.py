@@ -5,7 +5,21 @@ from __future__ import annotations
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
-from backupbench.recipe.layouts import Btrfs, FilesystemSpec
+from typing import Literal
+
+from pydantic import Field
+
+from backupbench.layouts.specs import FilesystemSpec, LayoutBase
+
+BTRFS_PROFILES = Literal["single", "dup", "raid0", "raid1", "raid1c3", "raid1c4", "raid10", "raid5", "raid6"]
+
+
+class Btrfs(LayoutBase):
+    kind: Literal["btrfs"]
+    data: BTRFS_PROFILES = Field("single", description="Data profile (-d).")
+    metadata: BTRFS_PROFILES = Field("raid1", description="Metadata profile (-m).")
+    filesystem: FilesystemSpec | None = Field(default_factory=lambda: FilesystemSpec(type="btrfs"),
+                                              description="Mount options, owner and mode of the btrfs.")
 
 
 def plan(spec: Btrfs, names: Names) -> LayoutPlan:

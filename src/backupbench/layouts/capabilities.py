@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from backupbench import process
+from backupbench.errors import ToolMissingError
 from backupbench.hostfiles import HostFiles
 from backupbench.layouts.actions import Requirement
 
@@ -63,6 +65,17 @@ def collect(host: HostFiles | None = None, which=shutil.which, tools: tuple[str,
         if any(line.split()[-1] == fs for line in filesystems.splitlines() if line.split()):
             kernel.add(f"fs:{fs}")
     return HostCapabilities(frozenset(kernel), frozenset(t for t in tools if which(t)))
+
+
+def which(tool: str) -> str | None:
+    """A tool on PATH; MinIO also where the project builds it (.tools/bin)."""
+    found = shutil.which(tool)
+    if found or tool != "minio":
+        return found
+    try:
+        return process.project_tool("minio", "BACKUPBENCH_MINIO")
+    except ToolMissingError:
+        return None
 
 
 def missing(requirements: tuple[Requirement, ...], caps: HostCapabilities) -> list[Requirement]:

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backupbench.layouts.actions import Action, Guard, Requirement
+from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
-from backupbench.recipe.layouts import FilesystemSpec
+from typing import Literal
+
+from pydantic import Field
+
+from backupbench.layouts.specs import FilesystemSpec, LayoutBase
+from backupbench.schema import DevicePath
+
+
+class FilesystemOnly(LayoutBase):
+    kind: Literal["filesystem"]
+    devices: tuple[DevicePath, ...] = Field(..., min_length=1, max_length=1, description="The one device to format.")
 
 
 def mkfs_argv(spec: FilesystemSpec, devices: tuple[str, ...], label: str, btrfs_profiles: tuple[str, str] | None = None) -> tuple[str, ...]:
@@ -61,3 +71,9 @@ def on_device(spec: FilesystemSpec | None, device: str, names: Names, *, raw: bo
         return (), None
     return (mkfs_action(spec, (device,), names, wipe_on_undo=raw), *mount_actions(spec, device, names)), names.mount_point
 
+
+def plan(spec: FilesystemOnly, names: Names) -> LayoutPlan:
+    """A filesystem straight on one device: the signature is ours, and wiped on undo."""
+    actions, mount = on_device(spec.filesystem, spec.devices[0], names, raw=True)
+    reqs = requirements(spec.filesystem) if spec.filesystem else ()
+    return LayoutPlan(spec.name, spec.kind, spec.devices, actions, reqs, mount)

@@ -6,7 +6,69 @@ from __future__ import annotations
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import TAG, Names
-from backupbench.recipe.layouts import LvmLinear, LvmSnapshot, LvmStriped, LvmThin
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from backupbench.layouts.specs import LayoutBase, VolumeSize, power_of_two
+from backupbench.schema import DevicePath, Size
+
+class LvmLinear(LayoutBase):
+    kind: Literal["lvm-linear"]
+    size: VolumeSize | None = Field(None, description="LV size [default: all free space, -l 100%FREE].")
+
+
+class LvmStriped(LayoutBase):
+    kind: Literal["lvm-striped"]
+    devices: tuple[DevicePath, ...] = Field(..., min_length=2, max_length=128,
+                                            description="Block devices, all of equal size.")
+    stripes: int | None = Field(None, ge=2, le=128, description="Number of stripes (-i) [default: one per device].")
+    stripe_size: Size = Field(64 * 1024, description="Stripe size (-I), e.g. 64k, 128k, 256k; at most 4 MiB, "
+                                                     "LVM's extent size.")
+    size: VolumeSize | None = Field(None, description="LV size [default: all free space].")
+
+    @field_validator("stripe_size")
+    @classmethod
+    def _stripe_size(cls, value: int) -> int:
+        # lvcreate silently shrinks a stripe size above the extent size (4 MiB by default).
+        return power_of_two(value, "stripe_size", 4096, 4 * 2**20, "lvcreate -I, up to the 4 MiB extent")
+
+    @model_validator(mode="after")
+    def _stripes_fit(self) -> "LvmStriped":
+        if self.stripes is not None and self.stripes > len(self.devices):
+            raise ValueError(f"stripes ({self.stripes}) cannot exceed the number of devices ({len(self.devices)})")
+        return self
+
+
+class LvmThin(LayoutBase):
+    kind: Literal["lvm-thin"]
+    pool_size: VolumeSize | None = Field(None, description="Thin pool size [default: 90% of the VG].")
+    chunk_size: Size | None = Field(None, description="Thin pool chunk size (-c), e.g. 64k: 64 KiB to 1 GiB, "
+                                                     "a multiple of 64 KiB.")
+    virtual_size: VolumeSize = Field(..., description="Virtual size of the thin LV (-V); may exceed the pool.")
+
+    @field_validator("chunk_size")
+    @classmethod
+    def _thin_chunk(cls, value: int | None) -> int | None:
+        if value is not None and (value < 64 * 1024 or value > 2**30 or value % (64 * 1024)):
+            raise ValueError(f"chunk_size must be a multiple of 64 KiB from 64 KiB to 1 GiB (lvmthin), "
+                             f"not {value:,} bytes")
+        return value
+
+
+class LvmSnapshot(LayoutBase):
+    kind: Literal["lvm-snapshot"]
+    origin_size: VolumeSize = Field(..., description="Size of the origin LV the workload runs on.")
+    snapshots: int = Field(1, ge=0, le=8, description="Number of snapshots of the origin, taken before the workload.")
+    snapshot_size: VolumeSize | None = Field(None, description="Size of each classic (CoW) snapshot; unused with thin.")
+    thin: bool = Field(False, description="Thin origin and thin snapshots instead of classic CoW snapshots.")
+
+    @model_validator(mode="after")
+    def _size_given(self) -> "LvmSnapshot":
+        if self.snapshots and not self.thin and self.snapshot_size is None:
+            raise ValueError("classic snapshots need snapshot_size (e.g. '30GiB')")
+        return self
+
 
 LVM_TOOLS = (Requirement("device-mapper", "kernel:dm"), Requirement("LVM tools (lvm2)", "tool:lvcreate"))
 

@@ -6,7 +6,33 @@ from __future__ import annotations
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
-from backupbench.recipe.layouts import MdRaid
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from backupbench.layouts.specs import LayoutBase, power_of_two
+from backupbench.schema import Size
+
+
+class MdRaid(LayoutBase):
+    kind: Literal["mdraid"]
+    level: Literal[0, 1, 5, 6, 10] = Field(..., description="RAID level.")
+    chunk: Size | None = Field(None, description="Chunk size, e.g. 64k [default: mdadm's, 512k]; a power of two "
+                                                 "from 4 KiB to 1 GiB.")
+    assume_clean: bool = Field(True, description="--assume-clean: skip the initial resync, which would "
+                                                 "otherwise compete with the workload.")
+
+    @field_validator("chunk")
+    @classmethod
+    def _chunk(cls, value: int | None) -> int | None:
+        return power_of_two(value, "chunk", 4096, 2**30, "the md driver's limits")
+
+    @model_validator(mode="after")
+    def _enough_devices(self) -> "MdRaid":
+        needed = {0: 2, 1: 2, 5: 3, 6: 4, 10: 2}[self.level]
+        if len(self.devices) < needed:
+            raise ValueError(f"RAID {self.level} needs at least {needed} devices, got {len(self.devices)}")
+        return self
 
 
 def plan(spec: MdRaid, names: Names) -> LayoutPlan:

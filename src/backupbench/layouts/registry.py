@@ -1,30 +1,47 @@
-"""Layout kind -> its planner."""
+"""Every layout kind: its spec (the recipe keys) and its planner. A recipe's `kind = "NAME"`.
+
+Adding a layout kind is one module in this folder (its spec and its planner: actions with
+their undo and guard, requirements) and one line here.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any, Callable, Union
 
-from backupbench.layouts import btrfs, filesystem, lvm, mdraid, minio_plan, zfs
+from pydantic import BaseModel, Field
+
+from backupbench.layouts import btrfs, directory, filesystem, lvm, mdraid, minio_plan, zfs
 from backupbench.layouts.actions import LayoutPlan
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT, Names
-from backupbench.recipe import layouts as specs
+
+Planner = Callable[[Any, Names], LayoutPlan]
+
+LAYOUTS: dict[str, tuple[type[BaseModel], Planner]] = {
+    "lvm-linear": (lvm.LvmLinear, lvm.plan_linear),
+    "lvm-striped": (lvm.LvmStriped, lvm.plan_striped),
+    "lvm-thin": (lvm.LvmThin, lvm.plan_thin),
+    "lvm-snapshot": (lvm.LvmSnapshot, lvm.plan_snapshot),
+    "mdraid": (mdraid.MdRaid, mdraid.plan),
+    "btrfs": (btrfs.Btrfs, btrfs.plan),
+    "zfs": (zfs.Zfs, zfs.plan),
+    "filesystem": (filesystem.FilesystemOnly, filesystem.plan),
+    "minio-single": (minio_plan.MinioSingle, minio_plan.plan_single),
+    "minio-ec": (minio_plan.MinioErasure, minio_plan.plan_erasure),
+    "directory": (directory.ExistingDirectory, directory.plan),
+}
+LAYOUT_KINDS = tuple(LAYOUTS)
+# A recipe's [[layout]] entry: the spec its `kind` names.
+LayoutSpec = Annotated[Union[tuple(spec for spec, _ in LAYOUTS.values())], Field(discriminator="kind")]
 
 
-def plan_layout(spec, run_id: str, mount_root: Path = DEFAULT_MOUNT_ROOT) -> LayoutPlan:
-    names = Names(run_id, spec.name, mount_root)
-    if isinstance(spec, specs.ExistingDirectory):
-        return LayoutPlan(spec.name, spec.kind, (), (), (), Path(spec.path))
-    if isinstance(spec, specs.FilesystemOnly):
-        actions, mount = filesystem.on_device(spec.filesystem, spec.devices[0], names, raw=True)
-        reqs = filesystem.requirements(spec.filesystem) if spec.filesystem else ()
-        plan = LayoutPlan(spec.name, spec.kind, spec.devices, actions, reqs, mount)
-        return minio_plan.with_minio(plan) if spec.minio else plan
-    planners = {
-        specs.LvmLinear: lvm.plan_linear, specs.LvmStriped: lvm.plan_striped, specs.LvmThin: lvm.plan_thin,
-        specs.LvmSnapshot: lvm.plan_snapshot, specs.MdRaid: mdraid.plan, specs.Btrfs: btrfs.plan, specs.Zfs: zfs.plan,
-        specs.MinioSingle: minio_plan.plan_single, specs.MinioErasure: minio_plan.plan_erasure,
-    }
-    plan = planners[type(spec)](spec, names)
+def plan_layout(spec: Any, run_id: str, mount_root: Path = DEFAULT_MOUNT_ROOT) -> LayoutPlan:
+    plan = LAYOUTS[spec.kind][1](spec, Names(run_id, spec.name, mount_root))
     if spec.minio and not plan.s3_drives:
         plan = minio_plan.with_minio(plan)
     return plan
+
+
+def spec_models() -> list[type[BaseModel]]:
+    """Every model a layout entry can hold (for "did you mean" suggestions)."""
+    return [spec for spec, _ in LAYOUTS.values()] + [filesystem.FilesystemSpec]

@@ -1,59 +1,27 @@
-"""The recipe: devices x layouts x workloads, loaded from TOML and validated in one place."""
+"""The recipe: devices x layouts x workloads, loaded from TOML and validated in one place.
+
+A recipe composes what the layouts and workloads define: a [[layout]] entry is the spec its
+`kind` names (layouts/registry.py), a [[workload]] entry the options of its workload
+(workloads/registry.py), [monitor] the monitor's options. Nothing here defines an option
+of its own but the recipe's name, description and device list.
+"""
 
 from __future__ import annotations
 
 import difflib
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from backupbench.recipe import reader
-from backupbench.recipe.layouts import Layout
+from backupbench.layouts.registry import LayoutSpec, spec_models
 from backupbench.monitor.options import MonitorOptions
-from backupbench.recipe.suite import SuiteOptions
-from backupbench.schema import DevicePath
-from backupbench.schema import shown, validate
-from backupbench.workloads.s3 import S3Options, normalise_endpoint
-from backupbench.workloads.smallfiles import PRESETS, SmallFilesSpec, with_preset
+from backupbench.recipe import reader
+from backupbench.schema import DevicePath, shown, validate
+from backupbench.workloads.registry import WORKLOADS
 
-
-class Kb2014Workload(SuiteOptions):
-    kind: Literal["kb2014"]
-
-
-class FirstWriteWorkload(SuiteOptions):
-    kind: Literal["first-write"]
-
-
-class SmallFilesWorkload(SmallFilesSpec):
-    kind: Literal["smallfiles"]
-    preset: Literal["field-note-e", "quick"] | None = Field(
-        None, description="Start from this preset; keys given beside it override it.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_preset(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("preset") in PRESETS:
-            return with_preset(data["preset"], data)
-        return data
-
-
-class S3Workload(S3Options):
-    kind: Literal["s3"]
-    endpoint: str | None = Field(None, description="S3 endpoint; unset: the MinIO that the layout serves.")
-    bucket: str = Field("backupbench", description="Bucket; created (and removed when empty) for a layout's MinIO.")
-
-    @field_validator("endpoint")
-    @classmethod
-    def _endpoint(cls, value: str | None) -> str | None:
-        return None if value is None else normalise_endpoint(value)
-
-
-WorkloadSpec = Annotated[Union[Kb2014Workload, FirstWriteWorkload, SmallFilesWorkload, S3Workload],
-                         Field(discriminator="kind")]
-WORKLOAD_KINDS = ("kb2014", "first-write", "smallfiles", "s3")
+WorkloadSpec = Annotated[Union[tuple(d.recipe_entry for d in WORKLOADS.values())], Field(discriminator="kind")]
 
 
 class Recipe(BaseModel):
@@ -65,8 +33,8 @@ class Recipe(BaseModel):
     devices: tuple[DevicePath, ...] = Field((), max_length=256,
                                             description="Every block device the recipe may format. A layout may "
                                                         "use only devices named here; each must hold nothing.")
-    layout: tuple[Layout, ...] = Field(..., min_length=1, max_length=64,
-                                       description="Layouts, built and measured one by one.")
+    layout: tuple[LayoutSpec, ...] = Field(..., min_length=1, max_length=64,
+                                           description="Layouts, built and measured one by one.")
     workload: tuple[WorkloadSpec, ...] = Field(..., min_length=1, max_length=64,
                                                description="Workloads run on every layout.")
     monitor: MonitorOptions = Field(default_factory=MonitorOptions, description="Monitor settings.")
@@ -78,15 +46,14 @@ class Recipe(BaseModel):
         if duplicates:
             raise ValueError(f"layout names must be unique: {', '.join(duplicates)}")
         for workload in self.workload:
-            if workload.kind == "s3" and workload.endpoint is None:
-                unserved = [layout.name for layout in self.layout if not getattr(layout, "minio", False)]
+            if WORKLOADS[workload.kind].served_by_layout(workload):
+                unserved = [layout.name for layout in self.layout if not layout.minio]
                 if unserved:
-                    raise ValueError(f"an s3 workload without endpoint needs MinIO on every layout; "
+                    raise ValueError(f"a {workload.kind} workload without endpoint needs MinIO on every layout; "
                                      f"{', '.join(unserved)} has none (set minio = true, or give endpoint)")
         allowed = set(self.devices)
         for layout in self.layout:
-            extra = [d for d in (*layout.devices, *getattr(layout, "special", ()), *getattr(layout, "log", ()))
-                     if d not in allowed]
+            extra = [d for d in layout.all_devices() if d not in allowed]
             if extra:
                 raise ValueError(f"layout {layout.name!r} uses {', '.join(extra)}, which [devices] does not name; "
                                  "add it there to allow backupbench to format it")
@@ -118,21 +85,13 @@ def _key_text(key: str) -> str:
     return shown(key)
 
 
-def _known_keys(model: type[BaseModel]) -> list[str]:
-    return list(model.model_fields)
-
-
 def _suggestion(error: dict[str, Any]) -> str:
     if error.get("type") != "extra_forbidden":
         return ""
     key = str(error["loc"][-1])
-    candidates: list[str] = []
-    from backupbench.recipe import layouts as layout_models
-
-    for model in (Recipe, MonitorOptions, SuiteOptions, SmallFilesSpec, S3Options, layout_models.FilesystemSpec,
-                  *[m for m in vars(layout_models).values() if isinstance(m, type) and issubclass(m, layout_models.Strict)]):
-        candidates += _known_keys(model)
-    close = difflib.get_close_matches(key, sorted(set(candidates)), n=1)
+    models = [Recipe, MonitorOptions, *spec_models(), *(d.recipe_entry for d in WORKLOADS.values())]
+    candidates = sorted({name for model in models for name in model.model_fields})
+    close = difflib.get_close_matches(key, candidates, n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pydantic import SecretStr
-
-from backupbench import stopping
+from backupbench import artefacts, stopping
 from backupbench.devices import facts
 from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.journal import Journal
@@ -22,26 +20,18 @@ from backupbench.layouts.minio import MinioServer
 from backupbench.layouts.snapwatch import SnapshotWatch
 from backupbench.plan import Plan
 from backupbench.results.model import RunRecord
-from backupbench.runner import registry
 from backupbench.runner.phases import Reporter
-from backupbench import artefacts
 from backupbench.runner.pipeline import RunSession, journalled, open_journal
-from backupbench.runner.workload import Workload
+from backupbench.workloads.base import ServedBy, Workload
+from backupbench.workloads.registry import WORKLOADS
 
 
-def build_workload(spec, server: MinioServer | None = None, layout: str = "") -> Workload:
-    """A recipe's workload entry -> the same Workload `backupbench run --workload KIND` builds."""
-    values = spec.model_dump(exclude={"kind", "preset"})
-    served = spec.kind == "s3" and spec.endpoint is None
-    if served:
-        if server is None:
-            raise RefusedError("an s3 workload without endpoint runs only on a layout served by MinIO")
-        values.update(endpoint=server.endpoint, create_bucket=True, access_key=SecretStr(server.access_key),
-                      secret_key=SecretStr(server.secret_key))
-    workload = registry.build(spec.kind, registry.options_model(spec.kind).model_validate(values))
-    if served:
-        workload.served_by = layout  # type: ignore[attr-defined]
-    return workload
+def build_workload(entry, server: MinioServer | None = None, layout: str = "") -> Workload:
+    """A recipe's workload entry -> the same Workload `backupbench run --workload KIND` builds;
+    on a layout served by MinIO the workload is told the server."""
+    served = (ServedBy(layout, server.endpoint, server.access_key, server.secret_key)
+              if server is not None else None)
+    return WORKLOADS[entry.kind].build(entry, served)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from backupbench.journal import Journal, JournalBusy, open_journals, read
 from backupbench.layouts.actions import Action
 from backupbench.layouts.executor import Runner, undo_actions
 from backupbench.results.store import Store
+from backupbench.workloads.registry import artefact_removers
 from backupbench import artefacts
 
 log = logging.getLogger("backupbench.cleanup")
@@ -36,7 +37,7 @@ class SweepReport:
 def sweep(journal: Journal, *, run: Runner = process.run, table: dict[str, artefacts.Remover] | None = None,
           on_line: Callable[[str], None] | None = None) -> SweepReport:
     """Remove everything still pending in `journal`, newest first; record each outcome in it."""
-    table = table if table is not None else artefacts.removers()
+    table = table if table is not None else artefacts.removers(artefact_removers())
     report = SweepReport()
     for item in read(journal.path).pending:
         if item.action is not None:

@@ -33,7 +33,7 @@ from backupbench.results.store import Store
 from backupbench import artefacts
 from backupbench.runner.cleanup import SweepReport, finish, sweep
 from backupbench.runner.phases import MonitorPlan, PhaseRecorder, Reporter
-from backupbench.runner.workload import Workload
+from backupbench.workloads.base import Workload
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,6 @@ def run_as_dict(run: RunRecord) -> dict:
 
 def write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-def needs_directory(workload: Workload) -> bool:
-    """False for workloads whose target is not a directory here (an S3 endpoint)."""
-    return getattr(workload, "needs_directory", True)
 
 
 def monitor_plan(options: MonitorOptions, target: Path | None) -> MonitorPlan | None:
@@ -147,10 +142,10 @@ class RunSession:
         """Run `workload` in `target`; its phases are stored as operations of this run.
         checked: the caller already ran workload.check(target)."""
         key = group or "target"
-        if needs_directory(workload):
+        if workload.needs_directory:
             found = check_target(target, workload, self.journal, self.run_id)
             # Cache cautions are about one big test file; a small-file workload caches on purpose.
-            if getattr(workload, "test_file_cautions", True):
+            if workload.test_file_cautions:
                 self.run.notes += eligibility.directory_cautions(
                     found, workload.space_needed(), workload.buffered, self.run.host.get("memory_bytes"))
             self.run.host.setdefault("targets", {})[key] = found.as_dict()
@@ -240,7 +235,7 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
     Store(request.results / "results.db")  # a --results that is no directory fails first, in one line
     with journalled(open_journal(request.results, run_id)) as journal:
         target = None
-        if needs_directory(workload):
+        if workload.needs_directory:
             if request.target is not None:
                 # A path that shows in tables, journals and reports: one no program misreads.
                 target = Path(for_program(request.target.expanduser().resolve()))
@@ -249,8 +244,7 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
             # Refuse before a run is opened: a bad target or endpoint leaves nothing in the store.
             check_target(target, workload, journal, run_id)
         workload.check(target)
-        label = str(target) if target is not None else getattr(workload, "target_label", workload.kind)
-        session = RunSession(request.results, workload.kind, label, workload.settings(), host,
+        session = RunSession(request.results, workload.kind, workload.target_label(target), workload.settings(), host,
                              reporter, request.monitor, run_id, journal, request.on_closed)
         with session:
             session.measure(workload, target, checked=True)

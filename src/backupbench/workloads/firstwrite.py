@@ -1,15 +1,23 @@
-"""First write vs overwrite (field note B): the allocation cost of thin LVs, sparse files
-and copy-on-write filesystems shows as first-write slower than overwrite.
+"""First write vs overwrite (field note B) as a workload: the allocation cost of thin LVs,
+sparse files and copy-on-write filesystems shows as first-write slower than overwrite.
 
-The same region is written sequentially three ways, each reported on its own.
+The same region is written sequentially three ways, each reported on its own, with the
+suite's options (kb2014.SuiteOptions) and a 1 MiB block by default. No layout phase: the
+first phase is the allocation being measured.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
+from backupbench.engines.fio import FioEngine
+from backupbench.engines.fio_job import FioJob
 from backupbench.units import MiB
+from backupbench.workloads.base import Definition, ServedBy, narrowed
+from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
+from backupbench.workloads.kb2014 import SuiteOptions
 
 FIRST_WRITE_BLOCK_SIZE = 1 * MiB
 
@@ -28,3 +36,42 @@ PHASES = (
 )
 PHASE_NAMES = tuple(p.name for p in PHASES)
 
+
+def phase_job(phase: Phase, options: SuiteOptions, test_file: Path) -> FioJob:
+    return FioJob(
+        name=phase.name, filename=test_file, rw=phase.rw, block_size=options.block,
+        region_size=options.region_size, iodepth=options.iodepth or 1, numjobs=options.jobs,
+        ioengine=options.engine, direct=not options.buffered,
+        # No fallocate: preallocating would do the allocation before the measured writes.
+        fallocate="none", comment=phase.title,
+    )
+
+
+def _score(rw: str):
+    def score(summary):
+        figures = base_figures(summary)
+        figures["effective_bw"] = summary.write.bw_bytes if rw == "write" else summary.read.bw_bytes
+        return figures
+    return score
+
+
+def workload(options: SuiteOptions, served: ServedBy | None = None, engine: FioEngine | None = None) -> FioWorkload:
+    options = narrowed(SuiteOptions, options).with_block_default(FIRST_WRITE_BLOCK_SIZE)
+
+    def phases(test_file: Path) -> list[FioPhase]:
+        return [FioPhase(phase_job(p, options, test_file), p.title, _score(p.rw)) for p in PHASES]
+    return FioWorkload.of("first-write", options, phases, engine)
+
+
+class FirstWriteEntry(SuiteOptions):
+    """A recipe's `[[workload]] kind = "first-write"` entry."""
+
+    kind: Literal["first-write"]
+
+
+DEFINITION = Definition(
+    name="first-write",
+    description="first write vs overwrite vs read of one region: thin-provisioning and CoW allocation cost "
+                "(field note B)",
+    options=SuiteOptions, recipe_entry=FirstWriteEntry, build=workload,
+)

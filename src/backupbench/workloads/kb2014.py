@@ -1,16 +1,28 @@
-"""The five backup operations of Veeam KB2014, as fio access patterns.
+"""The Veeam KB2014 backup operations (field note C) as a workload: one module, everything.
 
-Each operation says what a backup job does to the repository and how raw read/write
-throughput becomes the speed the job sees ("effective speed"). Block size, direct I/O and
-the engine are common to all and come from the suite options.
+Each operation says what a backup job does to the repository, the fio access pattern that
+stands for it, and how raw read/write throughput becomes the speed the job sees ("effective
+speed"). The suite's options (SuiteOptions: the flags of `backupbench run` and the keys of
+a recipe's kb2014 entry) are shared with the first-write workload. The workload lays the
+test file out when a read operation needs real data, then runs each operation as one fio
+job (workloads/fio_workload.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Annotated, Literal
 
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from backupbench import units
+from backupbench.engines.fio import FioEngine
+from backupbench.engines.fio_job import FioJob
+from backupbench.schema import Duration, PositiveSize, Size, comma_list, no_repeats, validate
 from backupbench.units import KiB
+from backupbench.workloads.base import Definition, ServedBy, narrowed
+from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
 
 # Veeam KB2014 tests with 512 KiB blocks: the size backup software typically writes.
 KB2014_BLOCK_SIZE = 512 * KiB
@@ -80,3 +92,167 @@ def select(names: list[str] | tuple[str, ...]) -> list[Operation]:
     """Operations in suite order (writes before the restores that read their data)."""
     wanted = set(names)
     return [op for op in OPERATIONS.values() if op.name in wanted]
+
+
+OperationName = Literal[OPERATION_NAMES]  # type: ignore[valid-type]
+IoEngine = Literal["libaio", "io_uring", "psync"]
+# Linux moves at most 2 GiB - 4 KiB in one read or write call: a larger block is split.
+MAX_BLOCK_SIZE = units.GiB
+MIN_FILE_SIZE = 4 * units.KiB
+
+
+class SuiteOptions(BaseModel):
+    """Options of the fio suite: `backupbench run` flags, recipe keys of kb2014 and first-write."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    size: Size = Field(
+        units.GiB,
+        description="Size of the test file. Make it as large as a real restore point: "
+        "small files are served from storage caches.",
+        json_schema_extra={"metavar": "SIZE", "example": "1GiB"},
+    )
+    runtime: Duration = Field(
+        10.0, ge=0.001, description="How long each operation runs.",
+        json_schema_extra={"metavar": "DURATION", "example": "10s"},
+    )
+    block_size: Size | None = Field(
+        None, description="I/O block size, a multiple of 4 KiB up to 1 GiB [default: 512k for kb2014 as in "
+        "Veeam KB2014, 1m for first-write].",
+        json_schema_extra={"metavar": "SIZE", "example": "512k"},
+    )
+    jobs: int = Field(
+        1, ge=1, le=256, description="Parallel fio jobs; each gets its own region of the file.",
+        json_schema_extra={"metavar": "N"},
+    )
+    iodepth: int | None = Field(
+        None, ge=1, le=4096,
+        description="Override every operation's queue depth (default: 1 for sequential, 4 for merges).",
+        json_schema_extra={"metavar": "N"},
+    )
+    engine: IoEngine = Field("libaio", description="fio ioengine.")
+    operations: Annotated[tuple[OperationName, ...], BeforeValidator(comma_list),  # type: ignore[valid-type]
+                          AfterValidator(no_repeats)] = Field(
+        OPERATION_NAMES, min_length=1,
+        description="Comma-separated subset of: " + ", ".join(OPERATION_NAMES) + ".",
+        json_schema_extra={"metavar": "LIST"},
+    )
+    backup_size: PositiveSize | None = Field(
+        None, description="Size of a full backup; prints the backup windows.",
+        json_schema_extra={"metavar": "SIZE", "example": "10TiB"},
+    )
+    buffered: bool = Field(
+        False, description="Use the page cache instead of O_DIRECT (for filesystems that "
+        "refuse O_DIRECT, e.g. tmpfs). Results are marked buffered.",
+    )
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, value: int) -> int:
+        if value < MIN_FILE_SIZE:
+            raise ValueError(f"the test file must be at least 4 KiB, not {units.format_size(value)}")
+        return value
+
+    @field_validator("block_size")
+    @classmethod
+    def _block(cls, value: int | None) -> int | None:
+        if value is not None and (value == 0 or value % 4096 or value > MAX_BLOCK_SIZE):
+            raise ValueError(f"must be a multiple of 4 KiB (direct I/O) from 4 KiB to 1 GiB, not {value:,} bytes")
+        return value
+
+    @model_validator(mode="after")
+    def _fits(self) -> "SuiteOptions":
+        if self.block_size is None:
+            return self
+        if self.region_size < self.block_size:
+            raise ValueError(
+                f"size {units.format_size(self.size)} is too small for {self.jobs} job(s) of "
+                f"{units.format_size(self.block_size)} blocks"
+            )
+        return self
+
+    def with_block_default(self, block_size: int) -> "SuiteOptions":
+        """These options with the workload's own block size where the user gave none."""
+        if self.block_size is not None:
+            return self
+        return validate(SuiteOptions, {**self.model_dump(), "block_size": block_size},
+                        lambda loc: "--" + str(loc[0]).replace("_", "-") if loc else "options")
+
+    @property
+    def block(self) -> int:
+        if self.block_size is None:
+            raise ValueError("block size not resolved: call with_block_default() first")
+        return self.block_size
+
+    @property
+    def region_size(self) -> int:
+        """Bytes each job works on: the file split evenly, whole blocks only."""
+        per_job = self.size // self.jobs
+        return per_job - per_job % self.block
+
+    @property
+    def file_size(self) -> int:
+        return self.region_size * self.jobs
+
+
+LAYOUT = "layout"
+# Layout writes the whole file; a little queue depth keeps it from dominating `make run`.
+LAYOUT_IODEPTH = 8
+
+
+def operation_job(op: Operation, options: SuiteOptions, test_file: Path) -> FioJob:
+    return FioJob(
+        name=op.name, filename=test_file, rw=op.rw, rwmixwrite=op.rwmixwrite,
+        block_size=options.block, region_size=options.region_size,
+        iodepth=options.iodepth or op.iodepth, numjobs=options.jobs,
+        ioengine=options.engine, direct=not options.buffered, runtime_s=options.runtime,
+        comment=f"{op.title}: {op.io_per_block_text}",
+    )
+
+
+def layout_job(options: SuiteOptions, test_file: Path) -> FioJob:
+    return FioJob(
+        name=LAYOUT, filename=test_file, rw="write", block_size=options.block,
+        region_size=options.file_size, iodepth=LAYOUT_IODEPTH, ioengine=options.engine,
+        direct=not options.buffered,
+        comment="writes the whole test file once so that reads find real data",
+    )
+
+
+def needs_layout(operations: list[Operation]) -> bool:
+    """Reads need real data under them; a write-only selection lets fio create the file
+    itself, exactly as the plain fio command of the knowledge-base article does."""
+    return any(op.rw != "write" for op in operations)
+
+
+def _scorer(op: Operation):
+    def score(summary):
+        figures = base_figures(summary)
+        figures["effective_bw"] = op.effective_rate(summary.read.bw_bytes, summary.write.bw_bytes)
+        return figures
+    return score
+
+
+def workload(options: SuiteOptions, served: ServedBy | None = None, engine: FioEngine | None = None) -> FioWorkload:
+    options = narrowed(SuiteOptions, options).with_block_default(KB2014_BLOCK_SIZE)
+    operations = select(options.operations)
+
+    def phases(test_file: Path) -> list[FioPhase]:
+        layout = ([FioPhase(layout_job(options, test_file), f"lay out {test_file.name}", None)]
+                  if needs_layout(operations) else [])
+        return layout + [FioPhase(operation_job(op, options, test_file), op.title, _scorer(op)) for op in operations]
+    return FioWorkload.of("kb2014", options, phases, engine)
+
+
+class Kb2014Entry(SuiteOptions):
+    """A recipe's `[[workload]] kind = "kb2014"` entry."""
+
+    kind: Literal["kb2014"]
+
+
+DEFINITION = Definition(
+    name="kb2014",
+    description="Veeam KB2014 backup operations: active full, synthetic full, reverse incremental, restores "
+                "(field note C)",
+    options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload,
+)

@@ -1,222 +1,304 @@
-"""The S3 object workload of field note D: write many fixed-size objects, read them back.
+"""The S3 object workload of field note D, whole: PUT then GET (then DELETE) of many objects
+by many streams through the native load generator, its figures, its artefacts, and the
+adapter to the pipeline. The options and naming rules are in s3_options.py.
 
-`concurrency` parallel streams PUT objects of `object_size` (1 MiB by default: backup tools
-cut data into blocks of a few MB), then GET them back, then (by default) DELETE them, each a
-measured phase whose name ("put", "get", "delete") is the same in live output, records and
-the store. The amount is a count of objects or, for PUT and GET, a duration.
+It has no directory target (`needs_directory = False`): the endpoint and bucket are in its
+options. Order of events, each step refusing before the next touches anything:
 
-Safety is in the names: every object of a run is `backupbench/<run_id>/obj-<8 digits>`, and
-nothing else is ever written, read or deleted; a bucket is never emptied. A missing bucket is
-created only with `create_bucket`. Credentials are SecretStr fields excluded from every dump
-(settings.json included).
+1. check(): credentials resolved (options, --profile, environment, AWS_PROFILE/default);
+   the endpoint probed within a few seconds (reachable, TLS, credentials accepted, bucket
+   exists); a missing bucket refused unless create_bucket.
+2. execute(): the run's prefix backupbench/<run_id>/ must be unused (else refused, and then
+   nothing is ever deleted); the bucket is created if missing and allowed; then each phase
+   runs through the S3Engine and reports its figures. GET reads the objects PUT wrote;
+   DELETE removes every object PUT attempted.
+3. cleanup() (every exit path once the prefix was found unused): every object under the
+   prefix is deleted - nothing else - and a bucket this run created is removed if it is
+   empty again. A bucket is never emptied.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Literal
-from urllib.parse import urlsplit
+import logging
+import os
+from pathlib import Path
+from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator
 
-from backupbench import units
-from backupbench.schema import Duration, Size, comma_list
+from backupbench import process
+from backupbench.artefacts import FAILED, GONE, NOT_OURS, REMOVED, Artefact, Outcome
+from backupbench.engines.s3 import BINARY, PhaseRun, PhaseSpec, Probe, S3Engine, S3Target
+from backupbench.engines.s3_credentials import DEFAULT_REGION, Credentials, resolve
+from backupbench.engines.s3_records import attempted_keys, written_keys
+from backupbench.errors import BackupbenchError, EngineError, RefusedError
+from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
+from backupbench.workloads.s3_options import PHASE_TITLES, S3Options, normalise_endpoint, run_prefix
 
-Phase = Literal["put", "get", "delete"]
-PHASES: tuple[str, ...] = ("put", "get", "delete")
-PHASE_TITLES = {
-    "put": "PUT objects (write the backup)",
-    "get": "GET objects (read it back: restore)",
-    "delete": "DELETE objects (retention)",
-}
-
-# Objects written when neither `objects` nor `duration` is given: 2,000 x 1 MiB = ~2 GiB.
-DEFAULT_OBJECTS = 2_000
-TAG = "backupbench"
-KEY_DIGITS = 8
-
-_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_IPV4_RE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+log = logging.getLogger("backupbench.s3")
 
 
-def run_prefix(run_id: str) -> str:
-    """The only key prefix a run writes, reads and deletes: 'backupbench/<run_id>/'."""
-    if not RUN_ID_RE.match(run_id):
-        raise ValueError(f"run id {run_id!r} cannot be part of an object key (letters, digits, '.', '_', '-')")
-    return f"{TAG}/{run_id}/"
+def key_set(numbers: set[int]) -> tuple[int, tuple[int, ...]]:
+    """The load generator's form of a set of object numbers: a count and the gaps in 0..count-1."""
+    if not numbers:
+        return 0, ()
+    count = max(numbers) + 1
+    return count, tuple(n for n in range(count) if n not in numbers)
 
 
-def object_key(run_id: str, number: int) -> str:
-    """Key of object `number` of a run: 'backupbench/<run_id>/obj-00000042'.
-    The load generator (native/s3load, keyName) names objects the same way."""
-    if number < 0:
-        raise ValueError("object numbers start at 0")
-    return f"{run_prefix(run_id)}obj-{number:0{KEY_DIGITS}d}"
+class S3Workload:
+    kind = "s3"
+    needs_directory = False  # the target is an endpoint and a bucket
+    buffered = False
+    test_file_cautions = False
+    space_fix = ""
+
+    def __init__(self, options: S3Options, engine: S3Engine | None = None,
+                 environ: Mapping[str, str] | None = None, home: Path | None = None):
+        self.options = options
+        self.engine = engine or S3Engine()
+        self._environ = environ if environ is not None else os.environ
+        self._home = home if home is not None else Path.home()
+        self._creds: Credentials | None = None
+        self._target: S3Target | None = None
+        self._probe: Probe | None = None
+        self._prefix: str | None = None  # set once the prefix is known to be ours
+        self._created_bucket = False
+        self._failure: BaseException | None = None
+        self._bucket_id: int | None = None
+        self._objects_id: int | None = None
+        # The layout whose MinIO serves the endpoint ("" for a user's endpoint): the run's
+        # objects then go with that layout's drives.
+        self.served_by = ""
+
+    def target_label(self, target: Path | None) -> str:
+        return f"{self.options.endpoint}/{self.options.bucket}"
+
+    def engine_versions(self) -> dict[str, str]:
+        return {"s3load": self.engine.version()}
+
+    def phases(self) -> tuple[str, ...]:
+        return self.options.s3_phases
+
+    def settings(self) -> dict[str, Any]:
+        """Stored with the run: the options (never the keys) and the derived amounts."""
+        return {**self.options.model_dump(mode="json"), "object_count": self.options.object_count,
+                "key_prefix": "backupbench/<run_id>/", "engine": BINARY}
+
+    def space_needed(self) -> int:
+        return self.options.data_bytes or 0
+
+    # ---- refusal -----------------------------------------------------------------------
+    def connect(self) -> tuple[S3Target, Credentials]:
+        """Resolve credentials and region (no network)."""
+        if self._target is None or self._creds is None:
+            opts = self.options
+            creds, suggested_region = resolve(opts.access_key, opts.secret_key, opts.profile, self._environ,
+                                              self._home)
+            self._creds = creds
+            self._target = S3Target(
+                endpoint=opts.endpoint, bucket=opts.bucket,
+                region=opts.region or suggested_region or DEFAULT_REGION,
+                insecure_tls=opts.insecure_tls, ca_file=opts.ca_file,
+                request_timeout=opts.request_timeout, connect_timeout=opts.connect_timeout)
+        return self._target, self._creds
+
+    def check(self, target: Path | None = None) -> None:
+        _ = self.engine.binary  # ToolMissingError first: nothing else can work without it
+        s3, creds = self.connect()
+        probe = self.engine.probe(s3, creds)
+        if not probe.bucket_exists and not self.options.create_bucket:
+            raise RefusedError(f"bucket {s3.bucket} does not exist at {s3.endpoint}",
+                               "create it, or pass --create-bucket to let backupbench create it and "
+                               "remove it afterwards")
+        self._probe = probe
+
+    # ---- the run ------------------------------------------------------------------------
+    def execute(self, target: Path | None, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
+        try:
+            self._execute(folder, run_id, hooks)
+        except BaseException as exc:
+            self._failure = exc
+            raise
+
+    def _execute(self, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
+        s3, creds = self.connect()
+        prefix = run_prefix(run_id)
+        probe = self.engine.probe(s3, creds, prefix)
+        if probe.bucket_exists and probe.prefix_empty is False:
+            raise RefusedError(f"bucket {s3.bucket} already holds objects under {prefix}; they are not this "
+                               "run's and will not be touched", "use another run id")
+        if not probe.bucket_exists:
+            if not self.options.create_bucket:
+                raise RefusedError(f"bucket {s3.bucket} does not exist at {s3.endpoint}",
+                                   "create it, or pass --create-bucket")
+            self._bucket_id = hooks.will_create(bucket_artefact(s3, self.options.profile, creds.source,
+                                                                    self.served_by))
+            self._created_bucket = self.engine.create_bucket(s3, creds)
+            if not self._created_bucket:
+                hooks.removed(self._bucket_id, "not ours: it was there already")
+        # From here on everything under the prefix is this run's: cleanup deletes it.
+        self._objects_id = hooks.will_create(objects_artefact(s3, prefix, self.options.profile, creds.source,
+                                                                  self.served_by))
+        self._prefix = prefix
+        opts = self.options
+        common = dict(prefix=prefix, object_size=opts.object_size, concurrency=opts.concurrency)
+        put: PhaseRun | None = None
+        commands: list[str] = []
+        try:
+            for op in opts.s3_phases:
+                if op == "put":
+                    spec = PhaseSpec("put", objects=opts.object_count or 0, duration_s=opts.duration or 0.0,
+                                     **common)
+                else:
+                    assert put is not None  # S3Options: phases start with put
+                    count, skip = key_set(written_keys(put.records) if op == "get" else attempted_keys(put.records))
+                    if count == 0:
+                        raise EngineError(f"no object was written, so there is nothing to {op}")
+                    spec = PhaseSpec(op, objects=count, skip=skip,
+                                     duration_s=(opts.duration or 0.0) if op == "get" else 0.0, **common)
+                hooks.started(op, PHASE_TITLES[op], opts.pattern(op))
+                commands.append(process.render(self.engine.argv(folder / f"{op}.config.json")))
+                run = self.engine.run_phase(s3, creds, spec, folder,
+                                            lambda fraction, detail, name=op: hooks.progress(name, fraction, detail))
+                hooks.finished(op, run.figures, self._detail(run, s3, creds, probe))
+                if op == "put":
+                    put = run
+                if run.figures["ops"] == 0 and run.errors:
+                    kind, count = next(iter(run.errors.items()))
+                    raise EngineError(f"every {op.upper()} request failed ({count:,} x {kind}; "
+                                      f"records in {run.files['records']})")
+        finally:
+            (folder / "commands.txt").write_text("\n".join(commands) + "\n")
+
+    def _detail(self, run: PhaseRun, s3: S3Target, creds: Credentials, probe: Probe) -> dict[str, Any]:
+        return {"errors_by_kind": run.errors, **run.files, "endpoint": s3.endpoint, "bucket": s3.bucket,
+                "region": s3.region, "prefix": self._prefix, "credentials_from": creds.source,
+                "bucket_was_empty": probe.bucket_empty, "bucket_created": self._created_bucket,
+                "object_size": self.options.object_size, "concurrency": self.options.concurrency}
+
+    def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:
+        """Delete the run's objects (its prefix only) and a bucket it created, if empty."""
+        prefix, self._prefix = self._prefix, None
+        if prefix is None or self._target is None or self._creds is None:
+            return
+        try:
+            self.engine.delete_prefix(self._target, self._creds, prefix)
+            hooks.removed(self._objects_id)
+        except BackupbenchError as exc:
+            failure = self._failure
+            before = f" (after: {failure.one_line()})" if isinstance(failure, BackupbenchError) else ""
+            raise EngineError(f"objects of this run may be left under {prefix} in bucket {self._target.bucket}: "
+                              f"{exc.one_line()}{before}",
+                              f"delete the prefix {prefix} with any S3 client; nothing else is this run's") from exc
+        if self._created_bucket:
+            try:
+                self.engine.delete_bucket(self._target, self._creds)
+                hooks.removed(self._bucket_id)
+            except BackupbenchError as exc:  # e.g. BucketNotEmpty: someone else wrote to it meanwhile
+                log.warning("bucket %s created by this run was kept: %s", self._target.bucket, exc.one_line())
+                hooks.removed(self._bucket_id, f"kept: {exc.one_line()}")
+            self._created_bucket = False
 
 
-def check_bucket_name(name: str) -> str:
-    """S3 bucket naming rules: 3-63 of a-z 0-9 . -, starting and ending with a letter or
-    digit, no '..', not an IPv4 address."""
-    if not _BUCKET_RE.match(name) or ".." in name or _IPV4_RE.match(name):
-        raise ValueError(f"{name!r} is not a valid S3 bucket name (3-63 characters: a-z, 0-9, '.', '-')")
-    return name
+def workload(options: S3Options, served: ServedBy | None = None) -> S3Workload:
+    """A recipe entry without endpoint is served by its layout's own MinIO (`served`)."""
+    if options.endpoint is None:
+        if served is None:
+            raise RefusedError("an s3 workload without endpoint runs only on a layout served by MinIO")
+        values = {name: getattr(options, name) for name in S3Options.model_fields}
+        values.update(endpoint=served.endpoint, create_bucket=True, access_key=SecretStr(served.access_key),
+                      secret_key=SecretStr(served.secret_key))
+        options = S3Options.model_validate(values)
+    found = S3Workload(narrowed(S3Options, options))
+    found.served_by = served.layout if served is not None else ""
+    return found
 
 
-def normalise_endpoint(url: str) -> str:
-    """'http(s)://host[:port]' with no path; the scheme's default port is dropped, since the
-    port must be written the same way in the request and in its signature."""
-    text = url.strip()
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an S3 endpoint URL (use e.g. http://127.0.0.1:9000 or https://s3.example.com)")
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"{url!r}: the endpoint must not have a path; give the bucket with --bucket")
-    if parts.username or parts.password:
-        raise ValueError("the endpoint must not carry credentials; use the environment or --profile")
+# ---- artefacts: the journal never holds a secret. It records where the credentials came
+# from (the environment, a profile name); `backupbench cleanup` takes them from there again.
+# Keys given as options cannot be found again: cleanup then says to export them.
+
+def _where(target: S3Target, profile: str | None, source: str, layout: str) -> Artefact:
+    return {"endpoint": target.endpoint, "bucket": target.bucket, "region": target.region,
+            "insecure_tls": target.insecure_tls, "ca_file": target.ca_file, "profile": profile,
+            "credentials_from": source, "layout": layout}
+
+
+def objects_artefact(target: S3Target, prefix: str, profile: str | None, source: str, layout: str = "") -> Artefact:
+    """layout: the layout whose MinIO holds them; they go with its drives."""
+    return {"kind": "s3-objects", "prefix": prefix, **_where(target, profile, source, layout)}
+
+
+def bucket_artefact(target: S3Target, profile: str | None, source: str, layout: str = "") -> Artefact:
+    return {"kind": "s3-bucket", **_where(target, profile, source, layout)}
+
+
+def _connect(artefact: Artefact, environ: Mapping[str, str] | None, home: Path | None):
+    target = S3Target(endpoint=str(artefact["endpoint"]), bucket=str(artefact["bucket"]),
+                      region=str(artefact.get("region") or "us-east-1"),
+                      insecure_tls=bool(artefact.get("insecure_tls")), ca_file=artefact.get("ca_file"))
+    if artefact.get("credentials_from") == "options":
+        # Keys given as options were never written anywhere: look where the user can put them.
+        profile = None
+    else:
+        profile = artefact.get("profile")
+    creds, _ = resolve(None, None, profile, environ if environ is not None else os.environ,
+                       home if home is not None else Path.home())
+    return target, creds
+
+
+def remove_objects(artefact: Artefact, environ: Mapping[str, str] | None, home: Path | None) -> Outcome:
+    if artefact.get("layout"):
+        return Outcome(GONE, f"they went with layout {artefact['layout']}'s MinIO and its drives")
+    prefix = str(artefact.get("prefix", ""))
+    if not prefix.startswith("backupbench/") or not prefix.endswith("/"):
+        return Outcome(NOT_OURS, f"{prefix!r} is not a run's prefix")
     try:
-        port = parts.port
-    except ValueError:
-        raise ValueError(f"{url!r} has an invalid port") from None
-    host = parts.hostname
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    default = 80 if parts.scheme == "http" else 443
-    return f"{parts.scheme}://{host}" + (f":{port}" if port and port != default else "")
+        target, creds = _connect(artefact, environ, home)
+        deleted = S3Engine().delete_prefix(target, creds, prefix)
+    except BackupbenchError as exc:
+        return Outcome(FAILED, f"{exc.one_line()} (credentials were taken from {artefact.get('credentials_from')}; "
+                               "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY and run backupbench cleanup again)")
+    return Outcome(REMOVED, f"{deleted:,} object(s) deleted")
 
 
-def _phases(value: object) -> object:
-    items = comma_list(value)
-    return tuple(items) if isinstance(items, list) else items
+def remove_bucket(artefact: Artefact, environ: Mapping[str, str] | None, home: Path | None) -> Outcome:
+    if artefact.get("layout"):
+        return Outcome(GONE, f"it went with layout {artefact['layout']}'s MinIO and its drives")
+    try:
+        target, creds = _connect(artefact, environ, home)
+        S3Engine().delete_bucket(target, creds)
+    except EngineError as exc:
+        if "NoSuchBucket" in exc.message:
+            return Outcome(GONE, "already gone")
+        if "BucketNotEmpty" in exc.message:
+            return Outcome(NOT_OURS, "it holds objects that are not this run's, so it is kept")
+        return Outcome(FAILED, exc.one_line())
+    except BackupbenchError as exc:
+        return Outcome(FAILED, exc.one_line())
+    return Outcome(REMOVED, "removed")
 
 
-class S3Options(BaseModel):
-    """One S3 run. Field names are the recipe keys; `--kebab-case` are the flags."""
+class S3Entry(S3Options):
+    """A recipe's `[[workload]] kind = "s3"` entry; without endpoint, the layout's MinIO."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    endpoint: str = Field(
-        description="S3 endpoint URL, e.g. http://127.0.0.1:9000 (no path; path-style requests are used).",
-        json_schema_extra={"metavar": "URL"},
-    )
-    bucket: str = Field(
-        description="Bucket to use; only keys under backupbench/<run>/ are ever written or deleted in it.",
-        json_schema_extra={"metavar": "NAME"},
-    )
-    object_size: Size = Field(
-        1 * units.MiB, ge=1, le=5 * units.GiB,
-        description="Size of each object (1MiB = 1,048,576 bytes; 1MB = 1,000,000 bytes).",
-        json_schema_extra={"metavar": "SIZE", "example": "1MiB"},
-    )
-    concurrency: int = Field(
-        100, ge=1, le=4096,
-        description="Parallel streams (requests in flight), as s3bench's 100 in field note D.",
-        json_schema_extra={"metavar": "N"},
-    )
-    objects: int | None = Field(
-        None, ge=1, le=10_000_000,
-        description=f"Objects to PUT, then GET and DELETE once each [default: {DEFAULT_OBJECTS:,} "
-        "unless --duration is given].",
-        json_schema_extra={"metavar": "N"},
-    )
-    duration: Duration | None = Field(
-        None, gt=0, le=7 * 86_400,
-        description="Instead of a count: PUT new objects for this long, then GET them (cycling) for "
-        "as long; DELETE removes every object written.",
-        json_schema_extra={"metavar": "DURATION"},
-    )
-    s3_phases: Annotated[tuple[Phase, ...], BeforeValidator(_phases)] = Field(  # type: ignore[valid-type]
-        PHASES, min_length=1, max_length=3,
-        description="Measured phases, in order: put, then get and/or delete. The run's objects are "
-        "removed afterwards whether or not delete is measured.",
-        json_schema_extra={"metavar": "LIST", "example": "put,get"},
-    )
-    create_bucket: bool = Field(
-        False, description="Create the bucket if it does not exist (and remove it afterwards if it is empty).",
-    )
-    region: str | None = Field(
-        None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$",
-        description="Region to sign requests for [default: AWS_REGION, the profile's region, or us-east-1].",
-        json_schema_extra={"metavar": "NAME"},
-    )
-    profile: str | None = Field(
-        None, min_length=1, max_length=128,
-        description="Profile in ~/.aws/credentials (and ~/.aws/config) to take credentials from "
-        "[default: AWS_PROFILE, else the environment's keys, else 'default'].",
-        json_schema_extra={"metavar": "NAME"},
-    )
-    access_key: SecretStr | None = Field(
-        None, exclude=True, repr=False,
-        description="Access key ID (prefer AWS_ACCESS_KEY_ID or --profile: a flag is visible to other users "
-        "in the process list). Never stored or printed.",
-        json_schema_extra={"metavar": "KEY"},
-    )
-    secret_key: SecretStr | None = Field(
-        None, exclude=True, repr=False,
-        description="Secret access key (prefer AWS_SECRET_ACCESS_KEY or --profile). Never stored or printed.",
-        json_schema_extra={"metavar": "SECRET"},
-    )
-    insecure_tls: bool = Field(
-        False, description="Do not verify the server's TLS certificate (a self-signed test server).",
-    )
-    ca_file: str | None = Field(
-        None, min_length=1,
-        description="PEM file of the CA that signed the server's certificate, instead of the system's.",
-        json_schema_extra={"metavar": "PATH"},
-    )
-    request_timeout: Duration = Field(
-        60.0, gt=0, le=3600,
-        description="Longest one request may take before it counts as a 'timeout' error.",
-        json_schema_extra={"metavar": "DURATION"},
-    )
-    connect_timeout: Duration = Field(
-        3.0, gt=0, le=120,
-        description="Longest a connection may take to open; an endpoint that does not answer "
-        "fails the pre-flight check within about twice this.",
-        json_schema_extra={"metavar": "DURATION"},
-    )
+    kind: Literal["s3"]
+    endpoint: str | None = Field(None, description="S3 endpoint; unset: the MinIO that the layout serves.")
+    bucket: str = Field("backupbench", description="Bucket; created (and removed when empty) for a layout's MinIO.")
 
     @field_validator("endpoint")
     @classmethod
-    def _endpoint(cls, value: str) -> str:
-        return normalise_endpoint(value)
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else normalise_endpoint(value)
 
-    @field_validator("bucket")
-    @classmethod
-    def _bucket(cls, value: str) -> str:
-        return check_bucket_name(value)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> "S3Options":
-        if self.objects is not None and self.duration is not None:
-            raise ValueError("give either objects or duration, not both")
-        phases = self.s3_phases
-        if len(set(phases)) != len(phases):
-            raise ValueError(f"s3_phases lists a phase twice: {','.join(phases)}")
-        if phases[0] != "put":
-            raise ValueError("s3_phases must start with put: get and delete work on the objects the run wrote")
-        if list(phases) != sorted(phases, key=PHASES.index):
-            raise ValueError("s3_phases must be in the order put, get, delete")
-        if (self.access_key is None) != (self.secret_key is None):
-            raise ValueError("give both access_key and secret_key, or neither")
-        return self
-
-    @property
-    def object_count(self) -> int | None:
-        """Objects to write; None when the PUT phase is timed."""
-        if self.duration is not None:
-            return None
-        return self.objects if self.objects is not None else DEFAULT_OBJECTS
-
-    @property
-    def data_bytes(self) -> int | None:
-        """Bytes one pass over every object moves (None when timed)."""
-        count = self.object_count
-        return None if count is None else count * self.object_size
-
-    def pattern(self, phase: str) -> str:
-        """One line saying what a phase does, as stored with the operation."""
-        amount = (f"{self.object_count:,} objects" if self.object_count is not None
-                  else f"for {self.duration:g} s")
-        return (f"{phase.upper()} {units.format_size(self.object_size)} objects, {amount}, "
-                f"{self.concurrency} streams")
+DEFINITION = Definition(
+    name="s3",
+    description="objects PUT then GET (then DELETE) by many streams against an S3 endpoint (field note D); "
+                "needs --endpoint and --bucket, no PATH",
+    options=S3Options, recipe_entry=S3Entry, build=workload, needs_directory=False,
+    removers={"s3-objects": lambda artefact: remove_objects(artefact, None, None),
+              "s3-bucket": lambda artefact: remove_bucket(artefact, None, None)},
+    served_by_layout=lambda entry: entry.endpoint is None,
+)

@@ -1,4 +1,5 @@
-"""The snapshot small-file workload of field note E: create many small files, rewrite them.
+"""The snapshot small-file workload of field note E, whole: options, presets, phases, figures,
+and the adapter to the pipeline over the native engine (engines/smallfiles.py).
 
 N files of S bytes spread evenly over D folders are created with the first byte pattern,
 then every file is rewritten in place once per further pattern ("update passes"). Against a
@@ -22,26 +23,20 @@ Decisions, so that the figures mean one thing:
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from backupbench import units
+from backupbench import artefacts, units
+from backupbench.engines.smallfiles import FOLDER_PREFIX, SmallFilesEngine
+from backupbench.engines.smallfiles_job import SmallFilesJob, phase_names
+from backupbench.engines.smallfiles_results import PhaseResult
 from backupbench.schema import Size, comma_list
+from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
 
-Flush = Literal["none", "fsync", "sync-end"]
-FLUSH_POLICIES: tuple[str, ...] = ("none", "fsync", "sync-end")
-
-CREATE_PHASE = "create"
-VERIFY_PHASE = "verify"
-# Filesystem blocks are assumed to be 4 KiB when estimating the space a run occupies.
-BLOCK = 4 * units.KiB
-# Free space and inodes required on top of what the run occupies: metadata the estimate
-# does not see (journal, extent trees, xattrs) and other writers on the filesystem.
-HEADROOM_FRACTION = 0.05
-HEADROOM_MIN_BYTES = 1 * units.MiB
-HEADROOM_MIN_INODES = 16
-
+Flush = Literal["none", "fsync", "sync-end"]  # engines.smallfiles_job.FLUSH_POLICIES
 
 def _pattern(value: object) -> object:
     """One byte: an int, or text in hex with 0x ('0xff') or decimal ('255')."""
@@ -120,6 +115,7 @@ class SmallFilesSpec(BaseModel):
     verify: bool = Field(
         False, description="Read every file back after the last pass and count files that differ from the last pattern.",
     )
+    keep: bool = Field(False, description="Keep the tagged folder of files after the run (to inspect it).")
 
     @model_validator(mode="before")
     @classmethod
@@ -145,7 +141,7 @@ class SmallFilesSpec(BaseModel):
 
     @property
     def phases(self) -> tuple[str, ...]:
-        """The phase names this spec runs, in order (a subset of PHASES-style names)."""
+        """The phase names this spec runs, in order."""
         return phase_names(self.update_passes, self.verify)
 
     @property
@@ -153,15 +149,10 @@ class SmallFilesSpec(BaseModel):
         """Bytes written by one pass over every file."""
         return self.files * self.file_size
 
-
-def update_phase(number: int) -> str:
-    """Name of update pass `number` (1-based): 'update-1', 'update-2', ..."""
-    return f"update-{number}"
-
-
-def phase_names(update_passes: int, verify: bool) -> tuple[str, ...]:
-    return (CREATE_PHASE, *(update_phase(n) for n in range(1, update_passes + 1)),
-            *((VERIFY_PHASE,) if verify else ()))
+    def job(self) -> SmallFilesJob:
+        """What the engine is asked to do."""
+        return SmallFilesJob(self.files, self.file_size, self.folders, self.patterns, self.threads, self.flush,
+                             self.verify)
 
 
 PRESETS: dict[str, SmallFilesSpec] = {
@@ -171,38 +162,121 @@ PRESETS: dict[str, SmallFilesSpec] = {
     "quick": SmallFilesSpec(files=2_000, folders=20),
 }
 
-def with_preset(preset: str | None, given: dict[str, Any]) -> dict[str, Any]:
+# Phase names of the default spec with verify, in order; every output (live, CSV, JSON, store) uses them.
+PHASES: tuple[str, ...] = phase_names(update_passes=3, verify=True)
+
+
+def with_preset(base: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
     """A preset's values with the given ones on top. A preset's folder count yields to a
     smaller file count given beside it (a folder per file), as the default one does."""
-    base = PRESETS[preset or "field-note-e"].model_dump(exclude_unset=True)
+    base = dict(base)
     files = _count(given.get("files"))
     if "folders" not in given and files is not None and base.get("folders", 0) > files:
         base.pop("folders")
     return {**base, **given}
 
 
-# Phase names of the default spec, in order; every output (live, CSV, JSON, store) uses them.
-PHASES: tuple[str, ...] = phase_names(update_passes=3, verify=True)
+PHASE_TITLES = {"create": "create every file", "verify": "read back and compare"}
 
 
-def bytes_needed(spec: SmallFilesSpec) -> int:
-    """Space the run occupies at its peak: every file rounded up to 4 KiB blocks, plus one
-    block per folder and the root folder. The refusal check adds headroom (required_free_bytes)."""
-    blocks_per_file = -(-spec.file_size // BLOCK)
-    return spec.files * blocks_per_file * BLOCK + (spec.folders + 1) * BLOCK
+def figures_of(result: PhaseResult) -> dict[str, float]:
+    figures = {
+        "files_per_s": result.files_per_s,
+        "effective_bw": result.mib_per_s * 2**20,
+        "file_p50_lat": result.latency_p50_ns,
+        "file_p99_lat": result.latency_p99_ns,
+        "files": float(result.files),
+        "runtime": result.seconds,
+        "sync_seconds": result.sync_seconds,
+    }
+    if result.mismatches is not None:
+        figures["mismatches"] = float(result.mismatches)
+    return figures
 
 
-def inodes_needed(spec: SmallFilesSpec) -> int:
-    """One inode per file and folder, and the run's root folder."""
-    return spec.files + spec.folders + 1
+@dataclass
+class SmallFilesWorkload:
+    spec: SmallFilesSpec
+    engine: SmallFilesEngine = field(default_factory=SmallFilesEngine)
+    kind: str = "smallfiles"
+    needs_directory: bool = True
+    buffered: bool = True  # page cache on purpose: an application's view (module docstring)
+    test_file_cautions: bool = False  # thousands of files, cached on purpose
+    space_fix: str = "free some space, or use fewer or smaller files (--files, --file-size)"
+
+    def target_label(self, target: Path | None) -> str:
+        return str(target)
+
+    def engine_versions(self) -> dict[str, str]:
+        return {}  # the engine is this package's own Python
+
+    def phases(self) -> tuple[str, ...]:
+        return self.spec.phases
+
+    def settings(self) -> dict[str, Any]:
+        return self.spec.model_dump(mode="json")
+
+    def space_needed(self) -> int:
+        return self.spec.job().bytes_needed()
+
+    def check(self, target: Path) -> None:
+        self.engine.check(self.spec.job(), target)
+
+    def execute(self, target: Path, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
+        pattern = f"{self.spec.files:,} x {self.spec.file_size // 1024} KiB, {self.spec.threads} thr, {self.spec.flush}"
+        started: set[str] = set()
+
+        def on_phase(name: str, fraction: float, detail: str) -> None:
+            if name not in started:
+                started.add(name)
+                title = PHASE_TITLES.get(name, f"rewrite every file in place ({name})")
+                hooks.started(name, title, pattern)
+            hooks.progress(name, fraction, detail)
+
+        def on_result(result: PhaseResult) -> None:
+            hooks.finished(result.name, figures_of(result), {"flush": result.flush})
+
+        folder_id = hooks.will_create(artefacts.tree(tagged_folder(target, run_id), run_id, "small-file folder"))
+        try:
+            self.engine.run(self.spec.job(), target, run_id, on_phase, keep=self.spec.keep, on_result=on_result)
+        finally:
+            # The engine removes the folder on every exit path (the run's sweep makes sure);
+            # with --keep it is the user's now.
+            if self.spec.keep:
+                hooks.removed(folder_id, "kept (--keep)")
+
+    def cleanup(self, target: Path, run_id: str, hooks: PhaseHooks) -> None:
+        # The engine removes its folder on every exit path; the run's journal sweep makes sure.
+        return None
 
 
-def required_free_bytes(spec: SmallFilesSpec) -> int:
-    """Free space the engine requires before it starts: bytes_needed plus headroom."""
-    need = bytes_needed(spec)
-    return need + max(HEADROOM_MIN_BYTES, int(need * HEADROOM_FRACTION))
+def tagged_folder(target: Path, run_id: str) -> Path:
+    return target / f"{FOLDER_PREFIX}{run_id}"
 
 
-def required_free_inodes(spec: SmallFilesSpec) -> int:
-    need = inodes_needed(spec)
-    return need + max(HEADROOM_MIN_INODES, int(need * HEADROOM_FRACTION))
+class SmallFilesEntry(SmallFilesSpec):
+    """A recipe's `[[workload]] kind = "smallfiles"` entry; `preset` picks a starting point."""
+
+    kind: Literal["smallfiles"]
+    preset: Literal["field-note-e", "quick"] | None = Field(
+        None, description="Start from this preset; keys given beside it override it.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset") in PRESETS:
+            return with_preset(PRESETS[data["preset"]].model_dump(exclude_unset=True), data)
+        return data
+
+
+def workload(spec: SmallFilesSpec, served: ServedBy | None = None) -> SmallFilesWorkload:
+    return SmallFilesWorkload(narrowed(SmallFilesSpec, spec))
+
+
+DEFINITION = Definition(
+    name="smallfiles",
+    description="many small files created, then rewritten in place pass by pass (field note E)",
+    options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload,
+    presets={name: spec.model_dump(exclude_unset=True) for name, spec in PRESETS.items()},
+    default_preset="field-note-e", merge_preset=with_preset,
+)

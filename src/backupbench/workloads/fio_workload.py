@@ -14,9 +14,9 @@ from backupbench import process
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob, command
 from backupbench.engines.fio_json import FioSummary
-from backupbench.paths import Syntax, for_program
 from backupbench import artefacts
-from backupbench.runner.workload import PhaseHooks
+from backupbench.paths import Syntax, for_program
+from backupbench.workloads.base import PhaseHooks
 
 TAG = "backupbench"
 
@@ -49,6 +49,8 @@ def base_figures(summary: FioSummary) -> dict[str, float]:
 
 @dataclass
 class FioWorkload:
+    """The Workload (workloads/base.py) of every fio workload: phases on one tagged test file."""
+
     kind: str
     options: Any  # the workload's pydantic options, stored with the run
     phases_for: Callable[[Path], list[FioPhase]]  # test file -> phases
@@ -57,7 +59,18 @@ class FioWorkload:
     engine: FioEngine = field(default_factory=FioEngine)
     space_fix: str = "free some space or use a smaller --size"
     extra_settings: dict[str, Any] = field(default_factory=dict)
+    needs_directory: bool = field(default=True, init=False)
+    test_file_cautions: bool = field(default=True, init=False)
     _test_file_id: int | None = field(default=None, init=False, repr=False)
+
+    def target_label(self, target: Path | None) -> str:
+        return str(target)
+
+    def engine_versions(self) -> dict[str, str]:
+        return {"fio": self.engine.version()}
+
+    def phases(self) -> tuple[str, ...]:
+        return tuple(phase.job.name for phase in self.phases_for(Path("/phases")))
 
     def settings(self) -> dict[str, Any]:
         return {**self.options.model_dump(mode="json"), "file_size": self.file_size, **self.extra_settings}
@@ -89,3 +102,10 @@ class FioWorkload:
     def cleanup(self, target: Path, run_id: str, hooks: PhaseHooks) -> None:
         (target / test_file_name(run_id)).unlink(missing_ok=True)
         hooks.removed(self._test_file_id)
+
+    @classmethod
+    def of(cls, kind: str, options: Any, phases_for: Callable[[Path], list[FioPhase]],
+           engine: FioEngine | None = None) -> "FioWorkload":
+        """A fio workload over the suite's options (kb2014.SuiteOptions: file size, buffered)."""
+        return cls(kind=kind, options=options, phases_for=phases_for, file_size=options.file_size,
+                   buffered=options.buffered, engine=engine or FioEngine())

@@ -1,0 +1,110 @@
+"""What a workload is to the rest of backupbench: the Workload the pipeline runs, the
+PhaseHooks it reports to, and the Definition that names it for `run --workload` and recipes.
+
+A workload runs named phases (layout, active-full, create, update-1, put, ...). It announces
+each one to PhaseHooks; the pipeline turns that into progress, monitor samples and stored
+figures. Everything it creates outside the run folder it writes into the run's journal
+first, through the same hooks. The pipeline asks nothing else of it: every question it
+has is a field or a method here, never a probe for an attribute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from backupbench.artefacts import Remover
+
+
+class PhaseHooks(Protocol):
+    def started(self, name: str, title: str, pattern: str, measured: bool = True) -> None: ...
+
+    def progress(self, name: str, fraction: float, detail: str) -> None: ...
+
+    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None: ...
+
+    def will_create(self, artefact: dict[str, Any]) -> int | None:
+        """Write down something about to be created (a file, a folder, S3 objects) in the
+        run's journal, before creating it; returns the id to report its removal with."""
+
+    def removed(self, artefact_id: int | None, how: str = "removed") -> None: ...
+
+
+class Workload(Protocol):
+    kind: str
+    needs_directory: bool      # False: the target is not a directory here (an S3 endpoint)
+    buffered: bool             # through the page cache: refusals and cautions differ
+    test_file_cautions: bool   # one test file that caches could serve: say so when it is small
+    space_fix: str             # what to change when the target has too little space
+
+    def target_label(self, target: Path | None) -> str:
+        """What the run is stored and shown as having measured."""
+
+    def engine_versions(self) -> dict[str, str]:
+        """Engine name -> version, recorded with the run."""
+
+    def phases(self) -> tuple[str, ...]:
+        """The phases it will run, in order, by the names every output uses."""
+
+    def settings(self) -> dict[str, Any]:
+        """Everything that shapes the figures, stored with the run."""
+
+    def space_needed(self) -> int: ...
+
+    def check(self, target: Path | None) -> None:
+        """Refusals of the workload's own (RefusedError), beyond the directory checks."""
+
+    def execute(self, target: Path | None, folder: Path, run_id: str, hooks: PhaseHooks) -> None: ...
+
+    def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:
+        """Remove what execute created; called on every exit path (the journal sweep follows)."""
+
+
+@dataclass(frozen=True)
+class ServedBy:
+    """A layout's own S3 server, for a recipe workload that names no endpoint."""
+
+    layout: str
+    endpoint: str
+    access_key: str = field(repr=False)
+    secret_key: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One kind of workload: what `run --workload NAME` and a recipe's `kind = "NAME"` mean."""
+
+    name: str
+    description: str
+    options: type[BaseModel]          # flags of `run` and keys of a recipe entry, each defined once
+    recipe_entry: type[BaseModel]     # the options plus `kind` (and what a recipe adds)
+    build: Callable[[Any, ServedBy | None], Workload]
+    needs_directory: bool = True
+    # Named starting points (--preset NAME, preset = "NAME"): option values the given ones override.
+    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    default_preset: str = ""
+    merge_preset: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] = lambda base, given: {
+        **base, **given}
+    # Removers for the kinds of artefact it creates beyond files, folders and processes.
+    removers: Mapping[str, Remover] = field(default_factory=dict)
+    # Whether a recipe entry runs against its layout's own S3 server (it names no endpoint).
+    served_by_layout: Callable[[Any], bool] = lambda entry: False
+
+    def options_from(self, given: Mapping[str, Any], preset: str | None = None) -> dict[str, Any]:
+        """The option values a run gets: a preset's (the default one's if none is named), the
+        given ones on top."""
+        return self.merge_preset(self.presets.get(preset or self.default_preset, {}), given)
+
+
+Options = TypeVar("Options", bound=BaseModel)
+
+
+def narrowed(model: type[Options], options: BaseModel) -> Options:
+    """`options` as exactly `model`: a recipe entry carries `kind` (and `preset`) beside the
+    options, which the stored settings must not. Secrets are carried over as they are."""
+    if type(options) is model:
+        return options  # type: ignore[return-value]
+    return model.model_validate({name: getattr(options, name) for name in model.model_fields})

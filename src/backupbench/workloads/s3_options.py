@@ -1,0 +1,222 @@
+"""The S3 object workload of field note D: write many fixed-size objects, read them back.
+
+`concurrency` parallel streams PUT objects of `object_size` (1 MiB by default: backup tools
+cut data into blocks of a few MB), then GET them back, then (by default) DELETE them, each a
+measured phase whose name ("put", "get", "delete") is the same in live output, records and
+the store. The amount is a count of objects or, for PUT and GET, a duration.
+
+Safety is in the names: every object of a run is `backupbench/<run_id>/obj-<8 digits>`, and
+nothing else is ever written, read or deleted; a bucket is never emptied. A missing bucket is
+created only with `create_bucket`. Credentials are SecretStr fields excluded from every dump
+(settings.json included).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from backupbench import units
+from backupbench.schema import Duration, Size, comma_list
+
+Phase = Literal["put", "get", "delete"]
+PHASES: tuple[str, ...] = ("put", "get", "delete")
+PHASE_TITLES = {
+    "put": "PUT objects (write the backup)",
+    "get": "GET objects (read it back: restore)",
+    "delete": "DELETE objects (retention)",
+}
+
+# Objects written when neither `objects` nor `duration` is given: 2,000 x 1 MiB = ~2 GiB.
+DEFAULT_OBJECTS = 2_000
+TAG = "backupbench"
+KEY_DIGITS = 8
+
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_IPV4_RE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def run_prefix(run_id: str) -> str:
+    """The only key prefix a run writes, reads and deletes: 'backupbench/<run_id>/'."""
+    if not RUN_ID_RE.match(run_id):
+        raise ValueError(f"run id {run_id!r} cannot be part of an object key (letters, digits, '.', '_', '-')")
+    return f"{TAG}/{run_id}/"
+
+
+def object_key(run_id: str, number: int) -> str:
+    """Key of object `number` of a run: 'backupbench/<run_id>/obj-00000042'.
+    The load generator (native/s3load, keyName) names objects the same way."""
+    if number < 0:
+        raise ValueError("object numbers start at 0")
+    return f"{run_prefix(run_id)}obj-{number:0{KEY_DIGITS}d}"
+
+
+def check_bucket_name(name: str) -> str:
+    """S3 bucket naming rules: 3-63 of a-z 0-9 . -, starting and ending with a letter or
+    digit, no '..', not an IPv4 address."""
+    if not _BUCKET_RE.match(name) or ".." in name or _IPV4_RE.match(name):
+        raise ValueError(f"{name!r} is not a valid S3 bucket name (3-63 characters: a-z, 0-9, '.', '-')")
+    return name
+
+
+def normalise_endpoint(url: str) -> str:
+    """'http(s)://host[:port]' with no path; the scheme's default port is dropped, since the
+    port must be written the same way in the request and in its signature."""
+    text = url.strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an S3 endpoint URL (use e.g. http://127.0.0.1:9000 or https://s3.example.com)")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError(f"{url!r}: the endpoint must not have a path; give the bucket with --bucket")
+    if parts.username or parts.password:
+        raise ValueError("the endpoint must not carry credentials; use the environment or --profile")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{url!r} has an invalid port") from None
+    host = parts.hostname
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    default = 80 if parts.scheme == "http" else 443
+    return f"{parts.scheme}://{host}" + (f":{port}" if port and port != default else "")
+
+
+def _phases(value: object) -> object:
+    items = comma_list(value)
+    return tuple(items) if isinstance(items, list) else items
+
+
+class S3Options(BaseModel):
+    """One S3 run. Field names are the recipe keys; `--kebab-case` are the flags."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    endpoint: str = Field(
+        description="S3 endpoint URL, e.g. http://127.0.0.1:9000 (no path; path-style requests are used).",
+        json_schema_extra={"metavar": "URL"},
+    )
+    bucket: str = Field(
+        description="Bucket to use; only keys under backupbench/<run>/ are ever written or deleted in it.",
+        json_schema_extra={"metavar": "NAME"},
+    )
+    object_size: Size = Field(
+        1 * units.MiB, ge=1, le=5 * units.GiB,
+        description="Size of each object (1MiB = 1,048,576 bytes; 1MB = 1,000,000 bytes).",
+        json_schema_extra={"metavar": "SIZE", "example": "1MiB"},
+    )
+    concurrency: int = Field(
+        100, ge=1, le=4096,
+        description="Parallel streams (requests in flight), as s3bench's 100 in field note D.",
+        json_schema_extra={"metavar": "N"},
+    )
+    objects: int | None = Field(
+        None, ge=1, le=10_000_000,
+        description=f"Objects to PUT, then GET and DELETE once each [default: {DEFAULT_OBJECTS:,} "
+        "unless --duration is given].",
+        json_schema_extra={"metavar": "N"},
+    )
+    duration: Duration | None = Field(
+        None, gt=0, le=7 * 86_400,
+        description="Instead of a count: PUT new objects for this long, then GET them (cycling) for "
+        "as long; DELETE removes every object written.",
+        json_schema_extra={"metavar": "DURATION"},
+    )
+    s3_phases: Annotated[tuple[Phase, ...], BeforeValidator(_phases)] = Field(  # type: ignore[valid-type]
+        PHASES, min_length=1, max_length=3,
+        description="Measured phases, in order: put, then get and/or delete. The run's objects are "
+        "removed afterwards whether or not delete is measured.",
+        json_schema_extra={"metavar": "LIST", "example": "put,get"},
+    )
+    create_bucket: bool = Field(
+        False, description="Create the bucket if it does not exist (and remove it afterwards if it is empty).",
+    )
+    region: str | None = Field(
+        None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$",
+        description="Region to sign requests for [default: AWS_REGION, the profile's region, or us-east-1].",
+        json_schema_extra={"metavar": "NAME"},
+    )
+    profile: str | None = Field(
+        None, min_length=1, max_length=128,
+        description="Profile in ~/.aws/credentials (and ~/.aws/config) to take credentials from "
+        "[default: AWS_PROFILE, else the environment's keys, else 'default'].",
+        json_schema_extra={"metavar": "NAME"},
+    )
+    access_key: SecretStr | None = Field(
+        None, exclude=True, repr=False,
+        description="Access key ID (prefer AWS_ACCESS_KEY_ID or --profile: a flag is visible to other users "
+        "in the process list). Never stored or printed.",
+        json_schema_extra={"metavar": "KEY"},
+    )
+    secret_key: SecretStr | None = Field(
+        None, exclude=True, repr=False,
+        description="Secret access key (prefer AWS_SECRET_ACCESS_KEY or --profile). Never stored or printed.",
+        json_schema_extra={"metavar": "SECRET"},
+    )
+    insecure_tls: bool = Field(
+        False, description="Do not verify the server's TLS certificate (a self-signed test server).",
+    )
+    ca_file: str | None = Field(
+        None, min_length=1,
+        description="PEM file of the CA that signed the server's certificate, instead of the system's.",
+        json_schema_extra={"metavar": "PATH"},
+    )
+    request_timeout: Duration = Field(
+        60.0, gt=0, le=3600,
+        description="Longest one request may take before it counts as a 'timeout' error.",
+        json_schema_extra={"metavar": "DURATION"},
+    )
+    connect_timeout: Duration = Field(
+        3.0, gt=0, le=120,
+        description="Longest a connection may take to open; an endpoint that does not answer "
+        "fails the pre-flight check within about twice this.",
+        json_schema_extra={"metavar": "DURATION"},
+    )
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        return normalise_endpoint(value)
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, value: str) -> str:
+        return check_bucket_name(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "S3Options":
+        if self.objects is not None and self.duration is not None:
+            raise ValueError("give either objects or duration, not both")
+        phases = self.s3_phases
+        if len(set(phases)) != len(phases):
+            raise ValueError(f"s3_phases lists a phase twice: {','.join(phases)}")
+        if phases[0] != "put":
+            raise ValueError("s3_phases must start with put: get and delete work on the objects the run wrote")
+        if list(phases) != sorted(phases, key=PHASES.index):
+            raise ValueError("s3_phases must be in the order put, get, delete")
+        if (self.access_key is None) != (self.secret_key is None):
+            raise ValueError("give both access_key and secret_key, or neither")
+        return self
+
+    @property
+    def object_count(self) -> int | None:
+        """Objects to write; None when the PUT phase is timed."""
+        if self.duration is not None:
+            return None
+        return self.objects if self.objects is not None else DEFAULT_OBJECTS
+
+    @property
+    def data_bytes(self) -> int | None:
+        """Bytes one pass over every object moves (None when timed)."""
+        count = self.object_count
+        return None if count is None else count * self.object_size
+
+    def pattern(self, phase: str) -> str:
+        """One line saying what a phase does, as stored with the operation."""
+        amount = (f"{self.object_count:,} objects" if self.object_count is not None
+                  else f"for {self.duration:g} s")
+        return (f"{phase.upper()} {units.format_size(self.object_size)} objects, {amount}, "
+                f"{self.concurrency} streams")
