@@ -2,12 +2,13 @@
 
 The kinds every run may create live here; a workload adds its own (S3: workloads/s3.py).
 
-Every artefact names the run it belongs to, and removal checks that first: a file, folder
-or tree is removed only if its own name carries the run id (so a journal can never make
-backupbench remove something else), never through a symlink; a folder only when empty; a
-process only if it is still the very process that was started (same boot, pid and start
-time); S3 objects only under the run's own prefix, and a bucket only if the run created it
-and it is empty again (S3 itself refuses to delete a bucket that holds anything).
+Every artefact names the run it belongs to, and removal checks that first, against the run
+id of the journal it came from: a file, folder or tree is removed only if its own name is
+one of the names backupbench gives (OWN_NAMES, with that run id), never through a symlink; a
+folder only when empty; a process only if it is still the very process that was started
+(same boot, pid and start time) and carries the run id in its environment; S3 objects only
+under the run's own prefix, and a bucket only if the run created it and it is empty again
+(S3 itself refuses to delete a bucket that holds anything).
 
 Each remover answers with an Outcome: removed, gone (nothing there any more), not ours
 (left alone), or failed (with the reason; the entry stays in the journal for
@@ -33,6 +34,11 @@ Artefact = dict[str, Any]
 
 REMOVED, GONE, NOT_OURS, FAILED = "removed", "gone", "not ours", "failed"
 PROCESS_EXIT_WAIT_S = 5.0
+# Every name backupbench gives what it creates outside the run folder ({} is the run id):
+# the test file, the O_DIRECT probe, the small-file folder, the scratch folder, the folder of
+# mount points, the lab's work folder (its run id starts with "lab-").
+OWN_NAMES = ("backupbench-{}.dat", ".backupbench-odirect-{}", "backupbench-smallfiles-{}", "bb-scratch-{}", "{}",
+             "backupbench-{}")
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,8 @@ def folder(path: Path, run_id: str, what: str) -> Artefact:
     return {"kind": "folder", "path": str(path), "tag": run_id, "what": what}
 
 
-def child_process(child: process.Background) -> Artefact:
-    return {"kind": "process", "identity": child.identity or "", "name": child.name}
+def child_process(child: process.Background, run_id: str) -> Artefact:
+    return {"kind": "process", "identity": child.identity or "", "name": child.name, "tag": run_id}
 
 
 def describe(artefact: Artefact) -> str:
@@ -80,12 +86,13 @@ def describe(artefact: Artefact) -> str:
 
 # ---- removers -------------------------------------------------------------------------------
 
-def _present(artefact: Artefact, is_kind: Callable[[int], bool], kind: str) -> tuple[Path | None, Outcome | None]:
+def _present(artefact: Artefact, run_id: str, is_kind: Callable[[int], bool],
+             kind: str) -> tuple[Path | None, Outcome | None]:
     """The artefact's path if it is still there, ours, and of its kind; else the outcome to report."""
     path = Path(str(artefact.get("path", "")))
-    tag = str(artefact.get("tag", ""))
-    if not tag or not path.is_absolute() or tag not in path.name:
-        return None, Outcome(NOT_OURS, "its name does not carry the run id")
+    ours = artefact.get("tag") == run_id and path.name in {form.format(run_id) for form in OWN_NAMES}
+    if not run_id or not ours or not path.is_absolute():
+        return None, Outcome(NOT_OURS, f"it is not named as backupbench names what run {run_id} creates")
     try:
         info = os.lstat(path)  # lstat: a symlink is never followed, and never ours
     except FileNotFoundError:
@@ -95,16 +102,16 @@ def _present(artefact: Artefact, is_kind: Callable[[int], bool], kind: str) -> t
     return path, None
 
 
-def _remove_file(artefact: Artefact) -> Outcome:
-    path, outcome = _present(artefact, stat.S_ISREG, "regular file")
+def _remove_file(artefact: Artefact, run_id: str) -> Outcome:
+    path, outcome = _present(artefact, run_id, stat.S_ISREG, "regular file")
     if path is None:
         return outcome
     path.unlink(missing_ok=True)
     return Outcome(REMOVED, "removed")
 
 
-def _remove_tree(artefact: Artefact) -> Outcome:
-    path, outcome = _present(artefact, stat.S_ISDIR, "folder")
+def _remove_tree(artefact: Artefact, run_id: str) -> Outcome:
+    path, outcome = _present(artefact, run_id, stat.S_ISDIR, "folder")
     if path is None:
         return outcome
     # rmtree never follows a symlink inside the tree: it removes the link, not its target.
@@ -112,8 +119,8 @@ def _remove_tree(artefact: Artefact) -> Outcome:
     return Outcome(REMOVED, "removed")
 
 
-def _remove_folder(artefact: Artefact) -> Outcome:
-    path, outcome = _present(artefact, stat.S_ISDIR, "folder")
+def _remove_folder(artefact: Artefact, run_id: str) -> Outcome:
+    path, outcome = _present(artefact, run_id, stat.S_ISDIR, "folder")
     if path is None:
         return outcome
     try:
@@ -125,11 +132,13 @@ def _remove_folder(artefact: Artefact) -> Outcome:
     return Outcome(REMOVED, "removed")
 
 
-def _stop_process(artefact: Artefact) -> Outcome:
+def _stop_process(artefact: Artefact, run_id: str) -> Outcome:
     ident = str(artefact.get("identity", ""))
     if not ident or not process.is_alive(ident):
         return Outcome(GONE, "not running")
     pid = int(ident.split()[1])
+    if process.run_tag(pid) != run_id:
+        return Outcome(NOT_OURS, f"it does not carry run {run_id} in its environment")
     try:
         # Started in its own session, so its process group is its pid: any helper it forked goes too.
         os.killpg(pid, signal.SIGKILL)
@@ -145,7 +154,7 @@ def _stop_process(artefact: Artefact) -> Outcome:
     return Outcome(REMOVED, "stopped")
 
 
-Remover = Callable[[Artefact], Outcome]
+Remover = Callable[[Artefact, str], Outcome]  # (artefact, the run id of its journal)
 
 
 def removers(extra: Mapping[str, Remover] | None = None) -> dict[str, Remover]:
@@ -155,13 +164,13 @@ def removers(extra: Mapping[str, Remover] | None = None) -> dict[str, Remover]:
             **(extra or {})}
 
 
-def remove(artefact: Artefact, table: dict[str, Remover]) -> Outcome:
+def remove(artefact: Artefact, run_id: str, table: dict[str, Remover]) -> Outcome:
     remover = table.get(str(artefact.get("kind")))
     if remover is None:
         return Outcome(FAILED, f"backupbench does not know how to remove a {artefact.get('kind')!r}; "
                                "it was written by another version")
     try:
-        return remover(artefact)
+        return remover(artefact, run_id)
     except BackupbenchError as exc:
         return Outcome(FAILED, exc.one_line())
     except OSError as exc:

@@ -11,6 +11,13 @@ cleanup` takes only journals nobody holds, so a crash (SIGKILL, power loss) leav
 journal that says exactly what to remove, and a running run is never touched. Once
 everything in it is gone the journal is renamed to `.closed.jsonl`.
 
+A journal is trusted only as far as it must be: the folder is the user's own (0700), a
+journal is read only if it is a regular file of the user's that nobody else may write, its
+first line names the run it belongs to (the same as its file name), and everything in it is
+checked again before anything is removed (runner/cleanup.py). A new journal is made under a
+temporary name, locked, given its first line and only then renamed into place, so cleanup
+can never take a journal a run is still opening.
+
 Entries are plain data here; what removes each kind lives with whoever creates it.
 """
 
@@ -19,23 +26,41 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
+
+from backupbench.errors import RefusedError
 
 OPEN_SUFFIX = ".open.jsonl"
 CLOSED_SUFFIX = ".closed.jsonl"
 # Where journals go instead of <results>/journal (the lab VM keeps the guest's own journals
 # inside the guest: they name the guest's disks, which mean something else on the host).
 JOURNAL_DIR_ENV = "BACKUPBENCH_JOURNAL_DIR"
+# A run id (results/model.new_run_id) or a lab's ("lab-" + run id).
+RUN_ID = re.compile(r"^(?:lab-)?\d{8}T\d{6}-[0-9a-f]{4,16}$")
 
 
 class JournalBusy(Exception):
     """Another process (a running run) holds the journal."""
 
 
+class JournalRefused(RefusedError):
+    """Not a journal backupbench may act on (not the user's, writable by others, malformed)."""
+
+
 def journal_dir(results: Path) -> Path:
     return Path(os.environ.get(JOURNAL_DIR_ENV) or results / "journal")
+
+
+def _private_folder(directory: Path) -> None:
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.stat(directory)
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise JournalRefused(f"the journal folder {directory} is not the user's own or others may write to it",
+                             f"chmod go-w {directory} (or pass --results DIR naming a folder of your own)")
 
 
 @dataclass(frozen=True)
@@ -59,42 +84,61 @@ class Contents:
 
 class Journal:
     def __init__(self, directory: Path, name: str, header: dict[str, Any] | None = None):
-        directory.mkdir(parents=True, exist_ok=True)
+        if not RUN_ID.match(name):
+            raise JournalRefused(f"{name!r} is not a run id")
+        _private_folder(directory)
         self.path = directory / f"{name}{OPEN_SUFFIX}"
-        self._lock_handle = None
+        if self.path.exists():
+            raise JournalRefused(f"a journal for run {name} exists already")
+        creating = directory / f".{name}.creating"
+        fd = os.open(creating, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+        self._handle = os.fdopen(fd, "a")
+        fcntl.flock(self._handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else can have it yet
         self._next_id = 0
-        self._lock()
-        if header is not None and self.path.stat().st_size == 0:
-            self._write({"event": "run", **header})
+        self._write({"event": "run", "run_id": name, **(header or {})})
+        os.rename(creating, self.path)  # the lock is on the file, and goes with it
 
     @classmethod
     def at(cls, path: Path) -> "Journal":
-        """An existing open journal (for `cleanup`); JournalBusy if a running run holds it."""
-        journal = cls.__new__(cls)
-        journal.path = path
-        journal._lock_handle = None
-        journal._lock()
-        journal._next_id = 1 + max((e.get("id", -1) for e in _entries(path)), default=-1)
-        return journal
-
-    def _lock(self) -> None:
-        handle = open(self.path, "a")
+        """An existing open journal (for `cleanup`): JournalBusy if a running run holds it,
+        JournalRefused if it is not one backupbench may act on."""
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise JournalRefused(f"{path.name} cannot be opened: {exc.strerror}") from None
+        handle = os.fdopen(fd, "a")
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+                raise JournalRefused(f"{path.name} is not a file of the user's that only the user may write")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise JournalBusy(f"{path.name} is in use by a running backupbench") from None
+            if not path.exists() or os.stat(path).st_ino != info.st_ino:
+                raise JournalBusy(f"{path.name} changed while it was opened")
+            label = path.name.removesuffix(OPEN_SUFFIX)
+            if read(path).run_id != label or not RUN_ID.match(label):
+                raise JournalRefused(f"{path.name} does not name its own run in its first line")
+        except BaseException:
             handle.close()
-            raise JournalBusy(f"{self.path.name} is in use by a running backupbench") from None
-        self._lock_handle = handle
+            raise
+        journal = cls.__new__(cls)
+        journal.path, journal._handle = path, handle
+        journal._next_id = 1 + max((e["id"] for e in _entries(path) if isinstance(e.get("id"), int)), default=-1)
+        return journal
 
     @property
     def label(self) -> str:
+        """The run the journal belongs to (its file name, checked against its first line)."""
         return self.path.name.removesuffix(OPEN_SUFFIX)
 
     def _write(self, entry: dict[str, Any]) -> None:
-        with open(self.path, "a") as handle:
-            handle.write(json.dumps(entry) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        # Through the locked descriptor, never by path: whatever is renamed, this is our file.
+        self._handle.write(json.dumps(entry) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
 
     # ---- artefacts ---------------------------------------------------------------------
     def will_create(self, artefact: dict[str, Any]) -> int:
@@ -125,9 +169,8 @@ class Journal:
 
     def release(self) -> None:
         """Let go of the journal but leave it open, for `backupbench cleanup`."""
-        if self._lock_handle is not None:
-            self._lock_handle.close()
-            self._lock_handle = None
+        if not self._handle.closed:
+            self._handle.close()
 
 
 def _entries(path: Path) -> list[dict[str, Any]]:
@@ -145,26 +188,26 @@ def _entries(path: Path) -> list[dict[str, Any]]:
 
 
 def read(path: Path) -> Contents:
-    """What a journal still holds: the run it belongs to, and what is pending, newest first."""
-    run_id = store = None
+    """What a journal still holds: the run it belongs to, and what is pending, newest first.
+    Entries that do not have the shape backupbench writes are passed over."""
+    entries = _entries(path)
+    first = entries[0] if entries and entries[0].get("event") == "run" else {}
     order: list[Pending] = []
     done_ids: set[int] = set()
-    for entry in _entries(path):
-        event = entry.get("event")
-        if event == "run":
-            run_id, store = entry.get("run_id"), entry.get("store")
-        elif event == "create":
-            order.append(Pending(artefact=entry.get("artefact") or {}, artefact_id=entry.get("id")))
-        elif event == "removed":
-            done_ids.add(entry.get("id"))
-        elif event == "done" and entry["action"].get("undo"):
-            order.append(Pending(action=entry["action"], layout=entry.get("layout", "")))
-        elif event in ("undone", "skipped"):
-            finished = Pending(action=entry["action"], layout=entry.get("layout", ""))
+    for entry in entries[1:] if first else entries:
+        event, action = entry.get("event"), entry.get("action")
+        if event == "create" and isinstance(entry.get("id"), int) and isinstance(entry.get("artefact"), dict):
+            order.append(Pending(artefact=entry["artefact"], artefact_id=entry["id"]))
+        elif event == "removed" and isinstance(entry.get("id"), int):
+            done_ids.add(entry["id"])
+        elif event == "done" and isinstance(action, dict) and action.get("undo"):
+            order.append(Pending(action=action, layout=str(entry.get("layout", ""))))
+        elif event in ("undone", "skipped") and isinstance(action, dict):
+            finished = Pending(action=action, layout=str(entry.get("layout", "")))
             if finished in order:
                 order.remove(finished)
     pending = [p for p in order if p.action is not None or p.artefact_id not in done_ids]
-    return Contents(run_id, store, list(reversed(pending)))
+    return Contents(first.get("run_id"), first.get("store"), list(reversed(pending)))
 
 
 def open_journals(directory: Path) -> Iterator[Path]:

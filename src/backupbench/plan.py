@@ -19,8 +19,10 @@ from backupbench.layouts import capabilities
 from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
 from backupbench.layouts.registry import plan_layout
+from backupbench.paths import PathRefused, Syntax, for_program
 from backupbench.recipe.model import Recipe
 from backupbench.schema import DirectoryPath
+from backupbench.workloads.registry import WORKLOADS
 
 # device path -> the reasons it may not be formatted (empty: usable)
 DeviceCheck = Callable[[str], list[str]]
@@ -81,6 +83,23 @@ def _missing_reason(kind: str, missing: list) -> str:
     return f"{kind} needs {what}, which this machine does not offer{hint}"
 
 
+def _path_refusals(recipe: Recipe, layout: LayoutPlan) -> list[str]:
+    """Where the workloads will work, checked now against how their programs read a path
+    (fio a job file, MinIO its drive arguments): refused before any layout is built."""
+    wanted = [(layout.mount_point, WORKLOADS[entry.kind].path_syntax) for entry in recipe.workload]
+    wanted += [(drive, Syntax.MINIO_DRIVE) for drive in layout.s3_drives]
+    problems = []
+    for path, syntax in wanted:
+        if path is None:
+            continue
+        try:
+            for_program(path, syntax)
+        except PathRefused as exc:
+            if exc.message not in problems:
+                problems.append(exc.message)
+    return problems
+
+
 def plan_layouts(recipe: Recipe, run_id: str, mount_root: Path = DEFAULT_MOUNT_ROOT) -> list[LayoutPlan]:
     """Each layout of the recipe planned once: its actions and what it requires."""
     return [plan_layout(spec, run_id, mount_root) for spec in recipe.layout]
@@ -101,6 +120,7 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
             step.refusals += [f"{device}: {reason}" for reason in checked[device]]
         if spec.kind == "directory" and not Path(spec.path).is_dir():
             step.refusals.append(f"{spec.path} is not an existing directory")
+        step.refusals += _path_refusals(recipe, layout)
         steps.append(step)
     return Plan(recipe, run_id, steps)
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+from backupbench import stopping
 from backupbench.errors import ProcessError, ToolMissingError
 from backupbench.hostfiles import HostFiles
 
@@ -153,18 +154,43 @@ def _with_pdeathsig(argv: list[str]) -> list[str]:
 SpawnObserver = Callable[["Background", str], None]  # (child, "started" | "ended")
 _observers: list[SpawnObserver] = []
 _observers_lock = threading.Lock()
+# Children started for a run carry its id in their environment: `cleanup` stops a process only
+# if it still does (a pid and start time alone could be found in /proc by anyone).
+RUN_TAG_ENV = "BACKUPBENCH_RUN"
+_run_tags: list[str] = []
 
 
 @contextmanager
-def spawns_reported_to(observer: SpawnObserver) -> Iterator[None]:
-    """Within the block, every Background child started or ended is reported to `observer`."""
+def spawns_reported_to(observer: SpawnObserver, run_tag: str) -> Iterator[None]:
+    """Within the block, every Background child is started with `run_tag` in its environment,
+    and reported to `observer` when it starts and ends."""
     with _observers_lock:
         _observers.append(observer)
+        _run_tags.append(run_tag)
     try:
         yield
     finally:
         with _observers_lock:
             _observers.remove(observer)
+            _run_tags.remove(run_tag)
+
+
+def _current_run_tag() -> str | None:
+    with _observers_lock:
+        return _run_tags[-1] if _run_tags else None
+
+
+def run_tag(pid: int) -> str | None:
+    """The run id a process was started for (its BACKUPBENCH_RUN), if it can be read."""
+    try:
+        environ = _HOST.read_text(f"/proc/{pid}/environ")
+    except OSError:
+        return None
+    for entry in environ.split("\0"):
+        name, _, value = entry.partition("=")
+        if name == RUN_TAG_ENV:
+            return value
+    return None
 
 
 def _report(child: "Background", event: str) -> None:
@@ -229,14 +255,18 @@ class Background:
         self._stdout_file = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
         # A file, not a pipe: a chatty child must never block on a pipe nobody reads.
         self._stderr_file = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            spawn, cwd=cwd, stdout=self._stdout_file, stderr=self._stderr_file,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-            env={**os.environ, **env} if env else None,
-        )
-        self.identity = identity(self.proc.pid)
+        tag = _current_run_tag()
+        child_env = {**os.environ, **(env or {}), **({RUN_TAG_ENV: tag} if tag else {})}
         self._ended = False
-        _report(self, "started")
+        # Started and reported in one piece: a stop signal in between would leave a child
+        # that no journal knows of.
+        with stopping.held():
+            self.proc = subprocess.Popen(
+                spawn, cwd=cwd, stdout=self._stdout_file, stderr=self._stderr_file,
+                stdin=subprocess.DEVNULL, start_new_session=True, env=child_env,
+            )
+            self.identity = identity(self.proc.pid)
+            _report(self, "started")
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -261,7 +291,12 @@ class Background:
         return result
 
     def stop(self, grace: float = 10.0) -> None:
-        """Ask politely (SIGINT, which fio handles by finishing up), then insist."""
+        """Ask politely (SIGINT, which fio handles by finishing up), then insist. A stop
+        signal meanwhile waits: the child is gone before anything else happens."""
+        with stopping.held():
+            self._stop(grace)
+
+    def _stop(self, grace: float) -> None:
         if self.proc.poll() is None:
             for sig, wait_for in ((signal.SIGINT, grace), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
                 try:

@@ -120,6 +120,12 @@ def test_recipe_and_mount_root_paths(cli, tmp_path):
     assert planned.returncode == 0, planned.stderr
     refused = cli("plan", str(recipe), "--mount-root", str(tmp_path / "bad\nroot"))
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "control character" in refused.stderr
+    # A layout fio would be told about wrongly is refused in the plan, before anything is built.
+    fio_recipe = folder / "fio.toml"
+    fio_recipe.write_text('name = "odd"\ndevices = ["/dev/vdb"]\n[[layout]]\nname = "fs"\nkind = "filesystem"\n'
+                          'devices = ["/dev/vdb"]\n[[workload]]\nkind = "kb2014"\n')
+    planned = cli("plan", str(fio_recipe), "--mount-root", str(tmp_path / "mnt;root"))
+    assert planned.returncode == 3 and "cannot be handed to" in planned.stdout and "';'" in planned.stdout
 
 
 def test_monitor_csv_and_directory_with_odd_names(cli, tmp_path):

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from backupbench.errors import RecipeError
+from backupbench.layouts.actions import GUARD_PROGRAMS, UNDO_PROGRAMS
 from backupbench.layouts.capabilities import HostCapabilities
 from backupbench.paths import Syntax, for_program
 from backupbench.plan import build
@@ -93,13 +94,23 @@ def _plan_is_sound(recipe) -> None:
     plan_view.render(plan)
     plan_view.as_dict(plan)
     for step in plan.steps:
+        refused = bool(step.refusals)
         for action in step.layout.actions:
-            for argv in (*action.do, *action.undo):
+            for argv in (*action.do, *action.undo, *((action.guard.argv,) if action.guard else ())):
                 assert all(isinstance(a, str) and "\x00" not in a and "\n" not in a for a in argv), argv
                 # Every path-like argument is one no program would misread.
                 for arg in argv:
                     if arg.startswith("/"):
                         for_program(arg, Syntax.ARGV)
+            # cleanup would replay these: only the programs it allows
+            assert {argv[0] for argv in action.undo} <= UNDO_PROGRAMS
+            assert action.guard is None or action.guard.argv[0] in GUARD_PROGRAMS
+        # A plan that is not refused works where fio and MinIO can be told about it.
+        if not refused and step.layout.mount_point is not None:
+            if any(entry.kind in ("kb2014", "first-write") for entry in recipe.workload):
+                for_program(step.layout.mount_point, Syntax.FIO_JOB)
+            for drive in step.layout.s3_drives:
+                for_program(drive, Syntax.MINIO_DRIVE)
 
 
 def _check(data) -> None:

@@ -66,6 +66,7 @@ class Outcome:
     stderr_tail: str = ""
     seconds_to_exit: float | None = None
     finished_first: bool = False    # the run ended before the signal was sent: not a trial
+    run_folders: int = 0            # runs/<id> folders in the results
 
     def problems(self) -> list[str]:
         found = []
@@ -74,6 +75,8 @@ class Outcome:
             found.append(f"exit status {self.returncode}, not {EXIT_INTERRUPTED}")
         if self.status not in (None, "interrupted"):
             found.append(f"stored as {self.status!r}, not 'interrupted'")
+        if self.status is None and self.run_folders:
+            found.append("a run folder was made but no run stored")
         if "Traceback" in self.stderr_tail:
             found.append("printed a traceback")
         for what, items in (("left in the target", self.leftovers), ("open journals", self.open_journals),
@@ -156,6 +159,7 @@ def run_trial(workload: Workload, sig: signal.Signals, delay: float, folder: Pat
     else:
         outcome.orphans = _live_processes_naming(str(folder), mine)
     outcome.status = _stored_status(results)
+    outcome.run_folders = len(list((results / "runs").glob("*"))) if (results / "runs").is_dir() else 0
     outcome.leftovers = sorted(str(p.relative_to(target)) for p in target.rglob("*"))
     outcome.open_journals = sorted(p.name for p in (results / "journal").glob("*.open.jsonl"))
     if admin is not None and bucket is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from backupbench import artefacts
 from backupbench.runner.cleanup import clean_journals, finish, sweep
 
 RUN = "20261123T000000-ab12cd34"
+OTHER = "20261123T000000-99999999"
 
 
 class Host:
@@ -57,47 +60,86 @@ def test_a_held_journal_is_not_taken_by_cleanup(tmp_path):
     assert Journal.at(live.path).label == RUN
 
 
-def test_only_what_carries_the_run_id_is_removed(tmp_path):
+def test_only_what_backupbench_named_for_this_run_is_removed(tmp_path):
     ours = tmp_path / f"backupbench-{RUN}.dat"
     ours.write_bytes(b"x")
     theirs = tmp_path / "victim.db"
     theirs.write_bytes(b"user data")
-    link = tmp_path / f"link-{RUN}"
+    link = tmp_path / f"backupbench-{OTHER}.dat"
     link.symlink_to(theirs)
     tree = tmp_path / f"backupbench-smallfiles-{RUN}"
     (tree / "d0").mkdir(parents=True)
     (tree / "d0" / "f0").write_bytes(b"x")
     (tree / "escape").symlink_to(tmp_path)  # rmtree removes the link, never what it points at
     table = artefacts.removers()
-    assert artefacts.remove(artefacts.file(ours, RUN, "test file"), table).result == "removed"
-    assert artefacts.remove(artefacts.file(theirs, RUN, "test file"), table).result == "not ours"
-    assert artefacts.remove(artefacts.file(link, RUN, "test file"), table).result == "not ours"
-    assert artefacts.remove(artefacts.tree(tree, RUN, "small files"), table).result == "removed"
-    assert artefacts.remove(artefacts.file(ours, RUN, "test file"), table).result == "gone"
+    assert artefacts.remove(artefacts.file(ours, RUN, "test file"), RUN, table).result == "removed"
+    assert artefacts.remove(artefacts.tree(tree, RUN, "small files"), RUN, table).result == "removed"
+    assert artefacts.remove(artefacts.file(ours, RUN, "test file"), RUN, table).result == "gone"
+    # A journal cannot point the removers anywhere else: not at a file whose name merely
+    # contains the tag, not with a tag that is not the journal's run, not through a symlink.
+    forged = [artefacts.file(theirs, "v", "test file"), artefacts.file(theirs, RUN, "test file"),
+              {"kind": "file", "path": str(theirs), "tag": RUN}, artefacts.tree(tmp_path, RUN, "x"),
+              artefacts.file(link, OTHER, "test file"), artefacts.file(link, RUN, "test file")]
+    for entry in forged:
+        assert artefacts.remove(entry, RUN, table).result == "not ours", entry
+    assert artefacts.remove(artefacts.file(link, OTHER, "test file"), OTHER, table).result == "not ours"  # a link
     assert theirs.read_bytes() == b"user data" and link.is_symlink() and tmp_path.is_dir()
     folder = tmp_path / f"bb-scratch-{RUN}"
     folder.mkdir()
     (folder / "someone-elses").write_text("keep")
-    outcome = artefacts.remove(artefacts.folder(folder, RUN, "scratch"), table)
+    outcome = artefacts.remove(artefacts.folder(folder, RUN, "scratch"), RUN, table)
     assert outcome.result == "failed" and "not empty" in outcome.text
     assert (folder / "someone-elses").read_text() == "keep"
 
 
-def test_a_process_is_stopped_only_if_it_is_still_the_same_one():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+def test_a_process_is_stopped_only_if_it_is_still_the_same_one_started_for_the_run():
+    env = {**os.environ, process.RUN_TAG_ENV: RUN}
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True, env=env)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
         ident = process.identity(child.pid)
         boot, pid, ticks = ident.split()
         table = artefacts.removers()
         reused = {"kind": "process", "identity": f"{boot} {pid} {int(ticks) + 1}", "name": "python"}
-        assert artefacts.remove(reused, table).result == "gone"  # a pid taken by someone else
-        assert child.poll() is None
-        outcome = artefacts.remove({"kind": "process", "identity": ident, "name": "python"}, table)
+        assert artefacts.remove(reused, RUN, table).result == "gone"  # a pid taken by someone else
+        named = {"kind": "process", "identity": process.identity(stranger.pid), "name": "python"}
+        assert artefacts.remove(named, RUN, table).result == "not ours"  # alive, but not started for this run
+        assert child.poll() is None and stranger.poll() is None
+        outcome = artefacts.remove({"kind": "process", "identity": ident, "name": "python"}, RUN, table)
         assert outcome.result == "removed"
         assert child.wait(timeout=10) == -signal.SIGKILL
     finally:
-        if child.poll() is None:
-            child.kill()
+        for proc in (child, stranger):
+            if proc.poll() is None:
+                proc.kill()
+
+
+def test_cleanup_runs_only_the_programs_layouts_undo_with(tmp_path):
+    journal = Journal(tmp_path / "j", RUN)
+    harmless = tmp_path / "pwned"
+    journal.record("done", Action("evil", (("true",),), (("touch", str(harmless)),)), "lay")
+    journal.record("done", Action("sly guard", (("true",),), (("umount", "/m"),), Guard(("sh", "-c", "true"), "")), "lay")
+    journal.release()
+    host = Host()
+    cleaned = clean_journals(tmp_path / "j", run=host)
+    failed = cleaned[0].report.failed
+    assert host.calls == [] and not harmless.exists()
+    assert any("touch" in line and "refused" in line for line in failed)
+    assert any("sh" in line and "refused" in line for line in failed)
+
+
+def test_cleanup_acts_only_on_the_users_own_well_formed_journals(tmp_path):
+    folder = tmp_path / "j"
+    Journal(folder, RUN).release()
+    (folder / "20261123T000000-deadbeef.open.jsonl").write_text('{"event": "done"}\n')  # no header
+    (folder / f"{OTHER}.open.jsonl").write_text(json.dumps({"event": "run", "run_id": RUN}) + "\n")  # wrong run
+    world = folder / "20261123T000001-cafe.open.jsonl"
+    world.write_text(json.dumps({"event": "run", "run_id": "20261123T000001-cafe"}) + "\n")
+    world.chmod(0o666)
+    results = {item.label: item for item in clean_journals(folder, run=Host())}
+    assert results[RUN].refused is None
+    assert all(results[label].refused for label in results if label != RUN), results
+    assert folder.stat().st_mode & 0o077 == 0  # the journal folder is the user's alone
 
 
 def test_sweep_undoes_actions_and_artefacts_newest_first_and_closes(tmp_path):

@@ -272,6 +272,23 @@ def test_every_layout_kind_runs_exactly_these_commands(spec, expected):
             assert action.undo and action.guard is not None, action.description
 
 
+ALL_SPECS = [spec for spec, _ in EVERY_KIND] + [
+    {"name": "striped", "kind": "lvm-striped", "devices": DEVICES},
+    {"name": "b", "kind": "btrfs", "devices": DEVICES[:2], "data": "raid1", "metadata": "raid1"},
+    {"name": "x", "kind": "filesystem", "devices": ["/dev/vda"], "minio": True},
+]
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS, ids=[spec["kind"] + ":" + spec["name"] for spec in ALL_SPECS])
+def test_undo_and_guard_use_only_the_programs_cleanup_allows(spec):
+    from backupbench.layouts.actions import GUARD_PROGRAMS, UNDO_PROGRAMS
+    plan, _ = commands(spec)
+    for action in plan.actions:
+        assert {argv[0] for argv in action.undo} <= UNDO_PROGRAMS, action.description
+        assert action.guard is None or action.guard.argv[0] in GUARD_PROGRAMS, action.description
+
+
 def test_every_layout_kind_is_covered():
     from backupbench.layouts.registry import LAYOUT_KINDS
     assert {spec["kind"] for spec, _ in EVERY_KIND} | {"lvm-striped", "btrfs", "filesystem"} == set(LAYOUT_KINDS)
+    assert {spec["kind"] for spec in ALL_SPECS} == set(LAYOUT_KINDS)

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.live import Live
 
+from backupbench import stopping
 from backupbench.errors import InputError
 from backupbench.monitor import sysfs
 from backupbench.report.live import live_view, summary_table
@@ -102,7 +103,7 @@ def _monitor(device_args: tuple[str, ...], interval: float, duration: str | None
                     continue
                 live.update(live_view(sample, sampler.devices, thresholds, labels, interval), refresh=True)
     except KeyboardInterrupt:
-        pass   # Ctrl-C is how an open-ended watch ends
+        stopping.reset()  # Ctrl-C is how an open-ended watch ends: a normal end, exit 0
     finally:
         summary = sampler.stop()
     console.print()

@@ -96,6 +96,8 @@ def cleanup_command(results: Path | None) -> None:
         if item.busy:
             stdout.print(f"{name}: skipped, still running ({item.busy})", markup=False)
             continue
+        if item.refused:
+            stdout.print(f"{name}: FAILED: {item.refused}", markup=False)
         for line in item.report.removed:
             stdout.print(f"{name}: {line}", markup=False)
         for line in item.report.left_alone:
@@ -104,7 +106,7 @@ def cleanup_command(results: Path | None) -> None:
             stdout.print(f"{name}: FAILED: {line}", markup=False)
         if item.marked_interrupted:
             stdout.print(f"{name}: stored as interrupted", markup=False)
-        if not (item.report.removed or item.report.left_alone or item.report.failed):
+        if not (item.report.removed or item.report.left_alone or item.report.failed or item.refused):
             stdout.print(f"{name}: nothing was left", markup=False)
-    if any(item.report.failed for item in cleaned):
+    if any(item.report.failed or item.refused for item in cleaned):
         raise click.exceptions.Exit(1)

@@ -92,6 +92,6 @@ def fio_duration(seconds: float) -> str:
 def command(job_file: Path, output_json: Path) -> list[str]:
     """fio's command line; the ETA goes to stdout, one line a second, for progress."""
     return [
-        "fio", "--output-format=json", f"--output={output_json}",
-        "--eta=always", "--eta-newline=1", "--eta-interval=1s", str(job_file),
+        "fio", "--output-format=json", f"--output={for_program(output_json)}",
+        "--eta=always", "--eta-newline=1", "--eta-interval=1s", for_program(job_file),
     ]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from backupbench import process
+from backupbench import process, stopping
 from backupbench.errors import BackupbenchError, InputError
 from backupbench.lab import disks as lab_disks
 from backupbench.lab.agent import AgentStream, Event, parse_cpu_pair
@@ -238,7 +238,12 @@ class LabVM:
         (self.ctl_dir / "shares").write_text("".join(shares))
 
     def close(self) -> None:
-        """Power off (or kill) the VM, remove the disk images and the work folder."""
+        """Power off (or kill) the VM, remove the disk images and the work folder. A stop
+        signal meanwhile waits until they are gone."""
+        with stopping.held():
+            self._close()
+
+    def _close(self) -> None:
         try:
             if self._qemu is not None:
                 try:
@@ -369,7 +374,7 @@ class LabVM:
     def fetch(self, guest_path: str, dest: Path, *, timeout: float = 600) -> Path:
         """Copy a guest file or folder to `dest` on the host (through the control share)."""
         name = f"fetch-{secrets.token_hex(4)}"
-        self.run(["cp", "-a", guest_path, str(self.out_dir / name)], timeout=timeout).check()
+        self.run(["cp", "-a", "--", guest_path, str(self.out_dir / name)], timeout=timeout).check()
         dest = Path(dest)
         if dest.is_dir():
             dest = dest / Path(guest_path).name

@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Any
 
 Argv = tuple[str, ...]
+# The only programs a layout undoes with or checks with. A journal replayed by `cleanup` may
+# ask for nothing else (tests/unit/test_layout_plans.py checks every kind keeps to them).
+UNDO_PROGRAMS = frozenset({"umount", "rmdir", "lvremove", "vgremove", "pvremove", "mdadm", "wipefs", "zpool", "btrfs"})
+GUARD_PROGRAMS = frozenset({"findmnt", "ls", "mountpoint", "test", "vgs", "lvs", "pvs", "mdadm", "blkid", "zfs"})
 
 
 @dataclass(frozen=True)

@@ -55,9 +55,7 @@ def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = p
             try:
                 result = run(list(action.guard.argv), timeout=120, check=False)
                 allowed = action.guard.allows(result.returncode, result.stdout)
-            except process.ToolMissingError:
-                allowed = False
-            except BackupbenchError as exc:  # the guard itself hung or broke: cannot tell
+            except BackupbenchError as exc:  # missing, hung or broken: cannot tell, so try again later
                 report.failed.append(f"{action.description}: could not check it is ours: {exc.message}")
                 continue
             if not allowed:
@@ -70,7 +68,10 @@ def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = p
             try:
                 run(list(argv), timeout=COMMAND_TIMEOUT_S)
             except BackupbenchError as exc:
+                # Stop here: the next command (a --zero-superblock after a failed --stop) would
+                # act on something still in use; the whole undo is retried by `cleanup`.
                 errors.append(exc.message)
+                break
         if errors:
             report.failed.append(f"{action.description}: {'; '.join(errors)}")
         else:

@@ -53,10 +53,11 @@ def mount_actions(spec: FilesystemSpec, device: str, names: Names, point: Path |
     options = ("-o", ",".join(spec.mount_options)) if spec.mount_options else ()
     actions = [
         # After a reboot /run is empty: a mount point that is gone is done, not a failure.
+        # Guards answer by exit status: findmnt and ls print a path escaped in some locales.
         Action(f"create mount point {point}", (("mkdir", "-p", point),), (("rmdir", point),),
-               Guard(("ls", "-d", point), point)),
+               Guard(("test", "-d", point), "")),
         Action(f"mount {device} on {point}", (("mount", *options, device, point),), (("umount", point),),
-               Guard(("findmnt", "-n", "-o", "TARGET", point), point)),
+               Guard(("mountpoint", "-q", point), "")),
     ]
     if spec.owner or spec.group:
         owner = f"{spec.owner or ''}{':' + spec.group if spec.group else ''}"

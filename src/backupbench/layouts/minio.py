@@ -254,7 +254,8 @@ class MinioServer:
         return text.replace(self.secret_key, "****").replace(self.access_key, "****")
 
     def stop(self) -> None:
-        """Stop the server (SIGINT, then SIGTERM, then SIGKILL); safe to call twice."""
+        """Stop the server (SIGINT, then SIGTERM, then SIGKILL; process.Background.stop holds
+        stop signals meanwhile); safe to call twice."""
         child, self._child = self._child, None
         if child is not None:
             child.stop(STOP_GRACE)

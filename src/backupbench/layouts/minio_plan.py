@@ -45,7 +45,7 @@ def plan_erasure(spec: MinioErasure, names: Names) -> LayoutPlan:
     fs = spec.filesystem or FilesystemSpec()
     root = names.mount_point
     actions: list[Action] = [Action(f"create {root}", (("mkdir", "-p", str(root)),), (("rmdir", str(root)),),
-                                    Guard(("ls", "-d", str(root)), str(root)))]
+                                    Guard(("test", "-d", str(root)), ""))]
     drives = []
     for index, device in enumerate(spec.devices, 1):
         point = root / f"d{index}"

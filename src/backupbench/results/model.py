@@ -15,7 +15,6 @@ from backupbench import process
 RUNNING = "running"
 COMPLETE = "complete"
 INTERRUPTED = "interrupted"  # a stop signal, or the process died: partial results kept
-LEGACY_INCOMPLETE = "incomplete"  # what versions before 0.2 stored for an interrupted run
 FAILED = "failed"
 VOID = "void"  # finished, but something made the figures meaningless (an Invalid snapshot)
 

@@ -121,6 +121,10 @@ class Store:
                 (run.status, run.finished_at, json.dumps(run.notes), run.error, json.dumps(run.host), run.run_id),
             )
 
+    def has_run(self, run_id: str) -> bool:
+        with self._connect() as db:
+            return db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+
     def mark_interrupted(self, run_id: str, note: str, if_status: tuple[str, ...] = (RUNNING,)) -> bool:
         """Store the run as interrupted, with `note`, if its status is one of `if_status`;
         True if it changed."""

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Callable
 
 from backupbench import process
-from backupbench.journal import Journal, JournalBusy, open_journals, read
-from backupbench.layouts.actions import Action
+from backupbench.errors import BackupbenchError
+from backupbench.journal import Journal, JournalBusy, JournalRefused, open_journals, read
+from backupbench.layouts.actions import GUARD_PROGRAMS, UNDO_PROGRAMS, Action
 from backupbench.layouts.executor import Runner, undo_actions
 from backupbench.results.store import Store
 from backupbench.workloads.registry import artefact_removers
@@ -41,7 +42,10 @@ def sweep(journal: Journal, *, run: Runner = process.run, table: dict[str, artef
     report = SweepReport()
     for item in read(journal.path).pending:
         if item.action is not None:
-            action = Action.from_dict(item.action)
+            action, problem = _undoable(item.action)
+            if action is None:
+                report.failed.append(f"{item.layout}: {problem}")
+                continue
             teardown = undo_actions([action], journal, run, layout=item.layout, failed_before=bool(report.failed))
             where = f"{item.layout}: " if item.layout else ""
             report.removed += [f"{where}undone: {line}" for line in teardown.undone]
@@ -49,7 +53,7 @@ def sweep(journal: Journal, *, run: Runner = process.run, table: dict[str, artef
             report.failed += [f"{where}{line}" for line in teardown.failed]
             continue
         artefact = item.artefact or {}
-        outcome = artefacts.remove(artefact, table)
+        outcome = artefacts.remove(artefact, journal.label, table)
         line = f"{artefacts.describe(artefact)}: {outcome.text}"
         if outcome.result == artefacts.FAILED:
             journal.remove_failed(item.artefact_id, outcome.text)
@@ -64,6 +68,21 @@ def sweep(journal: Journal, *, run: Runner = process.run, table: dict[str, artef
     return report
 
 
+def _undoable(data: dict) -> tuple[Action | None, str]:
+    """The action a journal entry describes, if backupbench may run its undo: only the
+    programs layouts undo with and check with (layouts/actions.py), whatever the file says."""
+    try:
+        action = Action.from_dict(data)
+    except (KeyError, TypeError, ValueError):
+        return None, "an entry of the journal is not one backupbench writes: left for a person to look at"
+    programs = {argv[0] for argv in action.undo if argv}
+    guard = action.guard.argv[0] if action.guard and action.guard.argv else None
+    if not programs <= UNDO_PROGRAMS or (guard is not None and guard not in GUARD_PROGRAMS):
+        return None, (f"{action.description}: refused: the journal asks to run "
+                      f"{', '.join(sorted(programs - UNDO_PROGRAMS) or [str(guard)])}, which no layout undoes with")
+    return action, ""
+
+
 def finish(journal: Journal, report: SweepReport) -> None:
     """Close the journal when everything in it is gone; otherwise leave it for `cleanup`."""
     if report.clean:
@@ -76,14 +95,24 @@ def finish(journal: Journal, report: SweepReport) -> None:
 class JournalCleanup:
     label: str
     run_id: str | None
-    busy: str | None = None  # a running backupbench holds it
+    busy: str | None = None     # a running backupbench holds it
+    refused: str | None = None  # not a journal backupbench may act on, or it broke while read
     report: SweepReport = field(default_factory=SweepReport)
     marked_interrupted: bool = False
 
 
+def _mark_interrupted(store_path: str | None, run_id: str) -> bool:
+    # Only a results store, the one file a run's journal names as its own.
+    if not store_path or Path(store_path).name != "results.db" or not Path(store_path).is_file():
+        return False
+    return Store(Path(store_path)).mark_interrupted(
+        run_id, "its process ended before the run finished; `backupbench cleanup` removed what it had created")
+
+
 def clean_journals(directory: Path, *, run: Runner = process.run,
                    table: dict[str, artefacts.Remover] | None = None) -> list[JournalCleanup]:
-    """Every open journal nobody holds: sweep it, and store its run as interrupted."""
+    """Every open journal nobody holds: sweep it, and store its run as interrupted. One
+    journal that cannot be read or swept does not stop the others."""
     done = []
     for path in open_journals(directory):
         try:
@@ -91,13 +120,17 @@ def clean_journals(directory: Path, *, run: Runner = process.run,
         except JournalBusy as busy:
             done.append(JournalCleanup(path.name, None, busy=str(busy)))
             continue
-        contents = read(path)
-        item = JournalCleanup(journal.label, contents.run_id)
-        item.report = sweep(journal, run=run, table=table)
-        if contents.run_id and contents.store and Path(contents.store).exists():
-            item.marked_interrupted = Store(Path(contents.store)).mark_interrupted(
-                contents.run_id, "its process ended before the run finished; `backupbench cleanup` removed what it "
-                                 "had created")
-        finish(journal, item.report)
+        except JournalRefused as refused:
+            done.append(JournalCleanup(path.name, None, refused=str(refused)))
+            continue
+        item = JournalCleanup(journal.label, journal.label)
+        try:
+            item.report = sweep(journal, run=run, table=table)
+            item.marked_interrupted = _mark_interrupted(read(path).store, journal.label)
+        except (BackupbenchError, OSError, ValueError) as exc:
+            item.refused = f"cleanup stopped on it: {exc}"
+            journal.release()
+        else:
+            finish(journal, item.report)
         done.append(item)
     return done

@@ -95,12 +95,12 @@ def journalled(journal: Journal) -> Iterator[Journal]:
 
     def record(child: process.Background, event: str) -> None:
         if event == "started":
-            started[id(child)] = journal.will_create(artefacts.child_process(child))
+            started[id(child)] = journal.will_create(artefacts.child_process(child, journal.label))
         elif id(child) in started:
             journal.removed(started.pop(id(child)), "stopped")
 
     try:
-        with process.spawns_reported_to(record):
+        with process.spawns_reported_to(record, journal.label):
             yield journal
     finally:
         with stopping.held():
@@ -131,11 +131,17 @@ class RunSession:
         return self.run.run_id
 
     def __enter__(self) -> "RunSession":
-        self.folder.mkdir(parents=True, exist_ok=False)
-        write_json(self.folder / "settings.json", self.run.settings)
-        write_json(self.folder / "host.json", self.run.host)
-        self.store.create_run(self.run)
-        self.reporter.run_started(self.run)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=False)
+            write_json(self.folder / "settings.json", self.run.settings)
+            write_json(self.folder / "host.json", self.run.host)
+            self.store.create_run(self.run)
+            self.reporter.run_started(self.run)
+        except BaseException as exc:
+            # Opened half (a stop signal, a full disk): close it as a run that ended so.
+            if self.store.has_run(self.run_id):
+                self.__exit__(type(exc), exc, exc.__traceback__)
+            raise
         return self
 
     def measure(self, workload: Workload, target: Path | None, group: str = "", checked: bool = False) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Protocol, TypeVar
 from pydantic import BaseModel
 
 from backupbench.artefacts import Remover
+from backupbench.paths import Syntax
 
 
 class PhaseHooks(Protocol):
@@ -92,6 +93,9 @@ class Definition:
     removers: Mapping[str, Remover] = field(default_factory=dict)
     # Whether a recipe entry runs against its layout's own S3 server (it names no endpoint).
     served_by_layout: Callable[[Any], bool] = lambda entry: False
+    # How its engine is told the directory it works in (fio: in a job file): plan checks a
+    # layout's mount point against it before anything is built.
+    path_syntax: Syntax = Syntax.ARGV
 
     def options_from(self, given: Mapping[str, Any], preset: str | None = None) -> dict[str, Any]:
         """The option values a run gets: a preset's (the default one's if none is named), the

@@ -14,6 +14,7 @@ from typing import Literal
 
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
+from backupbench.paths import Syntax
 from backupbench.units import MiB
 from backupbench.workloads.base import Definition, ServedBy, narrowed
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
@@ -73,5 +74,5 @@ DEFINITION = Definition(
     name="first-write",
     description="first write vs overwrite vs read of one region: thin-provisioning and CoW allocation cost "
                 "(field note B)",
-    options=SuiteOptions, recipe_entry=FirstWriteEntry, build=workload,
+    path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=FirstWriteEntry, build=workload,
 )

@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from backupbench import units
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
+from backupbench.paths import Syntax
 from backupbench.schema import Duration, PositiveSize, Size, comma_list, no_repeats, validate
 from backupbench.units import KiB
 from backupbench.workloads.base import Definition, ServedBy, narrowed
@@ -254,5 +255,5 @@ DEFINITION = Definition(
     name="kb2014",
     description="Veeam KB2014 backup operations: active full, synthetic full, reverse incremental, restores "
                 "(field note C)",
-    options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload,
+    path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload,
 )

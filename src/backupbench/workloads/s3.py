@@ -132,8 +132,8 @@ class S3Workload:
             if not self.options.create_bucket:
                 raise RefusedError(f"bucket {s3.bucket} does not exist at {s3.endpoint}",
                                    "create it, or pass --create-bucket")
-            self._bucket_id = hooks.will_create(bucket_artefact(s3, self.options.profile, creds.source,
-                                                                    self.served_by))
+            self._bucket_id = hooks.will_create(bucket_artefact(s3, run_id, self.options.profile, creds.source,
+                                                                self.served_by))
             self._created_bucket = self.engine.create_bucket(s3, creds)
             if not self._created_bucket:
                 hooks.removed(self._bucket_id, "not ours: it was there already")
@@ -203,7 +203,8 @@ class S3Workload:
 
 def workload(options: S3Options, served: ServedBy | None = None) -> S3Workload:
     """A recipe entry without endpoint is served by its layout's own MinIO (`served`)."""
-    if options.endpoint is None:
+    on_layout_server = options.endpoint is None
+    if on_layout_server:
         if served is None:
             raise RefusedError("an s3 workload without endpoint runs only on a layout served by MinIO")
         values = {name: getattr(options, name) for name in S3Options.model_fields}
@@ -211,7 +212,8 @@ def workload(options: S3Options, served: ServedBy | None = None) -> S3Workload:
                       secret_key=SecretStr(served.secret_key))
         options = S3Options.model_validate(values)
     found = S3Workload(narrowed(S3Options, options))
-    found.served_by = served.layout if served is not None else ""
+    # Only objects on the layout's own MinIO go with its drives; a named endpoint is the user's.
+    found.served_by = served.layout if served is not None and on_layout_server else ""
     return found
 
 
@@ -230,8 +232,8 @@ def objects_artefact(target: S3Target, prefix: str, profile: str | None, source:
     return {"kind": "s3-objects", "prefix": prefix, **_where(target, profile, source, layout)}
 
 
-def bucket_artefact(target: S3Target, profile: str | None, source: str, layout: str = "") -> Artefact:
-    return {"kind": "s3-bucket", **_where(target, profile, source, layout)}
+def bucket_artefact(target: S3Target, run_id: str, profile: str | None, source: str, layout: str = "") -> Artefact:
+    return {"kind": "s3-bucket", "tag": run_id, **_where(target, profile, source, layout)}
 
 
 def _connect(artefact: Artefact, environ: Mapping[str, str] | None, home: Path | None):
@@ -248,12 +250,13 @@ def _connect(artefact: Artefact, environ: Mapping[str, str] | None, home: Path |
     return target, creds
 
 
-def remove_objects(artefact: Artefact, environ: Mapping[str, str] | None, home: Path | None) -> Outcome:
+def remove_objects(artefact: Artefact, run_id: str, environ: Mapping[str, str] | None = None,
+                   home: Path | None = None) -> Outcome:
     if artefact.get("layout"):
         return Outcome(GONE, f"they went with layout {artefact['layout']}'s MinIO and its drives")
     prefix = str(artefact.get("prefix", ""))
-    if not prefix.startswith("backupbench/") or not prefix.endswith("/"):
-        return Outcome(NOT_OURS, f"{prefix!r} is not a run's prefix")
+    if prefix != run_prefix(run_id):
+        return Outcome(NOT_OURS, f"{prefix!r} is not the prefix of run {run_id}")
     try:
         target, creds = _connect(artefact, environ, home)
         deleted = S3Engine().delete_prefix(target, creds, prefix)
@@ -263,9 +266,12 @@ def remove_objects(artefact: Artefact, environ: Mapping[str, str] | None, home: 
     return Outcome(REMOVED, f"{deleted:,} object(s) deleted")
 
 
-def remove_bucket(artefact: Artefact, environ: Mapping[str, str] | None, home: Path | None) -> Outcome:
+def remove_bucket(artefact: Artefact, run_id: str, environ: Mapping[str, str] | None = None,
+                  home: Path | None = None) -> Outcome:
     if artefact.get("layout"):
         return Outcome(GONE, f"it went with layout {artefact['layout']}'s MinIO and its drives")
+    if artefact.get("tag") != run_id:
+        return Outcome(NOT_OURS, f"it was not made by run {run_id}")
     try:
         target, creds = _connect(artefact, environ, home)
         S3Engine().delete_bucket(target, creds)
@@ -298,7 +304,6 @@ DEFINITION = Definition(
     description="objects PUT then GET (then DELETE) by many streams against an S3 endpoint (field note D); "
                 "needs --endpoint and --bucket, no PATH",
     options=S3Options, recipe_entry=S3Entry, build=workload, needs_directory=False,
-    removers={"s3-objects": lambda artefact: remove_objects(artefact, None, None),
-              "s3-bucket": lambda artefact: remove_bucket(artefact, None, None)},
+    removers={"s3-objects": remove_objects, "s3-bucket": remove_bucket},
     served_by_layout=lambda entry: entry.endpoint is None,
 )

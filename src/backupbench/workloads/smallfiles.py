@@ -214,7 +214,8 @@ class SmallFilesWorkload:
         return self.spec.phases
 
     def settings(self) -> dict[str, Any]:
-        return self.spec.model_dump(mode="json")
+        # keep decides what is left afterwards, not what is measured
+        return self.spec.model_dump(mode="json", exclude={"keep"})
 
     def space_needed(self) -> int:
         return self.spec.job().bytes_needed()
