@@ -21,6 +21,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,7 +116,9 @@ def _stored_status(results: Path) -> str | None:
     db = results / "results.db"
     if not db.exists():
         return None
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:  # a stop while the store was made leaves no tables
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs'").fetchone():
+            return None
         row = conn.execute("SELECT status FROM runs").fetchone()
     return row[0] if row else None
 

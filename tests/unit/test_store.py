@@ -1,3 +1,5 @@
+from contextlib import closing
+
 import pytest
 
 from backupbench.analysis.windows import backup_windows, restore_range
@@ -117,3 +119,19 @@ def test_mark_interrupted_and_the_schema_1_store_gains_the_owner_column(tmp_path
     assert store.mark_interrupted("r1", "late signal", if_status=(COMPLETE,)) is True
     run = store.load_run("r1")
     assert run.status == INTERRUPTED and run.notes == ["late signal"]
+
+
+def test_a_store_whose_creation_was_cut_short_opens(tmp_path):
+    import sqlite3
+    empty = tmp_path / "empty" / "results.db"  # connected, nothing written
+    empty.parent.mkdir()
+    sqlite3.connect(empty).close()
+    assert Store(empty).list_runs() == []
+    unstamped = tmp_path / "unstamped" / "results.db"  # tables made, version never stamped
+    Store(unstamped)
+    with closing(sqlite3.connect(unstamped)) as db:
+        db.execute("PRAGMA user_version = 0")
+    reopened = Store(unstamped)
+    assert reopened.list_runs() == []
+    with closing(sqlite3.connect(unstamped)) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2

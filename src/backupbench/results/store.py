@@ -8,6 +8,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from backupbench import stopping
 from backupbench.errors import NotFoundError, StoreError
 from backupbench.process import is_alive as process_alive
 from backupbench.results.model import FIGURE_UNITS, INTERRUPTED, RUNNING, OperationRecord, RunRecord, now_iso
@@ -64,15 +65,17 @@ class Store:
                              "pass --results DIR naming a directory (it is created if missing)")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as db:
+            # Held: a stop between creating the tables and stamping their version would
+            # leave a store the next run tries to migrate twice.
+            with stopping.held(), self._connect() as db:
                 version = db.execute("PRAGMA user_version").fetchone()[0]
                 if version > SCHEMA_VERSION:
                     raise StoreError(
                         f"{path} was written by a newer backupbench (schema {version})",
                         "upgrade backupbench or use another --results directory",
                     )
-                tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-                if "runs" in tables and version < 2:
+                run_columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+                if run_columns and "owner" not in run_columns:
                     db.execute("ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
                 db.executescript(SCHEMA)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
