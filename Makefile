@@ -9,11 +9,13 @@ BIN := $(VENV)/bin
 deps-run:
 	@bash scripts/install-deps.sh
 
-# Everything the tests need besides: the lab VM's host packages; MinIO and the S3 load generator (Go).
+# Everything the tests need besides: the lab VM's host packages; MinIO and the S3 load generator (Go);
+# ZFS for the lab guest (Debian's contrib/backports packages, the module built once with DKMS).
 deps: deps-run
 	@bash scripts/install-deps.sh --test
 	@bash scripts/install-lab-deps.sh
 	@bash scripts/install-minio.sh
+	@bash scripts/install-zfs.sh
 
 # The main job: the backup-operation suite on a scratch directory made (and removed) here.
 run: deps-run
@@ -32,6 +34,7 @@ bench-all: deps
 	$(BIN)/python bench/smallfiles.py
 	$(BIN)/python bench/s3.py
 	$(BIN)/python bench/lab.py
+	$(BIN)/python bench/field_note_d.py
 	$(BIN)/python bench/signal_trials.py
 
 clean:

@@ -70,6 +70,11 @@ class DeviceChecks:
         self.seen[path] = facts
         return [f"{r.problem} ({r.fix})" for r in reasons]
 
+    def kind_of(self, path: str) -> str | None:
+        """lsblk's type of a device already checked (disk, part, ...)."""
+        facts = self.seen.get(path)
+        return facts.type if facts is not None else None
+
     def recheck(self, devices: tuple[str, ...]) -> None:
         for device in devices:
             recheck_before_write(device, expected=self.seen.get(device))
@@ -105,8 +110,14 @@ def plan_layouts(recipe: Recipe, run_id: str, mount_root: Path = DEFAULT_MOUNT_R
     return [plan_layout(spec, run_id, mount_root) for spec in recipe.layout]
 
 
+def _not_whole_disk(device: str, kind: str | None) -> str:
+    return (f"{device}: is a {'partition' if kind == 'part' else kind}, and this layout takes whole disks "
+            "(zpool partitions a disk itself; teardown clears what it wrote) - name the disk")
+
+
 def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck,
-          mount_root: Path = DEFAULT_MOUNT_ROOT, layouts: list[LayoutPlan] | None = None) -> Plan:
+          mount_root: Path = DEFAULT_MOUNT_ROOT, layouts: list[LayoutPlan] | None = None,
+          device_kind: Callable[[str], str | None] = lambda _device: None) -> Plan:
     steps = []
     checked: dict[str, list[str]] = {}
     for spec, layout in zip(recipe.layout, layouts or plan_layouts(recipe, run_id, mount_root)):
@@ -118,6 +129,9 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
             if device not in checked:
                 checked[device] = check_device(device)
             step.refusals += [f"{device}: {reason}" for reason in checked[device]]
+            kind = device_kind(device)
+            if layout.whole_disks and kind not in (None, "disk"):
+                step.refusals.append(_not_whole_disk(device, kind))
         if spec.kind == "directory" and not Path(spec.path).is_dir():
             step.refusals.append(f"{spec.path} is not an existing directory")
         step.refusals += _path_refusals(recipe, layout)
@@ -133,4 +147,4 @@ def make(recipe: Recipe, run_id: str, options: PlanOptions) -> tuple[Plan, Devic
     tools = tuple(dict.fromkeys(tool for layout in layouts for tool in capabilities.tools_of(layout.requirements)))
     caps = capabilities.collect(which=capabilities.which, tools=tools)
     checks = DeviceChecks()
-    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts), checks
+    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts, checks.kind_of), checks

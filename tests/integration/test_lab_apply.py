@@ -5,32 +5,22 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from lab_support import lab_missing
 
 pytestmark = [pytest.mark.real, pytest.mark.vm, pytest.mark.root]
 
 DEVICES = '["/dev/vda", "/dev/vdb", "/dev/vdc", "/dev/vdd"]'
 
 
-def _lab_missing() -> str | None:
-    if os.geteuid() != 0:
-        return "the lab needs root"
-    for tool in ("qemu-system-x86_64", "busybox", "depmod", "dpkg-deb"):
-        if shutil.which(tool) is None:
-            return f"{tool} is missing (run scripts/install-lab-deps.sh; make test does)"
-    return None
-
-
 @pytest.fixture(autouse=True)
 def _needs_lab():
-    missing = _lab_missing()
+    missing = lab_missing()
     if missing:
         pytest.skip(missing)
 

@@ -9,8 +9,6 @@ once into $BACKUPBENCH_LAB_CACHE or $XDG_CACHE_HOME/backupbench/lab and reused b
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from lab_support import lab_missing
 
 import backupbench
 from backupbench.errors import RefusedError, ToolMissingError
@@ -31,17 +30,9 @@ RATE = 50 * MiB
 DISKS = "4x1GiB,1x512MiB:xfs"
 
 
-def _lab_missing() -> str | None:
-    if os.geteuid() != 0:
-        return "the lab needs root"
-    for tool in ("qemu-system-x86_64", "busybox", "depmod", "apt-get", "dpkg-deb", "mkfs.xfs"):
-        if shutil.which(tool) is None:
-            return f"{tool} is missing (run scripts/install-lab-deps.sh)"
-    return None
-
-
 pytestmark = [pytest.mark.real, pytest.mark.vm, pytest.mark.root,
-              pytest.mark.skipif(_lab_missing() is not None, reason=_lab_missing() or "")]
+              pytest.mark.skipif(lab_missing("apt-get", "mkfs.xfs") is not None,
+                                 reason=lab_missing("apt-get", "mkfs.xfs") or "")]
 
 
 @pytest.fixture(scope="session")

@@ -89,10 +89,18 @@ def test_btrfs_zfs_and_plain_filesystem():
     assert cmds[1] == ["btrfs", "device", "scan", *DEVICES[:2]]
     plan, cmds = commands({"name": "z", "kind": "zfs", "vdev": "draid2", "draid_data": 1, "draid_spares": 1,
                            "devices": DEVICES, "properties": {"xattr": "sa", "atime": "off", "recordsize": "1M"}})
-    assert cmds[0] == ["zpool", "create", "-m", f"/mnt/bb/{RUN}/z", "-O", f"backupbench:run={RUN}",
+    assert cmds[0] == ["mkdir", "-p", f"/mnt/bb/{RUN}/z"]
+    assert cmds[1] == ["zpool", "create", "-m", f"/mnt/bb/{RUN}/z", "-O", f"backupbench:run={RUN}",
                        "-O", "atime=off", "-O", "recordsize=1M", "-O", "xattr=sa", "bb_z_ab12",
                        "draid2:1d:4c:1s", *DEVICES]
-    assert plan.actions[0].guard.contains == RUN
+    assert plan.actions[0].undo == (("rmdir", f"/mnt/bb/{RUN}/z"),)
+    assert plan.actions[1].guard.contains == RUN
+    # Teardown leaves the disks as empty as they were: the pool, its labels on the partition
+    # zpool made on each disk, and the partition table.
+    assert plan.actions[1].undo == (("zpool", "destroy", "bb_z_ab12"),
+                                    *(("zpool", "labelclear", "-f", f"{d}1") for d in DEVICES),
+                                    *(("wipefs", "-a", d) for d in DEVICES))
+    assert plan.whole_disks
     plan, cmds = commands({"name": "x", "kind": "filesystem", "devices": ["/dev/vda"]})
     assert cmds[0][0] == "mkfs.xfs" and plan.actions[0].undo == (("wipefs", "-a", "/dev/vda"),)
     assert plan.actions[0].guard == Guard(("blkid", "-p", "-o", "value", "-s", "LABEL", "/dev/vda"), Names(RUN, "x").label)
@@ -113,6 +121,17 @@ def test_device_refusals_are_collected_per_layout():
                         {"name": "b", "kind": "lvm-linear", "devices": DEVICES[2:]}),
                  RUN, ALL, lambda d: reasons.get(d, []))
     assert plan.refusals == ["a: /dev/vdb: /dev/vdb holds an ext4 filesystem"]
+
+
+def test_zfs_takes_whole_disks_and_refuses_a_partition_other_kinds_accept():
+    kinds = {"/dev/vda": "disk", "/dev/vdb": "part", "/dev/vdc": "disk", "/dev/vdd": "disk"}
+    zfs = build(recipe({"name": "z", "kind": "zfs", "vdev": "raidz1", "devices": DEVICES}),
+                RUN, ALL, lambda d: [], device_kind=kinds.get)
+    assert len(zfs.refusals) == 1
+    assert zfs.refusals[0].startswith("z: /dev/vdb: is a partition, and this layout takes whole disks")
+    lvm = build(recipe({"name": "l", "kind": "lvm-linear", "devices": DEVICES}),
+                RUN, ALL, lambda d: [], device_kind=kinds.get)
+    assert lvm.refusals == []
 
 
 class FakeHost:
@@ -246,11 +265,11 @@ EVERY_KIND = [
         ["mdadm", "--create", "/dev/md/bb-r10-ab12", "--run", "--metadata", "1.2", "--level", "10",
          "--raid-devices", "4", "--name", "bb-r10-ab12", *DEVICES],
         xfs("r10", "/dev/md/bb-r10-ab12"), *mounted("r10", "/dev/md/bb-r10-ab12")]),
-    ({"name": "rz", "kind": "zfs", "vdev": "raidz2", "devices": DEVICES[:3], "special": DEVICES[3:]}, [
-        ["zpool", "create", "-m", f"{MNT}/rz", "-O", f"backupbench:run={RUN}", "bb_rz_ab12", "raidz2",
-         *DEVICES[:3], "special", DEVICES[3]]]),
+    ({"name": "rz", "kind": "zfs", "vdev": "raidz1", "devices": DEVICES[:2], "special": DEVICES[2:], "ashift": 12}, [
+        ["mkdir", "-p", f"{MNT}/rz"], ["zpool", "create", "-o", "ashift=12", "-m", f"{MNT}/rz", "-O", f"backupbench:run={RUN}", "bb_rz_ab12",
+         "raidz1", *DEVICES[:2], "special", "mirror", *DEVICES[2:]]]),
     ({"name": "m", "kind": "zfs", "vdev": "mirror", "devices": DEVICES[:2], "log": DEVICES[2:3]}, [
-        ["zpool", "create", "-m", f"{MNT}/m", "-O", f"backupbench:run={RUN}", "bb_m_ab12", "mirror", *DEVICES[:2],
+        ["mkdir", "-p", f"{MNT}/m"], ["zpool", "create", "-m", f"{MNT}/m", "-O", f"backupbench:run={RUN}", "bb_m_ab12", "mirror", *DEVICES[:2],
          "log", DEVICES[2]]]),
     ({"name": "s1", "kind": "minio-single", "devices": DEVICES[:1]}, [
         xfs("s1", DEVICES[0]), *mounted("s1", DEVICES[0])]),
@@ -292,3 +311,32 @@ def test_every_layout_kind_is_covered():
     from backupbench.layouts.registry import LAYOUT_KINDS
     assert {spec["kind"] for spec, _ in EVERY_KIND} | {"lvm-striped", "btrfs", "filesystem"} == set(LAYOUT_KINDS)
     assert {spec["kind"] for spec in ALL_SPECS} == set(LAYOUT_KINDS)
+
+
+@pytest.mark.parametrize("device, partition", [
+    ("/dev/vda", "/dev/vda1"), ("/dev/nvme0n1", "/dev/nvme0n1p1"), ("/dev/loop7", "/dev/loop7p1"),
+    ("/dev/disk/by-id/virtio-lab-d0", "/dev/disk/by-id/virtio-lab-d0-part1"),
+])
+def test_the_partition_zpool_puts_a_whole_disks_data_in(device, partition):
+    from backupbench.layouts.zfs import first_partition
+    assert first_partition(device) == partition
+
+
+@pytest.mark.parametrize("proc, expected", [
+    ({"modules": "", "sys/kernel/modules_disabled": "0\n"}, {"zfs", "md", "raid456"}),
+    ({"modules": "", "sys/kernel/modules_disabled": "1\n"}, set()),  # loading switched off since boot
+    ({}, set()),  # a kernel without module support: module files on disk do not help
+])
+def test_a_module_on_disk_counts_only_where_the_kernel_can_load_it(tmp_path, proc, expected):
+    from backupbench.hostfiles import HostFiles
+    from backupbench.layouts.capabilities import collect
+    for name, text in {"misc": "", "filesystems": "", **proc}.items():
+        (tmp_path / "proc" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "proc" / name).write_text(text)
+    (tmp_path / "sys" / "module").mkdir(parents=True)
+    extra = tmp_path / "lib" / "modules" / "6.1.0-56-amd64" / "updates" / "dkms"
+    extra.mkdir(parents=True)
+    for module in ("zfs.ko.xz", "md-mod.ko", "raid456.ko"):
+        (extra / module).write_bytes(b"")
+    found = collect(HostFiles(tmp_path), which=lambda _tool: None, release="6.1.0-56-amd64")
+    assert found.kernel == frozenset(expected)

@@ -27,7 +27,9 @@ MOUNTINFO = """\
 36 22 0:40 / /mnt/ram rw,relatime shared:8 - tmpfs tmpfs rw,size=1024k
 37 22 0:41 / /mnt/over rw,relatime shared:9 - overlay overlay rw,lowerdir=/a,upperdir=/b,workdir=/c
 38 22 0:42 / /mnt/nfs rw,relatime shared:10 - nfs4 server:/export rw
+39 22 0:43 / /mnt/tp rw,noatime shared:11 - zfs tp/backups rw,xattr,noacl,casesensitive
 """
+ZFS = Path(__file__).parents[1] / "fixtures" / "zfs"
 
 
 class FakeSys:
@@ -80,6 +82,8 @@ def host(tmp_path: Path) -> HostFiles:
     fake.add("loop3", 7, 3, backing="/var/lib/images/disk 1.img")
     fake.add("loop0", 7, 0)
     fake.add("ram0", 1, 0)
+    for disk, minor in (("vda", 1), ("vdd", 49), ("vde", 65), ("vdf", 81), ("vdg", 97), ("vdh", 113)):
+        fake.add(f"{disk}1", 254, minor, parent=disk)
     (tmp_path / "proc/self/mountinfo").write_text(MOUNTINFO)
     return HostFiles(tmp_path)
 
@@ -154,3 +158,48 @@ def test_device_names_resolve_or_fail_with_a_fix(host):
     with pytest.raises(InputError) as err:
         resolve_device_name("sdz", host)
     assert "sdz" in err.value.message and err.value.fix
+
+
+def recorded(name: str):
+    """A zpool stand-in answering `zpool list -vHP POOL` with a recorded output."""
+    def run(pool: str) -> list[str]:
+        from backupbench.monitor.zfs import leaf_paths
+        assert pool == "tp"
+        return leaf_paths((ZFS / name).read_text())
+    return run
+
+
+def test_a_zfs_dataset_resolves_through_its_pools_vdevs_to_the_disks(host):
+    stack = device_stack("/mnt/tp/job1", host, pool_vdevs=recorded("zpool-list-vHP-draid2.txt"))
+    assert stack.pool == "tp" and stack.top is None and not stack.empty
+    # data (dRAID), special mirror and log: every leaf partition, then its disk
+    assert stack.layers == tuple(f"vd{d}1" for d in "abcdefgh")
+    assert stack.members == tuple(f"vd{d}" for d in "abcdefgh")
+    assert stack.all_names == [*stack.layers, *stack.members]
+    assert "pool tp" in stack.describe() and "members vda" in stack.describe()
+
+
+def test_vdevs_this_machine_does_not_show_are_left_out_of_a_pools_stack(host):
+    # /dev/disk/by-id links do not exist in the fake tree: the plain /dev/vdc1 and /dev/vdd1 remain
+    stack = device_stack("/mnt/tp", host, pool_vdevs=recorded("zpool-list-vHP-raidz2.txt"))
+    assert stack.members == ("vdc", "vdd") and stack.layers == ("vdc1", "vdd1")
+
+
+def test_a_pool_whose_vdevs_cannot_be_listed_gives_a_reason(host):
+    from backupbench.errors import ToolMissingError
+
+    def no_zpool(pool: str) -> list[str]:
+        raise ToolMissingError("zpool is not installed")
+    stack = device_stack("/mnt/tp", host, pool_vdevs=no_zpool)
+    assert stack.empty and stack.pool == "tp" and "zpool is not installed" in stack.reason
+
+
+def test_the_drives_of_an_erasure_coded_minio_are_followed_together(host):
+    from backupbench.monitor.stack import combined
+    one = device_stack("/mnt/part", host)
+    both = combined([one, device_stack("/mnt/md/d", host), device_stack("/mnt/ram", host)])
+    assert both.top is None and both.layers == ("vdb1", "md0")
+    assert both.members == ("vdb", "vde", "vdf", "vdg", "vdh")
+    assert both.reason is None and not both.empty
+    assert both.describe().count(" | ") == 2 and "tmpfs" in both.describe()
+    assert combined([one]) is one

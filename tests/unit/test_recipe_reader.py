@@ -89,7 +89,19 @@ name = "a"
     ('kind = "lvm-linear"\ndevices = ["/dev/vdb"]\nfilesystem = { type = "ext4", mkfs_options = ["/dev/sda"] }',
      "layout[0].filesystem.mkfs_options: mkfs_options may not contain '/'"),
     ('kind = "zfs"\nvdev = "draid2"\ndraid_data = 3\ndraid_spares = 1\ndevices = ["/dev/vdb", "/dev/vdc"]',
-     "needs at least 6 devices, got 2"),
+     "draid2:3d:2c:1s does not fit 2 devices: 3 data + 2 parity + 1 spare need at least 6"),
+    ('kind = "zfs"\nvdev = "raidz1"\ndevices = ["/dev/vdb", "/dev/vdc"]\nlog = ["/dev/vdc"]',
+     "layout[0]: /dev/vdc is in the data vdev and in the log vdev: give the log vdev its own devices"),
+    ('kind = "zfs"\nvdev = "raidz2"\ndevices = ["/dev/vdb", "/dev/vdc", "/dev/vdd"]\nspecial = ["/dev/vde", "/dev/vdf"]',
+     "a special vdev next to raidz2 needs 3 device(s) (a 3-way mirror, as redundant as the data), got 2"),
+    ('kind = "zfs"\ndevices = ["/dev/vdb", "/dev/vdc", "/dev/vdd"]\nproperties = { recordsize = "3M" }',
+     "layout[0].properties: recordsize = '3M': ZFS takes a power of two from 512 bytes to 16 MiB"),
+    ('kind = "zfs"\ndevices = ["/dev/vdb", "/dev/vdc", "/dev/vdd"]\nproperties = { compression = "lz5" }',
+     "layout[0].properties: compression = 'lz5': ZFS takes on, off, lzjb"),
+    ('kind = "zfs"\ndevices = ["/dev/vdb", "/dev/vdc", "/dev/vdd"]\nproperties = { xatr = "sa" }',
+     "'xatr' is not a ZFS dataset property backupbench can set; did you mean 'xattr'?"),
+    ('kind = "zfs"\ndevices = ["/dev/vdb", "/dev/vdc", "/dev/vdd"]\nashift = 8',
+     "layout[0].ashift: Input should be greater than or equal to 9"),
 ])
 def test_values_no_tool_would_take_are_refused_at_the_schema(tmp_path, layout, expected):
     assert expected in with_layout(tmp_path, layout)

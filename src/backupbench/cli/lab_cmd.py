@@ -18,7 +18,10 @@ from backupbench.cli.common import results_option, stderr
 from backupbench.errors import InputError
 from backupbench.lab.options import LabOptions
 from backupbench.journal import JOURNAL_DIR_ENV, Journal, journal_dir
+from backupbench.lab import zfs_module
+from backupbench.lab.image import resolve_packages
 from backupbench.lab.vm import LabVM
+from backupbench.plan import plan_layouts
 from backupbench.recipe import model
 from backupbench.results.location import results_dir
 from backupbench.results.model import OWNER_ENV, current_owner, new_run_id
@@ -68,12 +71,20 @@ def guest_terminal_env() -> dict[str, str]:
 
 @dataclass
 class GuestJob:
-    """What runs in the guest: the command, how it is shown, where, and the host folders shared."""
+    """What runs in the guest: the command, how it is shown, where, the host folders shared,
+    and the kernel features its layouts need (the lab checks its image has them)."""
 
     command: list[str] | str
     shown: str
     cwd: str
     shares: list[Path]
+    kernel_needs: frozenset[str] = frozenset()
+
+
+def _kernel_needs(recipe: model.Recipe) -> frozenset[str]:
+    layouts = plan_layouts(recipe, "lab-check")
+    return frozenset(req.check.partition(":")[2] for layout in layouts for req in layout.requirements
+                     if req.check.startswith("kernel:"))
 
 
 def _guest_job(recipe: Path | None, command: str | None, results: Path | None) -> GuestJob:
@@ -86,10 +97,20 @@ def _guest_job(recipe: Path | None, command: str | None, results: Path | None) -
             shares.append(results_dir(results))
         return GuestJob(str(command), str(command), os.getcwd(), shares)
     recipe = recipe.expanduser().resolve()
-    model.load(recipe)  # a bad recipe fails here in a second, not after the VM booted
+    loaded = model.load(recipe)  # a bad recipe fails here in a second, not after the VM booted
     store = results_dir(results)
     apply = ["apply", str(recipe), "--yes", "--results", str(store)]
-    return GuestJob([sys.executable, "-m", "backupbench", *apply], shlex.join(["backupbench", *apply]), "/", [store])
+    return GuestJob([sys.executable, "-m", "backupbench", *apply], shlex.join(["backupbench", *apply]), "/", [store],
+                    _kernel_needs(loaded))
+
+
+def _build_zfs(steps: "StepPrinter") -> int:
+    started = time.monotonic()
+    kernel_package = resolve_packages()[0]
+    module = zfs_module.build(kernel_package, progress=steps)
+    steps(f"ZFS {module.version} for the guest kernel {module.kernel_release}: {module.directory} "
+          f"({format_duration(time.monotonic() - started)})")
+    return 0
 
 
 def _run_in_vm(vm: LabVM, job: GuestJob, options: LabOptions, steps: StepPrinter) -> int:
@@ -123,8 +144,11 @@ def _run_in_vm(vm: LabVM, job: GuestJob, options: LabOptions, steps: StepPrinter
               help="Run this shell command in the VM instead of a recipe, e.g. --command 'lvs'.")
 @cli_options.click_options(LabOptions)
 @click.option("--quiet", is_flag=True, help="No progress lines, only the guest's output.")
+@click.option("--build-zfs", is_flag=True,
+              help="Build the ZFS module for the guest's kernel with DKMS (once, a few minutes; "
+                   "scripts/install-zfs.sh runs this) and exit.")
 @results_option
-def lab_command(recipe: Path | None, command: str | None, quiet: bool, results: Path | None,
+def lab_command(recipe: Path | None, command: str | None, quiet: bool, build_zfs: bool, results: Path | None,
                 **values: object) -> int:
     """Run RECIPE (or --command) as root in a throwaway QEMU VM whose virtual disks are throttled.
 
@@ -134,6 +158,10 @@ def lab_command(recipe: Path | None, command: str | None, quiet: bool, results: 
     at the same path, so its results land in the usual store. The VM and its disk images are
     removed at the end, also on errors and Ctrl-C.
     """
+    if build_zfs:
+        if recipe is not None or command is not None:
+            raise InputError("--build-zfs builds the module and exits: give it no RECIPE or --command")
+        return _build_zfs(StepPrinter(stderr, quiet))
     job = _guest_job(recipe, command, results)
     options = cli_options.build(LabOptions, values)
     for share in job.shares:
@@ -146,7 +174,7 @@ def lab_command(recipe: Path | None, command: str | None, quiet: bool, results: 
         work_id = journal.will_create(artefacts.tree(work_parent / work_name, lab_id, "lab work folder"))
         vm = LabVM(options.disk_specs(), throttle=options.throttle(), memory=options.memory, cpus=options.cpus,
                    shares=job.shares, work_parent=work_parent, keep_images=options.keep_images, progress=steps,
-                   work_name=work_name)
+                   work_name=work_name, needs=job.kernel_needs)
         if options.keep_images:
             journal.removed(work_id, "kept (--keep-images)")
         with vm:

@@ -1,5 +1,5 @@
-"""The lab: a throwaway QEMU VM whose virtual disks are throttled, for LVM and md RAID
-experiments on machines whose kernel has neither (no device-mapper, no md).
+"""The lab: a throwaway QEMU VM whose virtual disks are throttled, for LVM, md RAID and ZFS
+experiments on machines whose kernel has none of them (no device-mapper, no md, no modules).
 
     from backupbench.lab import LabVM, Throttle, parse_disks
     with LabVM(parse_disks("4x4GiB"), throttle=Throttle(bps_total=50 * MiB)) as vm:
@@ -9,7 +9,9 @@ Modules: `image` (build and cache kernel + initramfs), `kernel` (apt download, v
 bzImage), `modules` (which modules, in which order), `initramfs` + `cpio` (the guest's init
 and its archive), `disks` (--disks specs, throttles, sparse images), `qemu` (the command line),
 `agent` (what comes back from the guest), `vm` (LabVM), `options` (the CLI's options, defined
-once), `selftest` (field note A inside the VM, for the tests and the bench).
+once), `selftest` (field note A inside the VM, for the tests and the bench), `zfs_module`
+(spl.ko and zfs.ko built with DKMS for the guest's kernel, once, cached; the image carries
+them when they exist).
 
 Design: the guest runs the host's own userspace, shared read-only over virtio-9p
 ------------------------------------------------------------------------------------

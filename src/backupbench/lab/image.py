@@ -30,7 +30,7 @@ from typing import Callable
 
 from backupbench import process
 from backupbench.errors import BackupbenchError, ToolMissingError
-from backupbench.lab import cpio, initramfs, kernel, modules
+from backupbench.lab import cpio, initramfs, kernel, modules, zfs_module
 
 log = logging.getLogger("backupbench.lab")
 
@@ -48,12 +48,13 @@ class LabImage:
     initramfs: Path
     kernel_release: str
     packages: tuple[str, ...]  # "name=version"
+    zfs: str | None = None     # the ZFS version whose module the guest carries
 
     @staticmethod
     def load(directory: Path) -> "LabImage":
         meta = json.loads((directory / "image.json").read_text())
         return LabImage(directory, directory / "vmlinux", directory / "initramfs.cpio",
-                        meta["kernel_release"], tuple(meta["packages"]))
+                        meta["kernel_release"], tuple(meta["packages"]), meta.get("zfs"))
 
 
 def default_cache_root() -> Path:
@@ -75,11 +76,12 @@ def _check_tools() -> None:
                                "install it with: apt-get install busybox-static")
 
 
-def image_key(packages: list[kernel.Package], busybox: bytes) -> str:
-    """Hash of what the image is made of: packages, busybox, and the code that builds it
-    (the init script, module lists and processing live in these modules' source)."""
+def image_key(packages: list[kernel.Package], busybox: bytes, zfs: zfs_module.ZfsModule | None = None) -> str:
+    """Hash of what the image is made of: packages, busybox, the ZFS module if one is built
+    for this kernel, and the code that builds it (the init script, module lists and
+    processing live in these modules' source)."""
     digest = hashlib.sha256()
-    for part in (f"format={FORMAT}", *(p.spec for p in packages)):
+    for part in (f"format={FORMAT}", *(p.spec for p in packages), zfs.fingerprint() if zfs else "no zfs"):
         digest.update(part.encode() + b"\0")
     for source in (initramfs, modules, kernel, cpio):
         digest.update(Path(source.__file__).read_bytes() + b"\0")
@@ -117,7 +119,8 @@ def ensure_image(cache_root: Path | None = None, progress: Progress | None = Non
             raise
         log.warning("apt cannot resolve the guest kernel; using the cached image %s", cached.directory)
         return cached
-    target = root / image_key(packages, busybox)
+    zfs = zfs_module.for_guest(packages[0])
+    target = root / image_key(packages, busybox, zfs)
     if _complete(target):
         return LabImage.load(target)
     # One builder at a time (parallel test sessions, a bench and a lab run).
@@ -125,7 +128,14 @@ def ensure_image(cache_root: Path | None = None, progress: Progress | None = Non
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _complete(target):
             return LabImage.load(target)
-        return _build(target, packages, busybox, say)
+        return _build(target, packages, busybox, zfs, say)
+
+
+def resolve_packages(cache_root: Path | None = None) -> list[kernel.Package]:
+    """The guest kernel's package (first) and the userspace packages the image is built from."""
+    root = (cache_root or default_cache_root()).expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return _resolve(root)
 
 
 APT_LISTS = Path("/var/lib/apt/lists")
@@ -180,7 +190,8 @@ def _resolve(root: Path) -> list[kernel.Package]:
     return packages
 
 
-def _build(target: Path, packages: list[kernel.Package], busybox: bytes, say: Progress) -> LabImage:
+def _build(target: Path, packages: list[kernel.Package], busybox: bytes, zfs: zfs_module.ZfsModule | None,
+           say: Progress) -> LabImage:
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
         debs_dir, stage, out = work / "debs", work / "stage", work / "image"
@@ -191,6 +202,8 @@ def _build(target: Path, packages: list[kernel.Package], busybox: bytes, say: Pr
         say("unpacking")
         kernel.unpack(debs, stage)
         release = kernel.kernel_release(stage)
+        if zfs is not None:
+            modules.add_extra(stage, release, zfs.files)
         kernel.depmod(stage, release)
         say(f"extracting vmlinux from {release}")
         bzimages = list((stage / "boot").glob(f"vmlinuz-{release}"))
@@ -198,7 +211,7 @@ def _build(target: Path, packages: list[kernel.Package], busybox: bytes, say: Pr
             raise BackupbenchError(f"the kernel package has no /boot/vmlinuz-{release}")
         (out / "vmlinux").write_bytes(kernel.extract_vmlinux(bzimages[0].read_bytes()))
         say("building the initramfs")
-        carried = modules.module_closure(stage, release, modules.GUEST_MODULES)
+        carried = modules.module_closure(stage, release, modules.GUEST_MODULES + (modules.ZFS_MODULES if zfs else ()))
         boot = modules.module_closure(stage, release, modules.BOOT_MODULES)
         tree = modules.subset_tree(stage, release, carried, work / "subset")
         mdadm = stage / "sbin" / "mdadm"
@@ -213,6 +226,7 @@ def _build(target: Path, packages: list[kernel.Package], busybox: bytes, say: Pr
         size = initramfs.build(contents, out / "initramfs.cpio")
         (out / "image.json").write_text(json.dumps({
             "format": FORMAT, "kernel_release": release, "packages": [p.spec for p in packages],
+            "zfs": zfs.version if zfs else None,
             "boot_modules": boot, "modules": carried, "initramfs_bytes": size,
         }, indent=2) + "\n")
         if target.exists():

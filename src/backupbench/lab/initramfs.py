@@ -1,4 +1,5 @@
-"""The guest's initramfs: busybox, the kernel modules, mdadm, lvm.conf and the init script.
+"""The guest's initramfs: busybox, the kernel modules, mdadm, lvm.conf, the init script and
+its stand-in for udev's device database.
 
 It stays small (a few MB, no libraries): the userspace the guest runs commands with is the
 host's own root filesystem, shared read-only over virtio-9p and made writable in the guest by
@@ -48,6 +49,44 @@ activation {
 }
 """
 
+# Run by busybox `uevent` for every kernel event. The guest has no udevd, so libudev finds no
+# database entry for a block device. zpool waits through libudev for the partitions it writes
+# until their DEVLINKS property is set (Debian's libzfs), and gives up after 30 s ("failed to
+# detect device partitions"). So each block device gets what udevd would leave: an entry in
+# /run/udev/data naming its links, and the links: /dev/block/MAJ:MIN, and for a partition of a
+# disk with a serial /dev/disk/by-id/virtio-SERIAL-partN (zpool names a by-id disk's data
+# partition so).
+UEVENT_STUB = r"""#!/bin/sh
+[ "$SUBSYSTEM" = block ] && [ -n "$MAJOR" ] && [ -n "$DEVNAME" ] || exit 0
+R=/newroot
+id="$MAJOR:$MINOR"
+byid=
+if [ "$DEVTYPE" = partition ] && [ -n "$PARTN" ]; then
+    sysdir=$(readlink -f "/sys/class/block/$DEVNAME")
+    parent=${sysdir%/*}
+    [ -r "$parent/serial" ] && byid="disk/by-id/virtio-$(cat "$parent/serial")-part$PARTN"
+fi
+case "$ACTION" in
+    add|change)
+        ln -sfn "../$DEVNAME" "$R/dev/block/$id"
+        links="S:block/$id"
+        if [ -n "$byid" ]; then
+            ln -sfn "../../$DEVNAME" "$R/dev/$byid"
+            links="$links
+S:$byid"
+        fi
+        echo "$links" > "$R/run/udev/data/b$id"
+        ;;
+    remove)
+        rm -f "$R/run/udev/data/b$id" "$R/dev/block/$id"
+        for link in "$R"/dev/disk/by-id/*-part*; do
+            [ "$(readlink "$link")" = "../../$DEVNAME" ] && rm -f "$link"
+        done
+        ;;
+esac
+exit 0
+"""
+
 INIT = r"""#!/bin/sh
 # backupbench lab guest init (PID 1); see backupbench/lab/initramfs.py
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
@@ -74,6 +113,9 @@ AGENT=1
 while read -r module; do insmod "$module" || fail "cannot load $module"; done < /etc/lab/modules
 mkdir -p /ctl /lower /rw "$R"
 stage "modules loaded"
+# Servers in the guest listen on 127.0.0.1 (MinIO with several drives refuses an address
+# that is not one of this machine's): bring loopback up, it comes up with 127.0.0.1/8.
+ip link set lo up || fail "cannot bring up the loopback interface"
 mount -t 9p -o "$P9" lab-ctl /ctl || fail "cannot mount the control share"
 . /ctl/config
 mount -t 9p -o "$P9,ro,cache=loose" hostroot /lower || fail "cannot mount the host root"
@@ -105,6 +147,12 @@ while read -r module node spec; do
     mknod "$R/dev/$node" "${spec%"$numbers"}" "${numbers%%:*}" "${numbers#*:}" 2>/dev/null
 done < "/lib/modules/$(uname -r)/modules.devname"
 stage "root mounted"
+mkdir -p "$R/run/udev/data" "$R/dev/block"
+uevent /etc/lab/uevent &
+for dev in /sys/class/block/*; do
+    IFS=: read -r major minor < "$dev/dev" || continue
+    ACTION=add SUBSYSTEM=block MAJOR=$major MINOR=$minor DEVNAME=${dev##*/} /etc/lab/uevent
+done
 for dev in /sys/block/vd*; do
     [ -r "$dev/serial" ] && ln -sf "../../${dev##*/}" "$R/dev/disk/by-id/virtio-$(cat "$dev/serial")"
 done
@@ -160,6 +208,7 @@ def entries(contents: InitramfsContents) -> list[cpio.Entry]:
             members.append(cpio.Entry.symlink(applet, "/bin/busybox"))
     members.append(cpio.Entry.file("init", init_script().encode(), 0o755))
     members.append(cpio.Entry.file("etc/lab/lvm.conf", LVM_CONF.encode()))
+    members.append(cpio.Entry.file("etc/lab/uevent", UEVENT_STUB.encode(), 0o755))
     tree = f"lib/modules/{contents.kernel_release}"
     known = {path for path, _ in contents.module_tree}
     missing = [path for path in contents.boot_modules if path not in known]

@@ -37,6 +37,18 @@ GUEST_MODULES: tuple[str, ...] = BOOT_MODULES + (
     "loop",
 )
 
+# Carried when a ZFS module is built for the guest kernel (see zfs_module); zpool loads it.
+ZFS_MODULES: tuple[str, ...] = ("zfs",)
+EXTRA_FOLDER = "extra"  # where DKMS puts out-of-tree modules, ahead of the kernel's own in depmod's search
+
+
+def add_extra(stage: Path, kernel_release: str, files: Sequence[Path]) -> None:
+    """Out-of-tree modules (ZFS) into the staged kernel's module tree, before depmod."""
+    folder = stage / "lib" / "modules" / kernel_release / EXTRA_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    for file in files:
+        (folder / file.name).write_bytes(file.read_bytes())
+
 
 def load_order(show_depends: str, modules_dir: str = "") -> list[str]:
     """`insmod` paths from `--show-depends` output, first occurrence kept, relative to

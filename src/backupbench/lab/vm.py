@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from backupbench import process, stopping
-from backupbench.errors import BackupbenchError, InputError
-from backupbench.lab import disks as lab_disks
+from backupbench.errors import BackupbenchError, InputError, ToolMissingError
+from backupbench.lab import disks as lab_disks, zfs_module
 from backupbench.lab.agent import AgentStream, Event, parse_cpu_pair
 from backupbench.lab.disks import DiskSpec, Throttle
 from backupbench.lab.image import LabImage, ensure_image
@@ -112,6 +112,9 @@ class LabVM:
     work_name: str | None = None
     progress: Progress | None = None
     boot_timeout: float = DEFAULT_BOOT_TIMEOUT
+    # Kernel features the job needs beyond the image's usual modules ("zfs"): refused with
+    # the reason before any disk image is made when the image lacks them.
+    needs: frozenset[str] = frozenset()
 
     # set while running
     work_dir: Path | None = field(default=None, init=False)
@@ -191,6 +194,9 @@ class LabVM:
         if self.image is None:
             self._say("guest image: checking the cache")
             self.image = ensure_image(self.cache_dir, progress=lambda m: self._say(f"guest image: {m}"))
+        if "zfs" in self.needs and self.image.zfs is None:
+            raise ToolMissingError(f"the lab guest's kernel {self.image.kernel_release} has no ZFS module",
+                                   zfs_module.BUILD_HINT)
         if self.work_name:
             self.work_dir = parent / self.work_name
             self.work_dir.mkdir(mode=0o700)
@@ -366,6 +372,9 @@ class LabVM:
         base = {
             **python_environment(), "HOME": "/root", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "dumb",
             "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+            # /run/udev holds the init's stand-in for udev's database (for zpool), but no udevd
+            # runs: mdadm, seeing /run/udev, would leave its /dev/md/NAME links to udev.
+            "MDADM_NO_UDEV": "1",
             "BACKUPBENCH_LAB": "1", "BACKUPBENCH_LAB_OUT": str(self.out_dir), **env,
         }
         exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in base.items())

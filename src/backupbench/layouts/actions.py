@@ -78,3 +78,5 @@ class LayoutPlan:
     # Directories a MinIO server is started over for the workloads (empty: no MinIO).
     s3_drives: tuple[Path, ...] = ()
     s3_env: tuple[tuple[str, str], ...] = ()
+    # Takes whole disks only (ZFS: zpool partitions them, and teardown clears what it wrote).
+    whole_disks: bool = False

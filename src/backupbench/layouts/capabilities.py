@@ -52,7 +52,10 @@ def collect(host: HostFiles | None = None, which=shutil.which, tools: tuple[str,
 
     misc, filesystems = read("/proc/misc"), read("/proc/filesystems")
     loaded = set(host.listdir("/sys/module"))
-    available = loaded | _module_files(host, release or os.uname().release)
+    # A module file counts only where the kernel can load it: a kernel built without module
+    # support has no /proc/modules, and one may have had loading switched off since boot.
+    loadable = host.exists("/proc/modules") and read("/proc/sys/kernel/modules_disabled").strip() != "1"
+    available = loaded | (_module_files(host, release or os.uname().release) if loadable else set())
     kernel = set()
     for feature, modules in _MODULES.items():
         if any(m.replace("-", "_") in available for m in modules):

@@ -1,19 +1,30 @@
-"""ZFS pools: raidz, mirror, stripe and dRAID vdevs, dataset properties, special and log vdevs.
-The pool carries the user property backupbench:run=<run id>; only such a pool is destroyed."""
+"""ZFS pools: stripe, mirror, raidz1/2/3 and dRAID vdevs, special and log vdevs, ashift and
+dataset properties (field note D chose `draid2:3g:2s`).
+
+The pool carries the user property backupbench:run=<run id>; only such a pool is destroyed.
+zpool partitions every whole disk it is given (data in partition 1, 8 MiB reserved in 9), so
+teardown is `zpool destroy`, then `zpool labelclear` on each partition 1 and `wipefs -a` on each
+disk: the disks end as empty as they were checked to be, ready for the next layout.
+"""
 
 from __future__ import annotations
 
-from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
-from backupbench.layouts.naming import Names
 import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from backupbench.layouts import zfs_properties
+from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
+from backupbench.layouts.naming import Names
 from backupbench.layouts.specs import LayoutBase
 from backupbench.schema import DevicePath
 
 RUN_PROPERTY = "backupbench:run"
+DRAID_MAX_CHILDREN = 255
+# zpool(8): symlinks under these take a "-partN" suffix, other paths "N" or "pN".
+UDEV_ROOTS = ("/dev/disk/", "/dev/zvol/")
+MIN_DEVICES = {"mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
 
 
 class Zfs(LayoutBase):
@@ -22,11 +33,14 @@ class Zfs(LayoutBase):
         "raidz2", description="Vdev type.")
     draid_data: int | None = Field(None, ge=1, le=255, description="dRAID data disks per redundancy group (d).")
     draid_spares: int = Field(0, ge=0, le=100, description="dRAID distributed spares (s).")
+    ashift: int | None = Field(None, ge=9, le=16, description="Pool sector size as a power of two "
+                                                            "(12: 4 KiB); unset: ZFS asks the disks.")
     properties: dict[str, str] = Field(default_factory=dict,
                                        description="Dataset properties, e.g. {xattr='sa', atime='off', recordsize='1M'}.")
     special: tuple[DevicePath, ...] = Field((), max_length=8,
-                                           description="Devices for a special (metadata) mirror vdev.")
-    log: tuple[DevicePath, ...] = Field((), max_length=8, description="Devices for a log (ZIL) vdev.")
+                                           description="Devices for a special (metadata) vdev, a mirror if 2 or more.")
+    log: tuple[DevicePath, ...] = Field((), max_length=8,
+                                       description="Devices for a log (ZIL) vdev, a mirror if 2 or more.")
     filesystem: None = Field(None, description="ZFS is its own filesystem: leave unset.")
 
     def all_devices(self) -> tuple[str, ...]:
@@ -36,28 +50,72 @@ class Zfs(LayoutBase):
     @classmethod
     def _properties(cls, values: dict[str, str]) -> dict[str, str]:
         for key, value in values.items():
-            if not re.fullmatch(r"[a-z][a-z0-9_.:]{0,255}", key):
-                raise ValueError(f"{key!r} is not a ZFS property name (lower case letters, digits, '_.:')")
+            if not re.fullmatch(r"[a-z][a-z0-9_.:-]{0,255}", key):
+                raise ValueError(f"{key!r} is not a ZFS property name (lower case letters, digits, '_.:-')")
             if not re.fullmatch(r"[A-Za-z0-9_.:@+,=-]{1,1024}", value):
                 raise ValueError(f"property {key} = {value!r}: letters, digits and _.:@+,=- only")
+            if key == RUN_PROPERTY:
+                raise ValueError(f"{RUN_PROPERTY} is backupbench's own tag: leave it out")
+            why = zfs_properties.problem(key, value)
+            if why:
+                raise ValueError(why)
         return values
+
+    @model_validator(mode="after")
+    def _each_device_once(self) -> "Zfs":
+        data = set(self.devices)
+        for role, devices in (("special", self.special), ("log", self.log)):
+            shared = sorted(data & set(devices))
+            if shared:
+                raise ValueError(f"{', '.join(shared)} is in the data vdev and in the {role} vdev: "
+                                 f"give the {role} vdev its own devices")
+        both = sorted(set(self.special) & set(self.log))
+        if both:
+            raise ValueError(f"{', '.join(both)} is in the special and in the log vdev")
+        return super()._each_device_once()
 
     @model_validator(mode="after")
     def _vdev_fits(self) -> "Zfs":
         count = len(self.devices)
         if self.vdev.startswith("draid"):
             parity = int(self.vdev[-1])
+            if count > DRAID_MAX_CHILDREN:
+                raise ValueError(f"a dRAID vdev takes at most {DRAID_MAX_CHILDREN} devices, got {count}")
             data = self.draid_data or 1
             # zpool: a dRAID vdev needs data + parity + spares children at the least.
             if data + parity + self.draid_spares > count:
-                raise ValueError(f"{self.vdev} with {data} data, {parity} parity and {self.draid_spares} spare "
-                                 f"disk(s) needs at least {data + parity + self.draid_spares} devices, got {count}")
+                raise ValueError(f"{draid_spec(self)} does not fit {count} devices: {data} data + {parity} parity"
+                                 f" + {self.draid_spares} spare need at least {data + parity + self.draid_spares}")
         elif self.draid_data is not None or self.draid_spares:
             raise ValueError(f"draid_data and draid_spares apply to dRAID vdevs, not {self.vdev}")
-        needed = {"mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}.get(self.vdev, 1)
+        needed = MIN_DEVICES.get(self.vdev, 1)
         if count < needed:
             raise ValueError(f"a {self.vdev} vdev needs at least {needed} devices, got {count}")
+        # zpool refuses (without -f, which would also override its in-use checks) a special
+        # vdev less or more redundant than the data: a mirror of redundancy + 1 devices.
+        copies = redundancy(self) + 1
+        if self.special and len(self.special) != copies:
+            raise ValueError(f"a special vdev next to {self.vdev} needs {copies} device(s) "
+                             f"({'a ' + str(copies) + '-way mirror, ' if copies > 1 else ''}as redundant as the data), "
+                             f"got {len(self.special)}")
         return self
+
+
+def redundancy(spec: Zfs) -> int:
+    """How many devices of the data vdev may fail."""
+    if spec.vdev == "stripe":
+        return 0
+    if spec.vdev == "mirror":
+        return len(spec.devices) - 1
+    return int(spec.vdev[-1])
+
+
+def draid_spec(spec: Zfs) -> str:
+    """zpool's dRAID vdev: draid<p>[:<d>d][:<c>c][:<s>s]."""
+    parity = spec.vdev.removeprefix("draid")
+    data = f":{spec.draid_data}d" if spec.draid_data else ""
+    spares = f":{spec.draid_spares}s" if spec.draid_spares else ""
+    return f"draid{parity}{data}:{len(spec.devices)}c{spares}"
 
 
 def vdev_args(spec: Zfs) -> tuple[str, ...]:
@@ -65,22 +123,40 @@ def vdev_args(spec: Zfs) -> tuple[str, ...]:
     if spec.vdev == "stripe":
         return devices
     if spec.vdev.startswith("draid"):
-        parity = spec.vdev.removeprefix("draid")
-        data = f":{spec.draid_data}d" if spec.draid_data else ""
-        spares = f":{spec.draid_spares}s" if spec.draid_spares else ""
-        return (f"draid{parity}{data}:{len(devices)}c{spares}", *devices)
+        return (draid_spec(spec), *devices)
     return (spec.vdev, *devices)
+
+
+def _group(role: str, devices: tuple[str, ...]) -> tuple[str, ...]:
+    if not devices:
+        return ()
+    return (role, *(("mirror",) if len(devices) > 1 else ()), *devices)
+
+
+def first_partition(device: str) -> str:
+    """The partition zpool puts a whole disk's data in, named as zpool names it."""
+    if device.startswith(UDEV_ROOTS):
+        return f"{device}-part1"
+    return f"{device}p1" if device[-1:].isdigit() else f"{device}1"
 
 
 def plan(spec: Zfs, names: Names) -> LayoutPlan:
     properties = tuple(arg for key, value in sorted(spec.properties.items()) for arg in ("-O", f"{key}={value}"))
-    special = ("special", *(("mirror",) if len(spec.special) > 1 else ()), *spec.special) if spec.special else ()
-    log = ("log", *spec.log) if spec.log else ()
-    create = ("zpool", "create", "-m", str(names.mount_point), "-O", f"{RUN_PROPERTY}={names.run_id}",
-              *properties, names.pool, *vdev_args(spec), *special, *log)
-    all_devices = (*spec.devices, *spec.special, *spec.log)
-    pool = Action(f"make ZFS pool {names.pool} ({spec.vdev})", (create,),
-                  (("zpool", "destroy", names.pool), *(("zpool", "labelclear", "-f", d) for d in all_devices)),
+    pool_options = ("-o", f"ashift={spec.ashift}") if spec.ashift else ()
+    create = ("zpool", "create", *pool_options, "-m", str(names.mount_point), "-O", f"{RUN_PROPERTY}={names.run_id}",
+              *properties, names.pool, *vdev_args(spec), *_group("special", spec.special), *_group("log", spec.log))
+    all_devices = spec.all_devices()
+    undo = (("zpool", "destroy", names.pool),
+            *(("zpool", "labelclear", "-f", first_partition(d)) for d in all_devices),
+            *(("wipefs", "-a", d) for d in all_devices))
+    pool = Action(f"make ZFS pool {names.pool} ({draid_spec(spec) if spec.vdev.startswith('draid') else spec.vdev})",
+                  (create,), undo,
                   Guard(("zfs", "get", "-H", "-o", "value", RUN_PROPERTY, names.pool), names.run_id), destructive=True)
+    # zpool makes a missing mount point itself and leaves it behind on destroy: made and
+    # removed here, like every other layout's.
+    point = str(names.mount_point)
+    mount_point = Action(f"create mount point {point}", (("mkdir", "-p", point),), (("rmdir", point),),
+                         Guard(("test", "-d", point), ""))
     requirements = (Requirement("ZFS kernel module", "kernel:zfs"), Requirement("zpool (zfsutils-linux)", "tool:zpool"))
-    return LayoutPlan(spec.name, spec.kind, all_devices, (pool,), requirements, names.mount_point)
+    return LayoutPlan(spec.name, spec.kind, all_devices, (mount_point, pool), requirements, names.mount_point,
+                      whole_disks=True)

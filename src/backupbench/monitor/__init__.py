@@ -16,13 +16,13 @@ from backupbench.hostfiles import HostFiles
 from backupbench.monitor.procfs import parse_diskstats, parse_loadavg, parse_meminfo, parse_proc_stat
 from backupbench.monitor.rates import DiskRates, Sample, compute_sample, counter_delta, disk_rates
 from backupbench.monitor.sampler import Sampler
-from backupbench.monitor.stack import DeviceStack, device_stack
+from backupbench.monitor.stack import DeviceStack, combined, device_stack
 from backupbench.monitor.summary import FigureStats, MonitorSummary
 from backupbench.monitor.sysfs import resolve_device_name
 from backupbench.monitor.thresholds import Thresholds
 
 __all__ = [
-    "Sampler", "device_stack", "DeviceStack", "Thresholds", "MonitorSummary", "FigureStats",
+    "Sampler", "device_stack", "combined", "DeviceStack", "Thresholds", "MonitorSummary", "FigureStats",
     "HostFiles", "Sample", "DiskRates", "compute_sample", "counter_delta", "disk_rates",
     "parse_diskstats", "parse_proc_stat", "parse_meminfo", "parse_loadavg",
     "resolve_device_name",

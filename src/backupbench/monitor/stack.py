@@ -4,17 +4,20 @@ The mount comes from /proc/self/mountinfo (longest mount point that holds the pa
 major:minor names the device through /sys/dev/block), then /sys/class/block/*/slaves is
 followed down. A partition stands on its whole disk (iostat shows both, so both are
 sampled); a loop device is a member whose backing file is reported (the file's own
-filesystem is not followed). Paths on tmpfs, overlay, NFS, ZFS and the like give an
-empty stack with a reason, never an exception.
+filesystem is not followed). A ZFS dataset has no block device of its own and its disks
+hold nothing in sysfs: its pool's leaf vdevs come from `zpool list -vHP` (see monitor.zfs),
+and the stack is those partitions and their disks, with no top. Paths on tmpfs, overlay,
+NFS and the like give an empty stack with a reason, never an exception.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
-from backupbench.errors import InputError
-from backupbench.monitor import sysfs
+from backupbench.errors import BackupbenchError, InputError
+from backupbench.monitor import sysfs, zfs
 from backupbench.hostfiles import HostFiles, MountEntry, find_mount
 
 
@@ -31,6 +34,8 @@ class DeviceStack:
     fs_type: str | None = None
     source: str | None = None
     reason: str | None = None                                # why the stack is empty
+    pool: str | None = None                                  # the ZFS pool the path is on
+    parts: tuple["DeviceStack", ...] = ()                    # the stacks a combined one joins
 
     @property
     def all_names(self) -> list[str]:
@@ -43,10 +48,12 @@ class DeviceStack:
 
     @property
     def empty(self) -> bool:
-        return self.top is None
+        return self.top is None and not self.members
 
     def describe(self) -> str:
         """One line, e.g. '/mnt/lin: xfs on dm-0 (vg0-lin) via dm-7; members vda'."""
+        if self.parts:
+            return " | ".join(part.describe() for part in self.parts)
         where = f"{self.mount_point}: {self.fs_type}" if self.mount_point else self.path
         if self.empty:
             return f"{where}: no block device ({self.reason})"
@@ -54,7 +61,7 @@ class DeviceStack:
         def named(n: str) -> str:
             return f"{n} ({self.labels[n]})" if n in self.labels else n
 
-        text = f"{where} on {named(self.top)}"
+        text = f"{where} on {named(self.top) if self.top else 'pool ' + str(self.pool)}"
         if self.layers:
             text += " via " + ", ".join(named(n) for n in self.layers)
         if self.members != (self.top,):
@@ -103,7 +110,34 @@ def walk_stack(top: str, host: HostFiles) -> tuple[list[str], list[str], dict[st
     return layers, members, edges
 
 
-def device_stack(path: str | os.PathLike[str], host: HostFiles | None = None) -> DeviceStack:
+def _pool_stack(real: str, pool: str, where: dict, host: HostFiles,
+                pool_vdevs: Callable[[str], list[str]]) -> DeviceStack:
+    try:
+        paths = pool_vdevs(pool)
+    except BackupbenchError as exc:
+        return DeviceStack(real, **where, pool=pool, reason=f"cannot list the vdevs of pool {pool}: {exc.message}")
+    layers: list[str] = []
+    members: list[str] = []
+    edges: dict[str, tuple[str, ...]] = {}
+    for path in paths:
+        try:
+            name = sysfs.resolve_device_name(path, host)
+        except InputError:
+            continue
+        below_layers, below_members, below_edges = walk_stack(name, host)
+        if below_members != [name]:
+            layers.append(name)
+        layers += [n for n in below_layers if n not in layers]
+        members += [n for n in below_members if n not in members]
+        edges.update(below_edges)
+    if not members:
+        return DeviceStack(real, **where, pool=pool, reason=f"pool {pool} has no vdev this machine shows as a block device")
+    labels = {name: pool for name in layers or members}
+    return DeviceStack(real, None, tuple(layers), tuple(members), edges, {}, labels, **where, pool=pool)
+
+
+def device_stack(path: str | os.PathLike[str], host: HostFiles | None = None,
+                 pool_vdevs: Callable[[str], list[str]] = zfs.pool_vdevs) -> DeviceStack:
     """The block devices under the filesystem holding `path` (a file or directory; it
     need not exist yet: its nearest mount is used). Never raises for an odd path."""
     host = host or HostFiles()
@@ -116,6 +150,9 @@ def device_stack(path: str | os.PathLike[str], host: HostFiles | None = None) ->
     if mount is None:
         return DeviceStack(real, reason="no mounted filesystem holds this path")
     where = dict(mount_point=mount.mount_point, fs_type=mount.fs_type, source=mount.source)
+    pool = zfs.pool_of(mount.fs_type, mount.source)
+    if pool is not None:
+        return _pool_stack(real, pool, where, host, pool_vdevs)
     top = _device_of_mount(mount, host)
     if top is None:
         return DeviceStack(real, **where, reason=f"{mount.fs_type} from {mount.source!r} is not on a block device")
@@ -124,3 +161,28 @@ def device_stack(path: str | os.PathLike[str], host: HostFiles | None = None) ->
     labels = {n: lab for n in nodes if (lab := sysfs.label(host, n))}
     backing = {n: f for n in nodes if n.startswith("loop") and (f := sysfs.loop_backing_file(host, n))}
     return DeviceStack(real, top, tuple(layers), tuple(members), edges, backing, labels, **where)
+
+
+def combined(stacks: list[DeviceStack]) -> DeviceStack:
+    """One stack over several paths (the drives of an erasure-coded MinIO): their devices
+    together, each once; what the paths stand on becomes a layer."""
+    if len(stacks) == 1:
+        return stacks[0]
+    layers: list[str] = []
+    members: list[str] = []
+    for stack in stacks:
+        layers += [n for n in (stack.top, *stack.layers) if n and n not in layers]
+        members += [n for n in stack.members if n not in members]
+    layers = [n for n in layers if n not in members]
+    slaves: dict[str, tuple[str, ...]] = {}
+    labels: dict[str, str] = {}
+    backing: dict[str, str] = {}
+    for stack in stacks:
+        slaves.update(stack.slaves)
+        labels.update(stack.labels)
+        backing.update(stack.backing_files)
+    pools = {stack.pool for stack in stacks if stack.pool}
+    reasons = [stack.reason for stack in stacks if stack.reason]
+    return DeviceStack(", ".join(stack.path for stack in stacks), None, tuple(layers), tuple(members), slaves,
+                       backing, labels, reason="; ".join(reasons) if reasons and not members else None,
+                       pool=pools.pop() if len(pools) == 1 else None, parts=tuple(stacks))

@@ -17,7 +17,7 @@ from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effe
 from backupbench.report import charts
 from backupbench.report import html_page as page
 from backupbench.report.html_page import e
-from backupbench.report.terminal import MONITOR_COLUMNS, layout_cells, table_specs, target_text
+from backupbench.report.terminal import layout_cells, monitor_columns, table_specs, target_text
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
 from backupbench.results.model import COMPLETE, RunRecord
@@ -46,8 +46,7 @@ def _header(run: RunRecord) -> str:
 
 
 def _ops_table(run: RunRecord, ops: list, columns: list, pattern_heading: str, caption: str) -> str:
-    if any("members_util" in op.figures for op in ops):
-        columns = columns + MONITOR_COLUMNS
+    columns = columns + monitor_columns(ops)
     rows = []
     for op in ops:
         if op.status != COMPLETE:

@@ -92,6 +92,17 @@ MONITOR_COLUMNS: list[Column] = [
     ("disk %util", lambda f: _number(f.get("members_util"), "%")),
     ("disk w_await", lambda f: _number(f.get("members_w_await"), " ms")),
 ]
+# A pool's own figures: a phase served from the ARC never reached the member disks.
+ZFS_COLUMNS: list[Column] = [
+    ("ARC hit", lambda f: _number(f.get("zfs.arc_hit"), "%")),
+    ("pool used", lambda f: _number(f.get("zfs.pool_used"), "%")),
+]
+
+
+def monitor_columns(ops: list) -> list[Column]:
+    """The sampled columns the phases have figures for: member disks, then a ZFS pool's."""
+    columns = MONITOR_COLUMNS if any("members_util" in op.figures for op in ops) else []
+    return columns + (ZFS_COLUMNS if any("zfs.arc_hit" in op.figures for op in ops) else [])
 
 
 def _is_file_phase(op) -> bool:
@@ -104,8 +115,7 @@ def _table(run: RunRecord, ops: list, columns: list[Column], pattern_heading: st
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("operation")
     table.add_column(pattern_heading)
-    if any("members_util" in op.figures for op in ops):
-        columns = columns + MONITOR_COLUMNS
+    columns = columns + monitor_columns(ops)
     for heading, _ in columns:
         table.add_column(heading, justify="right")
     for op in ops:

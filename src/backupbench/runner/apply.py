@@ -107,7 +107,8 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
         group = layout.name if len(recipe.workload) == 1 else f"{layout.name}/{index + 1}-{spec.kind}"
         before = len(session.run.operations)
         with SnapshotWatch(layout.watched_snapshots) as watch:
-            session.measure(build_workload(spec, server, layout.name), target, group=group)
+            session.measure(build_workload(spec, server, layout.name), target, group=group,
+                            storage=layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ()))
         if watch.snapshots:
             session.annotate(session.run.operations[before:], watch.figures())
         if watch.invalid:

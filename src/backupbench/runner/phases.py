@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from backupbench.journal import Journal
 from backupbench.monitor import DeviceStack, Sampler, Thresholds
+from backupbench.monitor.zfs import PoolGauge
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord, now_iso
 from backupbench.results.store import Store
 
@@ -36,6 +37,12 @@ class MonitorPlan:
         devices = self.stack.all_names if self.stack is not None else None
         return Sampler(self.interval, devices=devices or None, csv_path=csv_path,
                        thresholds=self.thresholds)
+
+    def pool_gauge(self) -> PoolGauge | None:
+        """ZFS's own figures for a phase, when the target is on a pool."""
+        if self.stack is None or self.stack.pool is None:
+            return None
+        return PoolGauge(self.stack.pool)
 
     def headline(self, summary: Any) -> dict[str, float]:
         """The figures the run table shows: the member disks' average %util and w_await."""
@@ -67,6 +74,7 @@ class PhaseRecorder:
         self.group = group
         self._current: OperationRecord | None = None
         self._sampler: Sampler | None = None
+        self._gauge: PoolGauge | None = None
         self._seq = 0
 
     def will_create(self, artefact: dict[str, Any]) -> int | None:
@@ -95,6 +103,8 @@ class PhaseRecorder:
             csv_path = self.folder / f"{name}.monitor.csv"
             self._sampler = self.monitor.sampler(csv_path).start()
             record.detail["monitor_csv"] = str(csv_path.relative_to(self.run_root))
+            gauge = self.monitor.pool_gauge()
+            self._gauge = gauge.start() if gauge is not None else None
 
     def progress(self, name: str, fraction: float, detail: str) -> None:
         self.reporter.stage_progress(self.qualified(name), fraction, detail)
@@ -133,6 +143,13 @@ class PhaseRecorder:
         for key, value, unit in summary.to_figures():
             record.figures[MONITOR_PREFIX + key] = value
             record.units[MONITOR_PREFIX + key] = unit
+        gauge, self._gauge = self._gauge, None
+        if gauge is not None:
+            pool_figures, pool_errors = gauge.figures()
+            for key, value in pool_figures.items():
+                record.figures[key] = value
+                record.units[key] = gauge.unit(key)
+            summary.errors.extend(pool_errors)
         record.figures.update(self.monitor.headline(summary))
         warnings = [f"{record.name}: {w}" for w in summary.warnings]
         record.detail["monitor"] = {"samples": summary.samples, "devices": summary.devices,

@@ -24,7 +24,7 @@ from backupbench.devices import eligibility, facts
 from backupbench.errors import BackupbenchError, Interrupted, RefusedError
 from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
-from backupbench.monitor import Thresholds, device_stack
+from backupbench.monitor import Thresholds, combined, device_stack
 from backupbench.monitor.options import MonitorOptions
 from backupbench.results.location import run_folder
 from backupbench.results.model import (COMPLETE, FAILED, INTERRUPTED, VOID, OperationRecord, RunRecord,
@@ -73,12 +73,13 @@ def write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def monitor_plan(options: MonitorOptions, target: Path | None) -> MonitorPlan | None:
-    """Sample the devices under `target`; with no target, every block device."""
+def monitor_plan(options: MonitorOptions, targets: tuple[Path, ...]) -> MonitorPlan | None:
+    """Sample the devices under `targets`; with none, every block device."""
     if options.no_monitor:
         return None
     thresholds = Thresholds(io_await_ms=options.warn_latency * 1000.0, load1=options.warn_load)
-    return MonitorPlan(device_stack(target) if target is not None else None, options.monitor_interval, thresholds)
+    stack = combined([device_stack(target) for target in targets]) if targets else None
+    return MonitorPlan(stack, options.monitor_interval, thresholds)
 
 
 def open_journal(results: Path, run_id: str) -> Journal:
@@ -144,9 +145,12 @@ class RunSession:
             raise
         return self
 
-    def measure(self, workload: Workload, target: Path | None, group: str = "", checked: bool = False) -> None:
+    def measure(self, workload: Workload, target: Path | None, group: str = "", checked: bool = False,
+                storage: tuple[Path, ...] = ()) -> None:
         """Run `workload` in `target`; its phases are stored as operations of this run.
-        checked: the caller already ran workload.check(target)."""
+        checked: the caller already ran workload.check(target). storage: where a workload that
+        works on no directory of its own (S3 through a layout's MinIO) lands its data; the
+        monitor follows those paths down to their disks."""
         key = group or "target"
         if workload.needs_directory:
             found = check_target(target, workload, self.journal, self.run_id)
@@ -159,7 +163,7 @@ class RunSession:
             target = None
         if not checked:
             workload.check(target)
-        monitor = monitor_plan(self.monitor_options, target)
+        monitor = monitor_plan(self.monitor_options, (target,) if target is not None else storage)
         if monitor is not None and monitor.stack is not None:
             self.run.host.setdefault("device_stacks", {})[key] = {
                 "describe": monitor.stack.describe(), "devices": monitor.stack.all_names,

@@ -1,0 +1,148 @@
+"""Field note D in the lab, end to end: MinIO erasure coding vs MinIO on md RAID6, ZFS RAIDZ2
+and ZFS dRAID2 over the same six throttled disks, and each layout set against what its member
+disks could give.
+
+Usage: python bench/field_note_d.py [--rate 4MiB/s] [--objects 200] [--concurrency 16]
+
+1. Reference, measured in this run: one member disk's sequential write and read (fio, 1 MiB
+   direct I/O on the raw virtual disk) in a lab VM with the same throttle.
+2. `backupbench lab examples/field-note-d-s3-layouts.toml` (objects and streams as given),
+   timed from the command's start to its end (image check, boot, every layout built, PUT,
+   GET, torn down, VM gone).
+3. For each layout: PUT and GET MiB/s next to the member disks' ceiling = the measured disk
+   speed x the layout's data disks (usable capacity / disk size, from `backupbench size`'s
+   model: 4 of 6 for EC:2, RAID6 and RAIDZ2; 3 for draid2:3d:6c:1s). The ratio is the share of
+   that ceiling the layout reached; the guest's CPU and the member disks' reads during GET say
+   whether the disks or something else set the figure (GETs served from memory read nothing).
+The winner of each phase and its margin over the runner-up close the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from backupbench.lab.disks import Throttle, parse_disks
+from backupbench.lab.vm import LabVM
+from backupbench.recipe import model
+from backupbench.sizing import capacity
+from backupbench.units import MiB, parse_rate
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "field-note-d-s3-layouts.toml"
+DISK = "1GiB"
+
+
+def member_speeds(rate: int, work: Path) -> tuple[float, float]:
+    """One throttled member's sequential write and read, bytes/s, by fio in the guest."""
+    fio = ("fio --output-format=json --name=m --filename=/dev/vda --bs=1M --direct=1 --ioengine=libaio "
+           "--iodepth=4 --size=48M --rw={rw}")
+    with LabVM(parse_disks(f"1x{DISK}"), throttle=Throttle(bps_total=rate), work_parent=work) as vm:
+        speeds = []
+        for rw, key in (("write", "write"), ("read", "read")):
+            done = vm.run(fio.format(rw=rw), timeout=600)
+            if done.returncode != 0:
+                sys.exit(f"fio failed in the guest:\n{done.output}")
+            text = done.output[done.output.index("{"):]
+            speeds.append(json.loads(text)["jobs"][0][key]["bw_bytes"])
+    return speeds[0], speeds[1]
+
+
+def data_disks(spec, disk_bytes: int) -> float:
+    """How many disks' worth of data the layout stores: its usable capacity / one disk."""
+    sizes = (disk_bytes,) * len(spec.devices)
+    if spec.kind == "minio-ec":
+        shape = capacity.LayoutSpec("minio-ec", sizes, parity=spec.parity)
+    elif spec.kind == "mdraid":
+        shape = capacity.LayoutSpec(f"raid{spec.level}", sizes)
+    elif spec.vdev.startswith("draid"):
+        shape = capacity.LayoutSpec(spec.vdev, sizes, draid_data=spec.draid_data, draid_spares=spec.draid_spares)
+    else:
+        shape = capacity.LayoutSpec(spec.vdev, sizes)
+    return capacity.usable_capacity(shape).usable / disk_bytes
+
+
+def run_lab(recipe: Path, rate: str, work: Path) -> tuple[float, dict, str]:
+    results = work / "results"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "backupbench", "lab", str(recipe), "--disks", f"6x{DISK}",
+                           "--disk-rate", rate, "--results", str(results), "--work-dir", str(work), "--quiet"],
+                          capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        sys.exit(f"backupbench lab failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    with sqlite3.connect(results / "results.db") as db:
+        [(run_id,)] = db.execute("SELECT run_id FROM runs").fetchall()
+    run = json.loads((results / "runs" / run_id / "result.json").read_text())
+    return wall, run, done.stdout
+
+
+def members_read(figures: dict, members: list[str]) -> float:
+    """MiB/s the member disks read on average during the phase (the monitor's rMB/s, MB = MiB)."""
+    return sum(figures.get(f"mon.{disk}.rMB_s.avg", 0.0) for disk in members)
+
+
+def winner(speeds: dict[str, float]) -> str:
+    ranked = sorted(speeds.items(), key=lambda item: item[1], reverse=True)
+    (best, top), (second, runner_up) = ranked[0], ranked[1]
+    return f"{best} ({top:.1f} MiB/s), {top / runner_up:.2f}x {second} ({runner_up:.1f} MiB/s)"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", default="4MiB/s", help="per-disk limit (low enough that disks, not the "
+                                                         "emulated CPU, set the figures)")
+    parser.add_argument("--objects", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--work-dir", type=Path, default=None)
+    args = parser.parse_args()
+    rate = parse_rate(args.rate)
+    work = Path(tempfile.mkdtemp(prefix="bench-fnd-", dir=args.work_dir))
+    try:
+        write_ref, read_ref = member_speeds(rate, work)
+        print(f"reference: one member disk writes {write_ref / MiB:.2f} MiB/s, reads {read_ref / MiB:.2f} MiB/s "
+              f"(throttle {rate / MiB:g} MiB/s)")
+        text = EXAMPLE.read_text().replace("objects = 200", f"objects = {args.objects}")
+        text = text.replace("concurrency = 16", f"concurrency = {args.concurrency}")
+        recipe_path = work / "field-note-d.toml"
+        recipe_path.write_text(text)
+        recipe = model.load(recipe_path)
+        wall, run, _ = run_lab(recipe_path, args.rate, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"field note D end to end (`backupbench lab`, 4 layouts, {args.objects} x 1 MiB objects, "
+          f"{args.concurrency} streams, PUT then GET): {wall:.0f} s")
+    ops = {op["name"]: op["figures"] for op in run["operations"]}
+    stacks = run["host"]["device_stacks"]
+    print(f"{'layout':<9} {'data':>5} {'ceiling':>8} {'PUT':>6} {'PUT/ceil':>8} {'GET':>6} {'GET/ceil':>8} "
+          f"{'disk reads':>10} {'GET from':>8} {'guest CPU':>9}")
+    puts, gets = {}, {}
+    for spec in recipe.layout:
+        disks = data_disks(spec, parse_disks(f"1x{DISK}")[0].size)
+        put, get = ops[f"{spec.name}/put"], ops[f"{spec.name}/get"]
+        puts[spec.name], gets[spec.name] = put["effective_bw"] / MiB, get["effective_bw"] / MiB
+        write_ceiling, read_ceiling = write_ref * disks / MiB, read_ref * disks / MiB
+        busy = put.get("mon.cpu_user.avg", 0) + put.get("mon.cpu_system.avg", 0)
+        read = members_read(get, stacks[spec.name]["members"])
+        source = "disks" if read >= 0.5 * gets[spec.name] else "memory"
+        print(f"{spec.name:<9} {disks:5.1f} {write_ceiling:7.1f}w {puts[spec.name]:6.1f} "
+              f"{puts[spec.name] / write_ceiling:8.2f} {gets[spec.name]:6.1f} {gets[spec.name] / read_ceiling:8.2f} "
+              f"{read:9.1f}M {source:>8} {busy:8.0f}%")
+    print("ceiling = member disk speed x data disks; disk reads = MiB/s the members read during GET (below half "
+          "the GET speed: served from memory, the page cache or the ARC); guest CPU = user + system during PUT (near 100%: "
+          "the emulated CPU, not the disks, set the figure)")
+    print(f"PUT winner: {winner(puts)}")
+    print(f"GET winner: {winner(gets)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
