@@ -35,6 +35,7 @@ bench-all: deps
 	$(BIN)/python bench/s3.py
 	$(BIN)/python bench/lab.py
 	$(BIN)/python bench/field_note_d.py
+	$(BIN)/python bench/rebuild.py
 	$(BIN)/python bench/signal_trials.py
 
 clean:

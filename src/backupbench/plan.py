@@ -7,6 +7,7 @@ every device for what is on it. Refusals become reasons printed with the plan.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -24,6 +25,8 @@ from backupbench.recipe.model import Recipe
 from backupbench.schema import DirectoryPath
 from backupbench.workloads.registry import WORKLOADS
 
+# Set by `backupbench lab` in its guest (lab/vm.py): the disks are throwaway images.
+LAB_ENV = "BACKUPBENCH_LAB"
 # device path -> the reasons it may not be formatted (empty: usable)
 DeviceCheck = Callable[[str], list[str]]
 
@@ -115,9 +118,22 @@ def _not_whole_disk(device: str, kind: str | None) -> str:
             "(zpool partitions a disk itself; teardown clears what it wrote) - name the disk")
 
 
+def _fault_refusals(spec, in_lab: bool) -> list[str]:
+    """Failing more members than the parity survives is a test of data loss: only on a lab
+    VM's throwaway disks, never on a machine whose disks could matter."""
+    fault = spec.fault
+    if fault is None or not fault.allow_data_loss or in_lab:
+        return []
+    count = fault.fail if isinstance(fault.fail, int) else len(fault.fail)
+    if count <= spec.redundancy():
+        return []
+    return [f"fault: failing {count} members loses the data; allow_data_loss is honoured only in the lab VM "
+            "(backupbench lab RECIPE)"]
+
+
 def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck,
           mount_root: Path = DEFAULT_MOUNT_ROOT, layouts: list[LayoutPlan] | None = None,
-          device_kind: Callable[[str], str | None] = lambda _device: None) -> Plan:
+          device_kind: Callable[[str], str | None] = lambda _device: None, in_lab: bool = False) -> Plan:
     steps = []
     checked: dict[str, list[str]] = {}
     for spec, layout in zip(recipe.layout, layouts or plan_layouts(recipe, run_id, mount_root)):
@@ -135,6 +151,7 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
         if spec.kind == "directory" and not Path(spec.path).is_dir():
             step.refusals.append(f"{spec.path} is not an existing directory")
         step.refusals += _path_refusals(recipe, layout)
+        step.refusals += _fault_refusals(spec, in_lab)
         steps.append(step)
     return Plan(recipe, run_id, steps)
 
@@ -147,4 +164,5 @@ def make(recipe: Recipe, run_id: str, options: PlanOptions) -> tuple[Plan, Devic
     tools = tuple(dict.fromkeys(tool for layout in layouts for tool in capabilities.tools_of(layout.requirements)))
     caps = capabilities.collect(which=capabilities.which, tools=tools)
     checks = DeviceChecks()
-    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts, checks.kind_of), checks
+    in_lab = os.environ.get(LAB_ENV) == "1"
+    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts, checks.kind_of, in_lab), checks

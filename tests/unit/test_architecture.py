@@ -16,7 +16,7 @@ SRC = Path(__file__).parents[2] / "src" / "backupbench"
 STAGES = [
     {"__init__", "errors", "units", "paths", "hostfiles", "process", "stopping", "journal", "artefacts", "schema",
      "stats"},
-    {"devices", "monitor", "engines", "results", "lab"},
+    {"devices", "monitor", "engines", "results", "lab", "faults"},
     {"layouts", "workloads"},
     {"recipe"},
     {"plan"},

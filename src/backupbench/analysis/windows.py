@@ -45,6 +45,7 @@ def effective_speeds(run: RunRecord, layout: str | None = None) -> dict[str, flo
         op.name.rsplit("/", 1)[-1]: op.figures["effective_bw"]
         for op in run.operations
         if op.status == COMPLETE and op.figures.get("effective_bw") and op.detail.get("layout") == layout
+        and op.detail.get("state") in (None, "healthy")  # under a fault: the healthy array's
     }
 
 

@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from backupbench.faults.plan import FaultPlan
+
 Argv = tuple[str, ...]
 # The only programs a layout undoes with or checks with. A journal replayed by `cleanup` may
 # ask for nothing else (tests/unit/test_layout_plans.py checks every kind keeps to them).
-UNDO_PROGRAMS = frozenset({"umount", "rmdir", "lvremove", "vgremove", "pvremove", "mdadm", "wipefs", "zpool", "btrfs"})
+UNDO_PROGRAMS = frozenset({"umount", "rmdir", "lvremove", "vgremove", "pvremove", "mdadm", "wipefs", "zpool", "btrfs", "sysctl"})
 GUARD_PROGRAMS = frozenset({"findmnt", "ls", "mountpoint", "test", "vgs", "lvs", "pvs", "mdadm", "blkid", "zfs"})
 
 
@@ -80,3 +82,5 @@ class LayoutPlan:
     s3_env: tuple[tuple[str, str], ...] = ()
     # Takes whole disks only (ZFS: zpool partitions them, and teardown clears what it wrote).
     whole_disks: bool = False
+    # A member failed and rebuilt during the workloads (recipe key `fault`).
+    fault: FaultPlan | None = None

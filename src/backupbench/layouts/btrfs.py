@@ -21,6 +21,10 @@ class Btrfs(LayoutBase):
     filesystem: FilesystemSpec | None = Field(default_factory=lambda: FilesystemSpec(type="btrfs"),
                                               description="Mount options, owner and mode of the btrfs.")
 
+    def redundancy(self) -> int:
+        copies = {"raid1": 1, "raid10": 1, "raid1c3": 2, "raid1c4": 3, "raid5": 1, "raid6": 2}
+        return min(copies.get(self.data, 0), copies.get(self.metadata, 0))
+
 
 def plan(spec: Btrfs, names: Names) -> LayoutPlan:
     fs = (spec.filesystem or FilesystemSpec(type="btrfs")).model_copy(update={"type": "btrfs"})

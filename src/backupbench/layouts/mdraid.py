@@ -3,10 +3,11 @@ that no resync runs under the workload (recorded in the plan)."""
 
 from __future__ import annotations
 
+from backupbench.faults.plan import md_fault
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -27,6 +28,14 @@ class MdRaid(LayoutBase):
     def _chunk(cls, value: int | None) -> int | None:
         return power_of_two(value, "chunk", 4096, 2**30, "the md driver's limits")
 
+    FAULTS_SUPPORTED: ClassVar[bool] = True
+
+    def redundancy(self) -> int:
+        return {0: 0, 1: len(self.devices) - 1, 5: 1, 6: 2, 10: 1}[self.level]
+
+    def _no_redundancy_why(self) -> str:
+        return f" (RAID {self.level})"
+
     @model_validator(mode="after")
     def _enough_devices(self) -> "MdRaid":
         needed = {0: 2, 1: 2, 5: 3, 6: 4, 10: 2}[self.level]
@@ -41,7 +50,7 @@ def plan(spec: MdRaid, names: Names) -> LayoutPlan:
     create = ("mdadm", "--create", names.md_device, "--run", "--metadata", "1.2", "--level", str(spec.level),
               "--raid-devices", str(len(spec.devices)), *chunk, *clean, "--name", names.md_name, *spec.devices)
     array = Action(f"make RAID {spec.level} {names.md_device} over {len(spec.devices)} devices", (create,),
-                   (("mdadm", "--stop", names.md_device), ("mdadm", "--zero-superblock", *spec.devices)),
+                   (("mdadm", "--stop", names.md_device), ("mdadm", "--zero-superblock", *spec.all_devices())),
                    Guard(("mdadm", "--detail", "--export", names.md_device), names.md_name), destructive=True)
     fs_actions, mount = filesystem.on_device(spec.filesystem, names.md_device, names, raw=False)
     requirements = [Requirement("md raid", "kernel:md"), Requirement("mdadm", "tool:mdadm")]
@@ -51,4 +60,6 @@ def plan(spec: MdRaid, names: Names) -> LayoutPlan:
         requirements += filesystem.requirements(spec.filesystem)
     notes = ("created with --assume-clean: no initial resync" if spec.assume_clean
              else "initial resync runs during the workload",)
-    return LayoutPlan(spec.name, spec.kind, spec.devices, (array, *fs_actions), tuple(requirements), mount, notes=notes)
+    fault = md_fault(spec.fault, names.md_device, spec.devices) if spec.fault is not None else None
+    return LayoutPlan(spec.name, spec.kind, spec.all_devices(), (array, *fs_actions), tuple(requirements), mount,
+                      notes=notes, fault=fault)

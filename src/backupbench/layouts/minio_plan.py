@@ -21,6 +21,11 @@ class MinioSingle(LayoutBase):
     devices: tuple[DevicePath, ...] = Field(..., min_length=1, max_length=1, description="The one drive.")
     minio: bool = Field(True, description="Always served by MinIO.")
 
+    def redundancy(self) -> int:
+        # MinIO's default parity for 4-5 drives is 2, for 6-7 drives 3, for 8 or more 4.
+        count = len(self.devices)
+        return self.parity if self.parity is not None else (2 if count < 6 else 3 if count < 8 else 4)
+
 
 class MinioErasure(LayoutBase):
     kind: Literal["minio-ec"]

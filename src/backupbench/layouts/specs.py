@@ -8,10 +8,11 @@ reference and the errors are made from here.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from backupbench.faults.spec import DISTRIBUTED_SPARE, FaultSpec, check_fits
 from backupbench.schema import DevicePath, Size
 from backupbench.units import format_size
 
@@ -119,10 +120,41 @@ class LayoutBase(Strict):
                                               description="Filesystem on top; mounted for the workloads.")
     minio: bool = Field(False, description="Also serve the mounted filesystem with a single-drive MinIO "
                                            "(field note D: MinIO on top of RAID); s3 workloads run against it.")
+    fault: FaultSpec | None = Field(None, description="Fail member(s) during the workloads and measure the "
+                                                      "array healthy, degraded, rebuilding and rebuilt "
+                                                      "(mdraid and zfs layouts).")
 
     def all_devices(self) -> tuple[str, ...]:
-        """Every device the layout writes to (ZFS adds its special and log vdevs)."""
-        return self.devices
+        """Every device the layout writes to (ZFS adds its special and log vdevs; a fault its
+        replacement disks)."""
+        return (*self.devices, *self.fault_replacements())
+
+    def fault_replacements(self) -> tuple[str, ...]:
+        return self.fault.replacements() if self.fault is not None else ()
+
+    def redundancy(self) -> int:
+        """How many members may fail without losing data (0: none)."""
+        return 0
+
+    # Kinds whose members backupbench can fail and rebuild (issue 13); others refuse a fault.
+    FAULTS_SUPPORTED: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _fault_fits(self) -> "LayoutBase":
+        if self.fault is None:
+            return self
+        redundancy = self.redundancy()
+        if redundancy and not self.FAULTS_SUPPORTED:
+            raise ValueError(f"fault: backupbench fails and rebuilds members of mdraid and zfs layouts; "
+                             f"{self.kind} is not supported yet")
+        if self.fault.replace == DISTRIBUTED_SPARE and self.kind != "zfs":
+            raise ValueError("fault: replace = 'spare' is a dRAID distributed spare; give a replacement disk "
+                             "from [devices]")
+        check_fits(self.fault, self.kind, self.devices, redundancy, self._no_redundancy_why())
+        return self
+
+    def _no_redundancy_why(self) -> str:
+        return ""
 
     @model_validator(mode="after")
     def _each_device_once(self) -> "LayoutBase":

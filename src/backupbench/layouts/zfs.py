@@ -10,10 +10,11 @@ disk: the disks end as empty as they were checked to be, ready for the next layo
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from backupbench.faults.plan import distributed_spare_problem, zfs_fault
 from backupbench.layouts import zfs_properties
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
@@ -43,8 +44,30 @@ class Zfs(LayoutBase):
                                        description="Devices for a log (ZIL) vdev, a mirror if 2 or more.")
     filesystem: None = Field(None, description="ZFS is its own filesystem: leave unset.")
 
-    def all_devices(self) -> tuple[str, ...]:
+    FAULTS_SUPPORTED: ClassVar[bool] = True
+
+    def pool_devices(self) -> tuple[str, ...]:
         return (*self.devices, *self.special, *self.log)
+
+    def all_devices(self) -> tuple[str, ...]:
+        return (*self.pool_devices(), *self.fault_replacements())
+
+    def redundancy(self) -> int:
+        return redundancy(self)
+
+    def _no_redundancy_why(self) -> str:
+        return f" ({self.vdev})"
+
+    def draid_parity(self) -> int | None:
+        return int(self.vdev[-1]) if self.vdev.startswith("draid") else None
+
+    @model_validator(mode="after")
+    def _spare_fits(self) -> "Zfs":
+        if self.fault is not None:
+            problem = distributed_spare_problem(self.fault, self.draid_parity(), self.draid_spares)
+            if problem:
+                raise ValueError(problem)
+        return self
 
     @field_validator("properties")
     @classmethod
@@ -145,10 +168,10 @@ def plan(spec: Zfs, names: Names) -> LayoutPlan:
     pool_options = ("-o", f"ashift={spec.ashift}") if spec.ashift else ()
     create = ("zpool", "create", *pool_options, "-m", str(names.mount_point), "-O", f"{RUN_PROPERTY}={names.run_id}",
               *properties, names.pool, *vdev_args(spec), *_group("special", spec.special), *_group("log", spec.log))
-    all_devices = spec.all_devices()
+    pool_devices = spec.pool_devices()
     undo = (("zpool", "destroy", names.pool),
-            *(("zpool", "labelclear", "-f", first_partition(d)) for d in all_devices),
-            *(("wipefs", "-a", d) for d in all_devices))
+            *(("zpool", "labelclear", "-f", first_partition(d)) for d in pool_devices),
+            *(("wipefs", "-a", d) for d in pool_devices))
     pool = Action(f"make ZFS pool {names.pool} ({draid_spec(spec) if spec.vdev.startswith('draid') else spec.vdev})",
                   (create,), undo,
                   Guard(("zfs", "get", "-H", "-o", "value", RUN_PROPERTY, names.pool), names.run_id), destructive=True)
@@ -158,5 +181,18 @@ def plan(spec: Zfs, names: Names) -> LayoutPlan:
     mount_point = Action(f"create mount point {point}", (("mkdir", "-p", point),), (("rmdir", point),),
                          Guard(("test", "-d", point), ""))
     requirements = (Requirement("ZFS kernel module", "kernel:zfs"), Requirement("zpool (zfsutils-linux)", "tool:zpool"))
-    return LayoutPlan(spec.name, spec.kind, all_devices, (mount_point, pool), requirements, names.mount_point,
-                      whole_disks=True)
+    fault = None
+    if spec.fault is not None:
+        fault = zfs_fault(spec.fault, names.pool, spec.devices, spec.draid_parity(), spec.draid_spares)
+    return LayoutPlan(spec.name, spec.kind, spec.all_devices(),
+                      (mount_point, *_replacement_clears(spec), pool), requirements, names.mount_point,
+                      whole_disks=True, fault=fault)
+
+
+def _replacement_clears(spec: Zfs) -> tuple[Action, ...]:
+    """A fault's replacement disk is partitioned by `zpool replace` only if the run got that
+    far: its labels are cleared after the pool is destroyed, when its partition exists."""
+    return tuple(Action(f"clear the pool label of replacement {device}", (),
+                        (("zpool", "labelclear", "-f", first_partition(device)), ("wipefs", "-a", device)),
+                        Guard(("test", "-b", first_partition(device)), ""))
+                 for device in spec.fault_replacements())

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from backupbench.faults.spec import FaultSpec
 from backupbench.layouts.registry import LayoutSpec, spec_models
 from backupbench.monitor.options import MonitorOptions
 from backupbench.recipe import reader
@@ -89,7 +90,7 @@ def _suggestion(error: dict[str, Any]) -> str:
     if error.get("type") != "extra_forbidden":
         return ""
     key = str(error["loc"][-1])
-    models = [Recipe, MonitorOptions, *spec_models(), *(d.recipe_entry for d in WORKLOADS.values())]
+    models = [Recipe, MonitorOptions, FaultSpec, *spec_models(), *(d.recipe_entry for d in WORKLOADS.values())]
     candidates = sorted({name for model in models for name in model.model_fields})
     close = difflib.get_close_matches(key, candidates, n=1)
     return f"; did you mean {close[0]!r}?" if close else ""

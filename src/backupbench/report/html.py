@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from backupbench import units
+from backupbench.report.fault_analysis import fault_reports
+from backupbench.report.fault_chart import fault_timeline, rebuild_points, workload_segments
+from backupbench.report.faults import comparison_rows, headings as fault_headings, rebuild_line
+from backupbench.report.faults import rows as fault_rows, title as fault_title
 from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
 from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effective_speeds, restore_range
 from backupbench.report import charts
@@ -71,6 +75,7 @@ def layouts_html(run: RunRecord) -> str:
     rows = []
     for phase in matrix.phases:
         rows.append([e(phase), *[e(cell) for cell in layout_cells(matrix, phase)]])
+    rows += [[e(cell) for cell in cells] for cells in comparison_rows(fault_reports(run), matrix.layouts)]
     return page.table(["phase", *matrix.layouts], rows,
                   caption="Layouts compared (effective MiB/s or files/s; x = against the first layout)")
 
@@ -107,6 +112,29 @@ def slowdown_html(run: RunRecord, baseline: RunRecord) -> str:
         return f"<p>No operation of this run has a counterpart in baseline {e(baseline.run_id)}.</p>\n"
     return (page.table(["phase", "baseline", "this run", "slowdown"], rows, caption=f"Against baseline {baseline.run_id}")
             + '<p class="table-note">slowdown = baseline speed / this run\'s speed (2.00x: twice as long)</p>\n')
+
+
+def faults_html(run: RunRecord, folder: Path) -> str:
+    """Per layout with a fault: its table, the rebuild line, model warnings and the timeline."""
+    parts = []
+    for index, report in enumerate(fault_reports(run)):
+        parts.append(page.table(fault_headings(report), [[e(c) for c in cells] for cells in fault_rows(report)],
+                                caption=fault_title(report)))
+        parts.append(f'<p class="table-note">{e(rebuild_line(report))}</p>\n')
+        warnings = report.model_warnings()
+        if warnings:
+            parts.append(page.callout(warnings, "Model and measurement disagree"))
+        rebuild = next(op for op in run.operations if op.detail.get("state") == "rebuild"
+                       and op.detail.get("layout") == report.layout)
+        csv_path = folder / report.csv if report.csv else None
+        points = rebuild_points(csv_path) if csv_path is not None and csv_path.is_file() else ([], [])
+        figure = fault_timeline(f"{report.layout}: workloads and rebuild over time",
+                                workload_segments(run, rebuild), points, rebuild.detail.get("phases") or [])
+        parts.append(_chart(figure, f"fault-{index}", f"Fault timeline of {report.layout}",
+                            f"{report.layout}: each phase's effective MiB/s over the time it ran, the rebuild's "
+                            f"percent (1 s samples of the array's own state; raw: {report.csv}), dashed: the "
+                            "array changed state."))
+    return "".join(parts)
 
 
 def notes_html(run: RunRecord) -> str:
@@ -204,6 +232,9 @@ def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = No
     body = [_header(run)]
     results = operations_html(run) + layouts_html(run) + notes_html(run) + summary_html(run, backup_size)
     body.append(page.section("Results", results, "results"))
+    faults = faults_html(run, folder)
+    if faults:
+        body.append(page.section("Degraded and rebuilding", faults, "faults"))
     body.append(page.section("Charts", charts_html(run), "charts"))
     if baseline is not None:
         body.append(page.section(f"Slowdown against {baseline.run_id}", slowdown_html(run, baseline), "baseline"))

@@ -11,6 +11,8 @@ from rich.text import Text
 from backupbench import units
 from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
 from backupbench.analysis.windows import backup_windows, layouts_of, restore_range
+from backupbench.report.fault_analysis import fault_reports
+from backupbench.report.faults import comparison_rows, fault_table
 from backupbench.results.model import COMPLETE, RunRecord
 
 
@@ -134,9 +136,11 @@ def table_specs(run: RunRecord) -> list[tuple[list, list[Column], str, str]]:
     """One table per kind of phase (fio operations, small-file phases, S3 phases): its
     operations, columns, pattern heading and caption. The terminal and the HTML report
     render the same tables from this."""
-    s3_ops = [op for op in run.operations if _is_s3_phase(op)]
-    file_ops = [op for op in run.operations if op not in s3_ops and _is_file_phase(op)]
-    fio_ops = [op for op in run.operations if op not in file_ops and op not in s3_ops]
+    # A fault's rebuild is drawn in its own table (report/faults.py).
+    measured = [op for op in run.operations if op.detail.get("state") != "rebuild"]
+    s3_ops = [op for op in measured if _is_s3_phase(op)]
+    file_ops = [op for op in measured if op not in s3_ops and _is_file_phase(op)]
+    fio_ops = [op for op in measured if op not in file_ops and op not in s3_ops]
     specs = []
     if fio_ops or not (file_ops or s3_ops):
         specs.append((fio_ops, FIO_COLUMNS, "fio pattern", _fio_caption(run)))
@@ -207,6 +211,9 @@ def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[Render
     lines: list[RenderableType] = []
     for layout in layouts_of(run):
         lines += _layout_lines(run, layout, size)
+    for report in fault_reports(run):
+        lines.append(fault_table(report))
+        lines += [Text(f"note: {line}", style="yellow") for line in report.model_warnings()]
     for note in run.notes:
         lines.append(Text(f"note: {note}", style="yellow"))
     if run.status != COMPLETE:
@@ -225,6 +232,8 @@ def layouts_table(run: RunRecord) -> Table | None:
         table.add_column(layout, justify="right")
     for phase in matrix.phases:
         table.add_row(phase, *layout_cells(matrix, phase))
+    for cells in comparison_rows(fault_reports(run), matrix.layouts):
+        table.add_row(*cells)
     return table
 
 

@@ -20,6 +20,7 @@ from backupbench.layouts.minio import MinioServer
 from backupbench.layouts.snapwatch import SnapshotWatch
 from backupbench.plan import Plan
 from backupbench.results.model import RunRecord
+from backupbench.runner.faulted import FaultRun, member_baseline
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunSession, journalled, open_journal
 from backupbench.workloads.base import ServedBy, Workload
@@ -75,8 +76,10 @@ def run_mount_folder(plan: Plan) -> Path | None:
 def _one_layout(session: RunSession, layout, plan: Plan, journal: Journal, hooks: ApplyHooks) -> None:
     provisioner = Provisioner(journal, layout.name, on_action=lambda action: hooks.announce(action.description))
     try:
+        if layout.fault is not None:
+            session.add_operation(member_baseline(layout))
         provisioner.apply(layout.actions, lambda: hooks.recheck(layout.devices))
-        _measure_layout(session, plan.recipe, layout)
+        _measure_layout(session, plan.recipe, layout, provisioner, hooks)
     finally:
         # A second Ctrl-C must not cut the teardown short: signals wait until it is done.
         with stopping.held():
@@ -91,24 +94,41 @@ def _one_layout(session: RunSession, layout, plan: Plan, journal: Journal, hooks
                                "see what holds the device, then run `backupbench cleanup`")
 
 
-def _measure_layout(session: RunSession, recipe, layout) -> None:
+def _measure_layout(session: RunSession, recipe, layout, provisioner: Provisioner, hooks: ApplyHooks) -> None:
     if not layout.s3_drives:
-        _measure_workloads(session, recipe, layout, None)
+        _measure_states(session, recipe, layout, None, provisioner, hooks)
         return
     with MinioServer(list(layout.s3_drives), log_path=session.folder / f"{layout.name}.minio.log",
                      extra_env=dict(layout.s3_env)) as server:
+        _measure_states(session, recipe, layout, server, provisioner, hooks)
+
+
+def _measure_states(session: RunSession, recipe, layout, server: MinioServer | None, provisioner: Provisioner,
+                    hooks: ApplyHooks) -> None:
+    """The workloads once; under a fault, once per state of the array (runner/faulted.py)."""
+    if layout.fault is None:
         _measure_workloads(session, recipe, layout, server)
+        return
+    fault = FaultRun(layout, session.folder / layout.name, provisioner, hooks.recheck, session.journal,
+                     session.run_id)
+    try:
+        fault.run(lambda state: _measure_workloads(session, recipe, layout, server, state))
+    finally:
+        session.add_operation(fault.record())
+        session.run.notes.extend(fault.notes + [f"{layout.name}: rebuild watch: {e}" for e in fault.watch.errors])
 
 
-def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer | None) -> None:
+def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer | None, state: str = "") -> None:
     # fio and small-file workloads on a MinIO layout run on its first drive.
     target = layout.s3_drives[0] if layout.s3_drives else layout.mount_point
     for index, spec in enumerate(recipe.workload):
-        group = layout.name if len(recipe.workload) == 1 else f"{layout.name}/{index + 1}-{spec.kind}"
+        base = layout.name if len(recipe.workload) == 1 else f"{layout.name}/{index + 1}-{spec.kind}"
+        group = f"{base}/{state}" if state else base
         before = len(session.run.operations)
         with SnapshotWatch(layout.watched_snapshots) as watch:
             session.measure(build_workload(spec, server, layout.name), target, group=group,
-                            storage=layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ()))
+                            storage=layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ()),
+                            layout=base, state=state)
         if watch.snapshots:
             session.annotate(session.run.operations[before:], watch.figures())
         if watch.invalid:

@@ -8,6 +8,7 @@ it: newest first, each artefact and layout action only after its check that it i
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -68,6 +69,12 @@ def sweep(journal: Journal, *, run: Runner = process.run, table: dict[str, artef
     return report
 
 
+def _md_speed_limit(argv) -> bool:
+    """The one sysctl a fault changes and restores (runner/faulted.py)."""
+    return len(argv) == 3 and argv[1] == "-w" and re.fullmatch(r"dev\.raid\.speed_limit_(min|max)=[0-9]{1,10}",
+                                                                    argv[2]) is not None
+
+
 def _undoable(data: dict) -> tuple[Action | None, str]:
     """The action a journal entry describes, if backupbench may run its undo: only the
     programs layouts undo with and check with (layouts/actions.py), whatever the file says."""
@@ -76,6 +83,10 @@ def _undoable(data: dict) -> tuple[Action | None, str]:
     except (KeyError, TypeError, ValueError):
         return None, "an entry of the journal is not one backupbench writes: left for a person to look at"
     programs = {argv[0] for argv in action.undo if argv}
+    odd = [argv for argv in action.undo if argv and argv[0] == "sysctl" and not _md_speed_limit(argv)]
+    if odd:
+        return None, (f"{action.description}: refused: the journal asks to set {' '.join(odd[0][1:])}; "
+                      "backupbench only restores md's speed limits")
     guard = action.guard.argv[0] if action.guard and action.guard.argv else None
     if not programs <= UNDO_PROGRAMS or (guard is not None and guard not in GUARD_PROGRAMS):
         return None, (f"{action.description}: refused: the journal asks to run "

@@ -59,11 +59,12 @@ class MonitorPlan:
 
 class PhaseRecorder:
     """group: the layout a phase ran on, when one run measures several; phases are then
-    stored as '<group>/<phase>' and their raw files kept in a sub-folder of that name."""
+    stored as '<group>/<phase>' and their raw files kept in a sub-folder of that name.
+    Under a fault the group is '<layout>/<state>': `layout` and `state` say which is which."""
 
     def __init__(self, run: RunRecord, store: Store, folder: Path, reporter: Reporter,
                  monitor: MonitorPlan | None, group: str = "", run_root: Path | None = None,
-                 journal: Journal | None = None):
+                 journal: Journal | None = None, layout: str = "", state: str = ""):
         self.run = run
         self.journal = journal
         self.store = store
@@ -72,6 +73,8 @@ class PhaseRecorder:
         self.reporter = reporter
         self.monitor = monitor
         self.group = group
+        self.layout = layout or group
+        self.state = state  # the array's state (healthy, degraded, ...) under a fault
         self._current: OperationRecord | None = None
         self._sampler: Sampler | None = None
         self._gauge: PoolGauge | None = None
@@ -94,8 +97,10 @@ class PhaseRecorder:
         if not measured:
             return
         record = OperationRecord(name=full, pattern=pattern)
-        if self.group:
-            record.detail["layout"] = self.group
+        if self.layout:
+            record.detail["layout"] = self.layout
+        if self.state:
+            record.detail["state"] = self.state
         self._current = record
         self._seq = len(self.run.operations)
         self.store.save_operation(self.run.run_id, self._seq, record)

@@ -146,12 +146,12 @@ class RunSession:
         return self
 
     def measure(self, workload: Workload, target: Path | None, group: str = "", checked: bool = False,
-                storage: tuple[Path, ...] = ()) -> None:
+                storage: tuple[Path, ...] = (), layout: str = "", state: str = "") -> None:
         """Run `workload` in `target`; its phases are stored as operations of this run.
         checked: the caller already ran workload.check(target). storage: where a workload that
         works on no directory of its own (S3 through a layout's MinIO) lands its data; the
-        monitor follows those paths down to their disks."""
-        key = group or "target"
+        monitor follows those paths down to their disks. layout, state: see PhaseRecorder."""
+        key = layout or group or "target"
         if workload.needs_directory:
             found = check_target(target, workload, self.journal, self.run_id)
             # Cache cautions are about one big test file; a small-file workload caches on purpose.
@@ -171,12 +171,19 @@ class RunSession:
         folder = self.folder / group if group else self.folder
         folder.mkdir(parents=True, exist_ok=True)
         self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group, self.folder,
-                                       self.journal)
+                                       self.journal, layout, state)
         try:
             workload.execute(target, folder, self.run_id, self._recorder)
         finally:
             with stopping.held():
                 workload.cleanup(target, self.run_id, self._recorder)
+
+    def add_operation(self, record: OperationRecord) -> None:
+        """Store a record measured beside the workloads (a fault's rebuild)."""
+        self.store.save_operation(self.run_id, len(self.run.operations), record)
+        self.run.operations.append(record)
+        self.reporter.stage_started(record.name, record.pattern)
+        self.reporter.stage_finished(record.name, record)
 
     def annotate(self, operations: list[OperationRecord], figures: dict[str, float]) -> None:
         """Add figures measured beside the phases (e.g. snapshot fill) to stored operations."""

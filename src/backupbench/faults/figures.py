@@ -1,0 +1,70 @@
+"""The rebuild's own figures from the 1 s samples of its state: how long it took, and how
+fast it went while the workloads ran and after (idle). Pure: tests feed it samples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from backupbench.monitor.rebuild import Sample
+
+# Figure names of the `<layout>/rebuild` operation, with their units.
+REBUILD_UNITS = {
+    "rebuild_seconds": "s", "rebuild_bytes": "B", "rebuild_bw_loaded": "B/s", "rebuild_bw_idle": "B/s",
+    "rebuild_percent_loaded": "%", "rebuild_loaded_seconds": "s", "rebuild_idle_seconds": "s",
+}
+
+
+@dataclass(frozen=True)
+class RebuildSpan:
+    started: float                 # watch-elapsed seconds the rebuild command was given
+    load_ended: float | None       # the workloads stopped (None: an idle rebuild)
+    ended: float | None            # the rebuild was seen finished (None: it did not finish)
+
+
+def _done_at(samples: Sequence[Sample], when: float) -> float:
+    """Bytes rebuilt by `when`: the last sample at or before it that says."""
+    done = 0.0
+    for sample in samples:
+        if sample.elapsed > when:
+            break
+        if sample.state.done_bytes is not None and sample.state.rebuilding:
+            done = float(sample.state.done_bytes)
+    return done
+
+
+def total_bytes(samples: Sequence[Sample], since: float) -> float | None:
+    """What the rebuild had to copy: done / percent of the latest sample that says both."""
+    best = None
+    for sample in samples:
+        state = sample.state
+        if sample.elapsed >= since and state.done_bytes and state.percent and state.percent > 0:
+            best = state.done_bytes * 100.0 / state.percent
+    return best
+
+
+def rebuild_figures(samples: Sequence[Sample], span: RebuildSpan) -> dict[str, float]:
+    figures: dict[str, float] = {}
+    if span.ended is None:
+        return figures
+    figures["rebuild_seconds"] = span.ended - span.started
+    total = total_bytes(samples, span.started)
+    if total is not None:
+        figures["rebuild_bytes"] = total
+    own = [s for s in samples if s.elapsed >= span.started]
+    if span.load_ended is not None:
+        loaded = min(span.load_ended, span.ended) - span.started
+        figures["rebuild_loaded_seconds"] = loaded
+        done = total if span.load_ended >= span.ended and total is not None else _done_at(own, span.load_ended)
+        if loaded > 0:
+            figures["rebuild_bw_loaded"] = done / loaded
+        if total:
+            figures["rebuild_percent_loaded"] = min(100.0, 100.0 * done / total)
+        idle_from, idle_done = span.load_ended, done
+    else:
+        idle_from, idle_done = span.started, 0.0
+    idle = span.ended - idle_from
+    if idle > 0 and total is not None:
+        figures["rebuild_idle_seconds"] = idle
+        figures["rebuild_bw_idle"] = max(0.0, total - idle_done) / idle
+    return figures

@@ -1,0 +1,124 @@
+"""A fault run read back (here, not in analysis/: it sets measurements against sizing's models, and sizing
+already reads analysis): per layout, each operation's speed healthy, degraded, rebuilding
+and rebuilt (x against healthy), the rebuild's own figures, and the model beside them
+(sizing/speed_model.py). The terminal and HTML reports draw the same FaultReport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from backupbench.analysis.compare import headline
+from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+from backupbench.sizing import speed_model
+from backupbench.sizing.speed_model import Expected
+
+STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
+READ_OPERATIONS = ("restore-sequential", "restore-random")
+KB2014_BLOCK = 512 * 1024
+
+
+@dataclass
+class OperationRow:
+    operation: str
+    figure: str                               # effective_bw or files_per_s
+    speeds: dict[str, float] = field(default_factory=dict)  # state -> value
+    model: Expected | None = None
+
+    def factor(self, state: str) -> float | None:
+        healthy, mine = self.speeds.get("healthy"), self.speeds.get(state)
+        return mine / healthy if healthy and mine is not None else None
+
+    @property
+    def model_error(self) -> float | None:
+        healthy = self.speeds.get("healthy")
+        return speed_model.error(healthy, self.model.value) if self.model and healthy else None
+
+
+@dataclass
+class FaultReport:
+    layout: str
+    target: str
+    failed: list[str]
+    rebuild_load: str
+    rebuild: dict[str, float]
+    rows: list[OperationRow]
+    member_bw: float | None
+    model_rebuild: Expected | None
+    csv: str = ""
+
+    @property
+    def rebuild_error(self) -> float | None:
+        seconds = self.rebuild.get("rebuild_seconds")
+        return speed_model.error(seconds, self.model_rebuild.value) if self.model_rebuild and seconds else None
+
+    def restore_during_rebuild(self) -> float | None:
+        for name in ("restore-random", "restore-sequential"):
+            row = next((r for r in self.rows if r.operation == name), None)
+            if row is not None and "rebuilding" in row.speeds:
+                return row.speeds["rebuilding"]
+        return None
+
+    def model_warnings(self) -> list[str]:
+        lines = []
+        for row in self.rows:
+            if speed_model.off(row.model_error):
+                lines.append(f"{self.layout}: {row.operation} healthy is {row.model_error:+.0%} against its model "
+                             f"({row.model.why}): more than {speed_model.MODEL_TOLERANCE:.0%} off")
+        if speed_model.off(self.rebuild_error):
+            lines.append(f"{self.layout}: the rebuild took {self.rebuild_error:+.0%} against the model "
+                         f"({self.model_rebuild.why}): more than {speed_model.MODEL_TOLERANCE:.0%} off"
+                         + (" (the workloads ran during it)" if self.rebuild_load != "none" else ""))
+        return lines
+
+
+def _recipe_layout(run: RunRecord, name: str) -> dict[str, Any]:
+    layouts = (run.settings.get("recipe") or {}).get("layout") or []
+    return next((entry for entry in layouts if entry.get("name") == name), {})
+
+
+def _block_size(run: RunRecord) -> int:
+    workloads = (run.settings.get("recipe") or {}).get("workload") or []
+    return next((w.get("block_size") for w in workloads if w.get("kind") == "kb2014" and w.get("block_size")),
+                KB2014_BLOCK)
+
+
+def _rows(ops: list[OperationRecord]) -> list[OperationRow]:
+    rows: dict[str, OperationRow] = {}
+    for op in ops:
+        state = op.detail.get("state")
+        best = headline(op.figures)
+        if state not in STATES or best is None or op.status != COMPLETE:
+            continue
+        operation = op.name.rsplit("/", 1)[-1]
+        row = rows.setdefault(operation, OperationRow(operation, best[0]))
+        row.speeds.setdefault(state, best[1])
+    return list(rows.values())
+
+
+def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
+    name = rebuild.detail["layout"]
+    ops = [op for op in run.operations if (op.detail.get("layout") or "").split("/", 1)[0] == name]
+    member = next((op for op in ops if op.detail.get("state") == "member" and op.status == COMPLETE), None)
+    layout = _recipe_layout(run, name)
+    rows = _rows(ops)
+    member_bw = member.figures.get("read_bw") if member else None
+    model_rebuild = None
+    if member_bw and member and member.figures.get("member_bytes"):
+        for row in rows:
+            if row.operation in READ_OPERATIONS and row.figure == "effective_bw":
+                row.model = speed_model.expected_read(layout, member_bw, _block_size(run))
+        healthy = next((op for op in ops if op.detail.get("state") == "healthy" and "zfs.pool_used" in op.figures),
+                       None)
+        used = healthy.figures["zfs.pool_used"] if healthy is not None else 100.0
+        fault = layout.get("fault") or {}
+        model_rebuild = speed_model.expected_rebuild_seconds(
+            layout, int(member.figures["member_bytes"]), member_bw, used, "distributed" in rebuild.detail["target"],
+            fault.get("speed_limit_max"))
+    return FaultReport(name, rebuild.detail.get("target", ""), rebuild.detail.get("failed", []),
+                       rebuild.detail.get("rebuild_load", ""), dict(rebuild.figures), rows, member_bw, model_rebuild,
+                       rebuild.detail.get("rebuild_csv", ""))
+
+
+def fault_reports(run: RunRecord) -> list[FaultReport]:
+    return [_report(run, op) for op in run.operations if op.detail.get("state") == "rebuild"]

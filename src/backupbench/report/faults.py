@@ -1,0 +1,90 @@
+"""The fault tables (issue 13): per layout, each operation healthy / degraded / rebuilding /
+rebuilt with the factor against healthy and the model, then the rebuild's own line. Cells are
+made once here; the terminal and the HTML report draw the same ones."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from backupbench import units
+from backupbench.report.fault_analysis import STATES, FaultReport, OperationRow
+
+
+def _speed(row: OperationRow, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value / units.MiB:,.1f}" if row.figure == "effective_bw" else f"{value:,.0f}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.0%}"
+
+
+def headings(report: FaultReport) -> list[str]:
+    unit = "MiB/s" if all(r.figure == "effective_bw" for r in report.rows) else "MiB/s or files/s"
+    return ["operation", f"healthy {unit}", "degraded", "rebuilding", "rebuilt", "model", "healthy vs model"]
+
+
+def rows(report: FaultReport) -> list[list[str]]:
+    table = []
+    for row in report.rows:
+        cells = [row.operation, _speed(row, row.speeds.get("healthy"))]
+        for state in STATES[1:]:
+            factor = row.factor(state)
+            shown = _speed(row, row.speeds.get(state))
+            cells.append(shown + (f" ({factor:.2f}x)" if factor is not None else ""))
+        cells += [_speed(row, row.model.value) if row.model else "-", _percent(row.model_error)]
+        table.append(cells)
+    return table
+
+
+def title(report: FaultReport) -> str:
+    return (f"{report.layout}: {', '.join(report.failed)} failed, rebuilt onto {report.target} "
+            f"(x = against healthy)")
+
+
+def rebuild_line(report: FaultReport) -> str:
+    figures = report.rebuild
+    seconds = figures.get("rebuild_seconds")
+    if seconds is None:
+        return f"{report.layout}: rebuild did not finish" if report.target != "no replacement" else \
+            f"{report.layout}: no replacement, measured degraded only"
+    parts = [f"{report.layout}: rebuild {units.format_duration(seconds)}"]
+    if figures.get("rebuild_bytes"):
+        parts[0] += f" ({units.format_size(int(figures['rebuild_bytes']))})"
+    if "rebuild_bw_loaded" in figures:
+        parts.append(f"with the workloads {units.format_rate(figures['rebuild_bw_loaded'])}"
+                     f" ({figures.get('rebuild_percent_loaded', 0):.0f}% in "
+                     f"{units.format_duration(figures.get('rebuild_loaded_seconds', 0))})")
+    if "rebuild_bw_idle" in figures:
+        parts.append(f"idle {units.format_rate(figures['rebuild_bw_idle'])}")
+    if report.model_rebuild is not None:
+        parts.append(f"model {units.format_duration(report.model_rebuild.value)} "
+                     f"({_percent(report.rebuild_error)}; {report.model_rebuild.why})")
+    if report.member_bw:
+        parts.append(f"one member reads {units.format_rate(report.member_bw)}")
+    return "; ".join(parts)
+
+
+def fault_table(report: FaultReport) -> Table:
+    table = Table(title=title(report), title_justify="left", caption=rebuild_line(report), caption_justify="left")
+    for index, heading in enumerate(headings(report)):
+        table.add_column(heading, justify="left" if index == 0 else "right")
+    for cells in rows(report):
+        table.add_row(*cells)
+    return table
+
+
+def comparison_rows(reports: list[FaultReport], layouts: tuple[str, ...]) -> list[list[str]]:
+    """Two rows for the layout comparison: time to rebuild, and the restore speed during it."""
+    by_layout = {r.layout: r for r in reports}
+    if not any(name in by_layout for name in layouts):
+        return []
+    times, restores = ["rebuild time"], ["restore during rebuild MiB/s"]
+    for name in layouts:
+        report = by_layout.get(name.split("/", 1)[0])
+        seconds = report.rebuild.get("rebuild_seconds") if report else None
+        restore = report.restore_during_rebuild() if report else None
+        times.append(units.format_duration(seconds) if seconds is not None else "-")
+        restores.append(f"{restore / units.MiB:,.1f}" if restore is not None else "-")
+    return [times, restores]

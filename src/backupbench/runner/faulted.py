@@ -1,0 +1,195 @@
+"""A layout with a fault (recipe key `fault`): the workloads run on the healthy array, then
+backupbench fails the member(s) and runs them degraded, gives the array its replacement and
+runs them while it rebuilds, and once more when it has rebuilt. Each pass is stored as the
+phases of `<layout>/<state>/...`; the array's own rebuild state is sampled every second
+beside them (rebuild.csv), and the rebuild's figures are stored as `<layout>/rebuild`.
+
+Every command is journalled before it runs. Nothing a fault does needs its own undo: the
+layout's teardown (md --stop and --zero-superblock of every member and replacement, zpool
+destroy and labelclear) removes the array from whichever state it is in; md's speed limits
+are the one setting changed, and their restore is journalled like any undo.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+from backupbench import artefacts, process, stopping
+from backupbench.errors import BackupbenchError
+from backupbench.faults.figures import REBUILD_UNITS, RebuildSpan, rebuild_figures
+from backupbench.faults.plan import FaultPlan
+from backupbench.hostfiles import HostFiles
+from backupbench.layouts.actions import Action, LayoutPlan
+from backupbench.layouts.executor import Provisioner
+from backupbench.monitor.rebuild import MdReader, RebuildWatch, ZpoolReader
+from backupbench.results.model import COMPLETE, OperationRecord, now_iso
+from backupbench.units import format_size
+
+STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
+# Bound on the passes of rebuild_load = "repeat": a rebuild that never ends must not run for ever.
+MAX_REPEATS = 1000
+
+MeasurePass = Callable[[str], None]  # run every workload once, stored under the state given
+
+
+def _wait(seconds: float, until: Callable[[], bool] = lambda: False) -> bool:
+    """Sleep up to `seconds`, stopping early when `until()` holds or a stop was asked for."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        stopping.check()
+        if until():
+            return True
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+    return until()
+
+
+def speed_limit_actions(fault: FaultPlan, host: HostFiles | None = None) -> tuple[Action, ...]:
+    """md's rebuild speed limits for the run, each restored to the value read now."""
+    host = host or HostFiles()
+    actions = []
+    for name, kib in fault.sysctls:
+        old = host.read_value("/proc/sys/" + name.replace(".", "/"))
+        if old is None or not old.isdigit():
+            raise BackupbenchError(f"cannot read {name}: is the md driver loaded?", "load md (modprobe raid456)")
+        actions.append(Action(f"set {name} to {kib} KiB/s (was {old})", (("sysctl", "-w", f"{name}={kib}"),),
+                              (("sysctl", "-w", f"{name}={old}"),)))
+    return tuple(actions)
+
+
+class FaultRun:
+    def __init__(self, layout: LayoutPlan, folder: Path, provisioner: Provisioner,
+                 recheck: Callable[[tuple[str, ...]], None], journal, run_id: str):
+        assert layout.fault is not None
+        self.layout = layout
+        self.fault = layout.fault
+        self.provisioner = provisioner
+        self.recheck = recheck
+        self.journal = journal
+        self.run_id = run_id
+        self.reader = MdReader(self.fault.array) if self.fault.kind == "md" else ZpoolReader(self.fault.array)
+        self.watch = RebuildWatch(self.reader, folder / "rebuild.csv")
+        self.span: RebuildSpan | None = None
+        self.span_started = 0.0
+        self.boundaries: list[list] = []  # [state, elapsed s] as the array's state changed
+        self.notes: list[str] = []
+
+    def _do(self, action: Action) -> None:
+        self.provisioner.apply((action,), lambda: self.recheck(self.fault.replacements))
+
+    def _fill(self) -> None:
+        """Data on the layout before the failure, so that a rebuild of allocated data has some."""
+        size = self.fault.spec.fill
+        if not size or self.layout.mount_point is None:
+            return
+        path = self.layout.mount_point / f"backupbench-{self.run_id}"
+        self.journal.will_create(artefacts.file(path, self.run_id, "fill data for the rebuild"))
+        process.run(["fio", "--name=fill", f"--filename={path}", "--rw=write", "--bs=1M", f"--size={size}",
+                     "--end_fsync=1", "--output-format=terse"], timeout=4 * 3600)
+
+    def run(self, measure: MeasurePass) -> None:
+        for action in speed_limit_actions(self.fault):
+            self._do(action)
+        self._fill()
+        self.watch.start()
+        self._enter("healthy")
+        try:
+            began = time.monotonic()
+            measure("healthy")
+            _wait(self.fault.spec.after - (time.monotonic() - began))
+            self._do(Action(f"fail {', '.join(self.fault.failed)} of {self.fault.array}", self.fault.fail))
+            self._enter("degraded")
+            measure("degraded")
+            if self.fault.rebuilds:
+                self._rebuild(measure)
+                self._enter("rebuilt")
+                measure("rebuilt")
+        finally:
+            self.watch.stop()
+
+    def _enter(self, state: str) -> None:
+        self.watch.phase = state
+        self.boundaries.append([state, round(self.watch.elapsed(), 3)])
+
+    def _finished(self) -> bool:
+        latest = self.watch.samples[-1] if self.watch.samples else None
+        return latest is not None and latest.elapsed >= self.span_started and latest.state.finished
+
+    def _rebuild(self, measure: MeasurePass) -> None:
+        if isinstance(self.reader, ZpoolReader):
+            self.reader.since = time.time() - 1  # the pool's clock: scans older than this are not ours
+        self.span_started = self.watch.elapsed()
+        self._do(Action(f"rebuild {self.fault.array} onto {self.fault.target}", self.fault.rebuild,
+                        destructive=bool(self.fault.replacements)))
+        self._enter("rebuilding")
+        load = self.fault.spec.rebuild_load
+        load_ended = None
+        if load != "none":
+            measure("rebuilding")
+            for repeat in range(2, MAX_REPEATS if load == "repeat" else 2):
+                self.watch.sample()
+                if self._finished():
+                    break
+                measure(f"rebuilding-{repeat}")
+            load_ended = self.watch.elapsed()
+        timeout = self.fault.spec.rebuild_timeout - (self.watch.elapsed() - self.span_started)
+        ended = self._first_finished() if _wait(max(0.0, timeout), self._sampled_finished) else None
+        if ended is None:
+            self.notes.append(f"{self.layout.name}: the rebuild did not finish within "
+                              f"{self.fault.spec.rebuild_timeout:g} s (fault.rebuild_timeout)")
+        elif load_ended is not None and ended <= load_ended + 1.5:
+            self.notes.append(f"{self.layout.name}: the rebuild ended while the workloads still ran: its idle "
+                              "speed is not measured (slow it with speed_limit_max, or rebuild_load = 'repeat')")
+        self.span = RebuildSpan(self.span_started, load_ended, ended)
+
+    def _first_finished(self) -> float | None:
+        """When the rebuild was first seen finished (it may have ended while the workloads ran)."""
+        return next((s.elapsed for s in self.watch.samples if s.elapsed >= self.span_started and s.state.finished),
+                    None)
+
+    def _sampled_finished(self) -> bool:
+        self.watch.sample()
+        return self._finished()
+
+    def record(self) -> OperationRecord:
+        """The rebuild as an operation of its own: `<layout>/rebuild`."""
+        record = OperationRecord(name=f"{self.layout.name}/rebuild", pattern=f"rebuild onto {self.fault.target}")
+        record.detail.update({"layout": self.layout.name, "state": "rebuild", "failed": list(self.fault.failed),
+                              "target": self.fault.target, "rebuild_load": self.fault.spec.rebuild_load,
+                              "rebuild_csv": f"{self.layout.name}/rebuild.csv", "array": self.fault.array,
+                              "fill": format_size(self.fault.spec.fill) if self.fault.spec.fill else "",
+                              "errors": self.watch.errors, "watch_started": self.watch.started_wall,
+                              "phases": self.boundaries})
+        if self.span is not None:
+            record.figures.update(rebuild_figures(self.watch.samples, self.span))
+            record.units.update({k: v for k, v in REBUILD_UNITS.items() if k in record.figures})
+        record.status, record.finished_at = COMPLETE if record.figures else "incomplete", now_iso()
+        return record
+
+
+MEMBER_READ_SECONDS = 5
+
+
+def member_baseline(layout: LayoutPlan, host: HostFiles | None = None) -> OperationRecord:
+    """One member's sequential read speed, read-only (fio --readonly), before the layout is
+    built: the single-disk reference the model of the layout's speed and rebuild starts from."""
+    assert layout.fault is not None
+    host = host or HostFiles()
+    device = layout.fault.failed[0]
+    argv = ["fio", "--name=member", f"--filename={device}", "--readonly", "--rw=read", "--bs=1M", "--iodepth=4",
+            "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={MEMBER_READ_SECONDS}",
+            "--output-format=json"]
+    record = OperationRecord(name=f"{layout.name}/member", pattern=f"read 1 MiB qd4 of {device} (read-only)")
+    record.detail.update({"layout": layout.name, "state": "member", "device": device})
+    sectors = host.read_value(f"/sys/class/block/{Path(device).name}/size")
+    if sectors and sectors.isdigit():
+        record.figures["member_bytes"] = float(int(sectors) * 512)
+        record.units["member_bytes"] = "B"
+    result = process.run(argv, timeout=120 + MEMBER_READ_SECONDS)
+    text = result.stdout[result.stdout.find("{"):]
+    job = json.loads(text)["jobs"][0]
+    record.figures["read_bw"] = float(job["read"]["bw_bytes"])
+    record.status, record.finished_at = COMPLETE, now_iso()
+    return record

@@ -1,0 +1,96 @@
+"""What a layout's members should give, from one member measured alone: the model set next to
+what a fault run measured (issue 13), so that a layout far from its model is said to be.
+
+A bandwidth model, and its assumption: each disk a read touches delivers the member's measured
+sequential speed, and nothing else (CPU, seeks, caches) limits. A read touches:
+  md RAID 0/5/6/10: as many members as it spans chunks (parity chunks are skipped, not read),
+      at most all of them; RAID 1: one member per stream;
+  ZFS raidz: the record's data columns (disks - parity); dRAID: its d data disks;
+  and once it spans them all, the whole layout.
+Writes have no model here: only a read-only baseline is taken from a member before the layout
+is built (a member's data is never written outside the layout).
+
+The rebuild model is `size rebuild`'s (sizing/rebuild.py) at the member's speed, or at md's
+speed_limit_max when that is lower.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from backupbench.sizing.capacity import LayoutSpec
+from backupbench.sizing.rebuild import rebuild_time
+
+MD_DEFAULT_CHUNK = 512 * 1024
+# Beyond this the model is said to be off (the issue's threshold).
+MODEL_TOLERANCE = 0.25
+
+
+@dataclass(frozen=True)
+class Expected:
+    value: float
+    why: str
+
+
+def sizing_spec(layout: dict[str, Any], disk_bytes: int) -> LayoutSpec | None:
+    """A recipe's layout entry (as stored with the run) as `size`'s layout, or None."""
+    count = len(layout.get("devices") or ())
+    sizes = (disk_bytes,) * count
+    if layout.get("kind") == "mdraid":
+        return LayoutSpec(f"raid{layout['level']}", sizes)
+    if layout.get("kind") == "zfs":
+        vdev = layout.get("vdev", "raidz2")
+        if vdev.startswith("draid"):
+            return LayoutSpec(vdev, sizes, draid_data=layout.get("draid_data"),
+                              draid_spares=layout.get("draid_spares") or 0)
+        return LayoutSpec({"stripe": "raid0", "mirror": "raid1"}.get(vdev, vdev), sizes)
+    return None
+
+
+def disks_a_read_touches(layout: dict[str, Any], block: int) -> tuple[int, str]:
+    count = len(layout.get("devices") or ())
+    if layout.get("kind") == "mdraid":
+        level = layout["level"]
+        if level == 1:
+            return 1, "RAID 1: one member per stream"
+        chunk = layout.get("chunk") or MD_DEFAULT_CHUNK
+        touched = min(count, math.ceil(block / chunk))
+        return touched, f"a {block // 1024} KiB read spans {touched} of {count} members ({chunk // 1024} KiB chunks)"
+    vdev = layout.get("vdev", "raidz2")
+    if vdev.startswith("draid"):
+        data = layout.get("draid_data") or 8
+        return data, f"dRAID: a record is spread over its {data} data disks"
+    if vdev.startswith("raidz"):
+        data = count - int(vdev[-1])
+        return data, f"raidz: a record is spread over {data} data columns"
+    if vdev == "mirror":
+        return 1, "mirror: one side per stream"
+    return count, "stripe: every disk"
+
+
+def expected_read(layout: dict[str, Any], member_bw: float, block: int) -> Expected:
+    touched, why = disks_a_read_touches(layout, block)
+    return Expected(touched * member_bw, f"{touched} x member ({why})")
+
+
+def expected_rebuild_seconds(layout: dict[str, Any], member_bytes: int, member_bw: float,
+                             used_percent: float, distributed: bool, speed_limit_max: int | None) -> Expected | None:
+    spec = sizing_spec(layout, member_bytes)
+    if spec is None:
+        return None
+    rate = min(member_bw, speed_limit_max) if speed_limit_max else member_bw
+    estimate = rebuild_time(spec, max(1, int(rate)), max(0.001, min(100.0, used_percent)))
+    if distributed and estimate.distributed is not None:
+        return Expected(estimate.distributed.seconds, f"size rebuild: {estimate.distributed.label}")
+    return Expected(estimate.classic.seconds, f"size rebuild: {estimate.classic.label}")
+
+
+def error(measured: float, model: float) -> float | None:
+    """(measured - model) / model: +0.30 = 30% more than the model."""
+    return (measured - model) / model if model else None
+
+
+def off(relative_error: float | None) -> bool:
+    return relative_error is not None and abs(relative_error) > MODEL_TOLERANCE

@@ -1,0 +1,157 @@
+"""Faults for real in the lab VM (issue 13), through backupbench's own `apply`: md RAID6 of 5
+with a replacement measured healthy, degraded, rebuilding and rebuilt under restore-random;
+RAIDZ2 onto a replacement disk and dRAID2 onto its distributed spare; and Ctrl-C in the middle
+of a rebuild, after which the array is gone, the disks empty and md's speed limit restored.
+
+Needs root, the lab's host packages and the lab kernel's ZFS module (make test installs them).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from lab_support import lab_missing
+
+from backupbench.lab.disks import Throttle, parse_disks
+from backupbench.lab.image import ensure_image
+from backupbench.lab.vm import LabVM
+from backupbench.units import MiB
+
+pytestmark = [pytest.mark.real, pytest.mark.vm, pytest.mark.root]
+
+DISKS = [f"/dev/vd{letter}" for letter in "abcdefg"]
+STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
+WORKLOAD = '\n[[workload]]\nkind = "kb2014"\noperations = ["restore-random"]\nsize = "256MiB"\nruntime = "4s"\n'
+
+
+@pytest.fixture(autouse=True)
+def _needs_lab():
+    missing = lab_missing("zpool")
+    if missing:
+        pytest.skip(missing)
+
+
+@pytest.fixture(scope="module")
+def vm(tmp_path_factory):
+    image = ensure_image()
+    if image.zfs is None:
+        pytest.fail("the lab image carries no ZFS module: scripts/install-zfs.sh did not build it")
+    shared = tmp_path_factory.mktemp("fault-share")
+    with LabVM(parse_disks("7x1GiB"), throttle=Throttle(bps_total=50 * MiB), image=image, shares=[shared],
+               work_parent=tmp_path_factory.mktemp("fault-work"), needs=frozenset({"zfs"})) as machine:
+        machine.shared = shared  # type: ignore[attr-defined]
+        yield machine
+
+
+def _recipe(folder: Path, layouts: str) -> Path:
+    folder.mkdir()
+    recipe = folder / "recipe.toml"
+    recipe.write_text(f'name = "faults"\ndevices = {json.dumps(DISKS)}\n{layouts}{WORKLOAD}')
+    return recipe
+
+
+def _apply(vm: LabVM, name: str, layouts: str, timeout: float = 1200) -> tuple[dict, Path]:
+    folder = vm.shared / name  # type: ignore[attr-defined]
+    recipe = _recipe(folder, layouts)
+    results = folder / "results"
+    done = vm.run([sys.executable, "-m", "backupbench", "apply", str(recipe), "--yes", "--results", str(results)],
+                  timeout=timeout)
+    assert done.returncode == 0, done.output[-5000:]
+    with sqlite3.connect(results / "results.db") as db:
+        [(run_id, status, error)] = db.execute("SELECT run_id, status, error FROM runs").fetchall()
+    assert status == "complete", error
+    return json.loads((results / "runs" / run_id / "result.json").read_text()), results
+
+
+def _commands_run(results: Path) -> list[str]:
+    lines = []
+    for journal in (results / "journal").glob("*.closed.jsonl"):
+        for line in journal.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.get("event") == "done":
+                lines += [" ".join(argv) for argv in entry["action"]["do"]]
+    return lines
+
+
+def _leftovers(vm: LabVM) -> str:
+    """Arrays, pools, labels, partitions or signatures left on the disks."""
+    result = vm.run("grep '^md' /proc/mdstat; zpool list -H -o name; zpool import 2>&1 | grep -v 'no pools available'; "
+                    "ls /dev/vd?[0-9] 2>/dev/null; for d in /dev/vd?; do blkid -p \"$d\" && echo \"$d\"; done; true")
+    return result.output.strip()
+
+
+def _by_state(run: dict, layout: str) -> dict[str, dict]:
+    return {op["detail"].get("state"): op for op in run["operations"] if op["detail"].get("layout") == layout}
+
+
+def test_md_raid6_through_all_four_states_with_restore_random(vm):
+    layout = ('[[layout]]\nname = "raid6"\nkind = "mdraid"\nlevel = 6\nchunk = "64k"\n'
+              f'devices = {json.dumps(DISKS[:5])}\nfilesystem = {{ type = "xfs" }}\n'
+              'fault = { fail = "/dev/vdc", replace = "/dev/vdf", speed_limit_max = "16MiB/s" }\n')
+    run, results = _apply(vm, "md", layout)
+    ops = _by_state(run, "raid6")
+    for state in STATES:
+        op = ops[state]
+        assert op["name"] == f"raid6/{state}/restore-random" and op["status"] == "complete"
+        assert op["figures"]["effective_bw"] > 0 and op["detail"]["monitor_csv"]
+    rebuild = ops["rebuild"]["figures"]
+    # md rebuilds the whole member: about 1 GiB onto vdf, at no more than the limit set.
+    assert 0.9 * 2**30 < rebuild["rebuild_bytes"] <= 2**30
+    assert rebuild["rebuild_seconds"] > 0 and "rebuild_bw_loaded" in rebuild
+    assert rebuild["rebuild_bw_idle"] < 16 * MiB * 1.3
+    assert ops["member"]["figures"]["read_bw"] > 0
+    commands = _commands_run(results)
+    md = next(line.split()[2] for line in commands if line.startswith("mdadm --create"))
+    for expected in (f"mdadm --manage {md} --fail /dev/vdc", f"mdadm --manage {md} --remove /dev/vdc",
+                     f"mdadm --manage {md} --add /dev/vdf", "sysctl -w dev.raid.speed_limit_max=16384"):
+        assert expected in commands, commands
+    # the array's own state, sampled every second through the phases
+    csv_text = (results / "runs" / run["run_id"] / "raid6" / "rebuild.csv").read_text()
+    assert ",rebuilding,1,1," in csv_text and ",degraded,0,1," in csv_text
+    assert vm.run("cat /proc/sys/dev/raid/speed_limit_max").output.strip() == "200000"
+    assert _leftovers(vm) == ""
+
+
+def test_raidz2_onto_a_disk_and_draid2_onto_its_distributed_spare(vm):
+    layouts = ('[[layout]]\nname = "raidz2"\nkind = "zfs"\nvdev = "raidz2"\nashift = 12\n'
+               f'devices = {json.dumps(DISKS[:5])}\nproperties = {{ primarycache = "metadata" }}\n'
+               'fault = { fail = "/dev/vdc", replace = "/dev/vdf", fill = "384MiB" }\n'
+               '[[layout]]\nname = "draid2"\nkind = "zfs"\nvdev = "draid2"\ndraid_data = 3\ndraid_spares = 1\n'
+               f'ashift = 12\ndevices = {json.dumps(DISKS[:6])}\nproperties = {{ primarycache = "metadata" }}\n'
+               'fault = { fail = "/dev/vdc", fill = "384MiB", rebuild_load = "repeat" }\n')
+    run, results = _apply(vm, "zfs", layouts)
+    for name in ("raidz2", "draid2"):
+        ops = _by_state(run, name)
+        assert all(ops[state]["figures"]["effective_bw"] > 0 for state in STATES), name
+        rebuild = ops["rebuild"]
+        assert rebuild["status"] == "complete" and rebuild["figures"]["rebuild_seconds"] > 0, rebuild
+        assert rebuild["figures"]["rebuild_bytes"] > 64 * MiB  # the fill was there to rebuild
+    assert "distributed" in _by_state(run, "draid2")["rebuild"]["detail"]["target"]
+    commands = _commands_run(results)
+    assert any(c.startswith("zpool replace bb_raidz2_") and c.endswith(" /dev/vdc /dev/vdf") for c in commands)
+    assert any(c.startswith("zpool replace -s bb_draid2_") and c.endswith(" /dev/vdc draid2-0-0") for c in commands)
+    assert _leftovers(vm) == ""
+
+
+def test_ctrl_c_mid_rebuild_tears_the_array_down_and_restores_the_limit(vm):
+    layout = ('[[layout]]\nname = "slow"\nkind = "mdraid"\nlevel = 6\n'
+              f'devices = {json.dumps(DISKS[:5])}\nfilesystem = {{ type = "xfs" }}\n'
+              'fault = { fail = 1, replace = "/dev/vdf", speed_limit_max = "1MiB/s", rebuild_load = "none" }\n')
+    folder = vm.shared / "interrupt"  # type: ignore[attr-defined]
+    recipe = _recipe(folder, layout)
+    results = folder / "results"
+    # Start the run, wait until the journal holds the rebuild, then send what Ctrl-C sends.
+    script = (f"{sys.executable} -m backupbench apply {recipe} --yes --results {results} & pid=$!\n"
+              f"for i in $(seq 600); do grep -qs '\"rebuild /dev/md' {results}/journal/*.jsonl && break; sleep 0.5; done\n"
+              "sleep 3; grep -A2 recovery /proc/mdstat; kill -INT $pid; wait $pid; echo exit=$?\n")
+    done = vm.run(script, timeout=1200)
+    assert "recovery" in done.output and "exit=130" in done.output, done.output[-3000:]
+    with sqlite3.connect(results / "results.db") as db:
+        [(status,)] = db.execute("SELECT status FROM runs").fetchall()
+    assert status == "interrupted"
+    assert vm.run("cat /proc/sys/dev/raid/speed_limit_max").output.strip() == "200000"
+    assert _leftovers(vm) == ""

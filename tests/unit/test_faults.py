@@ -1,0 +1,179 @@
+"""Faults (issue 13), pure: the recipe key and its refusals, what each kind runs, the array
+state read from md's sysfs and from real `zpool status -j` output of the lab, the rebuild
+figures from samples, the model, and the journal's refusal of a sysctl it does not restore."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from backupbench.errors import RecipeError
+from backupbench.faults.figures import RebuildSpan, rebuild_figures
+from backupbench.monitor.rebuild import RebuildState, Sample, md_state, zpool_state
+from backupbench.plan import build, plan_layouts
+from backupbench.layouts import capabilities
+from backupbench.recipe.model import parse
+from backupbench.runner.cleanup import _undoable
+from backupbench.sizing import speed_model
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "zfs"
+DISKS = [f"/dev/vd{letter}" for letter in "abcdefg"]
+RUN_ID = "20261123T000000-abcd1234"
+
+
+def _recipe(layout: dict, devices=DISKS):
+    return parse({"name": "f", "devices": devices, "layout": [{"name": "l", **layout}],
+                  "workload": [{"kind": "kb2014", "operations": ["restore-random"]}]})
+
+
+def _refusal(layout: dict) -> str:
+    with pytest.raises(RecipeError) as caught:
+        _recipe(layout)
+    return caught.value.message
+
+
+RAID6 = {"kind": "mdraid", "level": 6, "devices": DISKS[:5]}
+RAIDZ2 = {"kind": "zfs", "vdev": "raidz2", "devices": DISKS[:5]}
+DRAID2 = {"kind": "zfs", "vdev": "draid2", "draid_data": 3, "draid_spares": 1, "devices": DISKS[:6]}
+
+
+def test_md_fault_fails_removes_and_adds_the_spare_and_teardown_zeroes_it():
+    layout = plan_layouts(_recipe({**RAID6, "fault": {"fail": "/dev/vdc", "replace": "/dev/vdf",
+                                                     "speed_limit_max": "20MiB/s"}}), RUN_ID)[0]
+    fault = layout.fault
+    md = f"/dev/md/bb-l-{RUN_ID.rsplit('-', 1)[1]}"
+    assert fault.fail == (("mdadm", "--manage", md, "--fail", "/dev/vdc"), ("mdadm", "--manage", md, "--remove", "/dev/vdc"))
+    assert fault.rebuild == (("mdadm", "--manage", md, "--add", "/dev/vdf"),)
+    assert fault.sysctls == (("dev.raid.speed_limit_max", 20480),)
+    # The replacement is the layout's: checked empty before, superblock zeroed after.
+    assert "/dev/vdf" in layout.devices
+    assert ("mdadm", "--zero-superblock", *DISKS[:6]) in layout.actions[0].undo
+
+
+def test_zfs_fault_onto_a_disk_and_onto_the_distributed_spare():
+    raidz = plan_layouts(_recipe({**RAIDZ2, "fault": {"fail": 1, "replace": "/dev/vdf"}}), RUN_ID)[0]
+    pool = raidz.fault.array
+    assert raidz.fault.fail == (("zpool", "offline", "-f", pool, "/dev/vde"),)
+    assert raidz.fault.rebuild == (("zpool", "replace", pool, "/dev/vde", "/dev/vdf"),)
+    clear = next(a for a in raidz.actions if "replacement" in a.description)
+    # Partitioned by zpool only if the run got that far: cleared only when the partition is there.
+    assert clear.guard.argv == ("test", "-b", "/dev/vdf1") and ("wipefs", "-a", "/dev/vdf") in clear.undo
+    draid = plan_layouts(_recipe({**DRAID2, "fault": {"fail": "/dev/vdc"}}), RUN_ID)[0]
+    assert draid.fault.rebuild == (("zpool", "replace", "-s", draid.fault.array, "/dev/vdc", "draid2-0-0"),)
+    assert draid.fault.replacements == () and "distributed" in draid.fault.target
+
+
+@pytest.mark.parametrize("layout, words", [
+    ({"kind": "mdraid", "level": 0, "devices": DISKS[:2], "fault": {"fail": 1}}, "has none (RAID 0)"),
+    ({"kind": "lvm-striped", "devices": DISKS[:2], "fault": {"fail": 1}}, "has none"),
+    ({"kind": "lvm-linear", "devices": DISKS[:2], "fault": {"fail": 1}}, "has none"),
+    ({"kind": "zfs", "vdev": "stripe", "devices": DISKS[:2], "fault": {"fail": 1}}, "has none (stripe)"),
+    ({**RAID6, "fault": {"fail": 3}}, "survives 2 loses its data; set allow_data_loss"),
+    ({**RAID6, "fault": {"fail": "/dev/vdg"}}, "/dev/vdg is not a member of this layout"),
+    ({**RAID6, "fault": {"fail": 1, "replace": "/dev/vda"}}, "is already a member"),
+    ({**RAID6, "fault": {"fail": 2, "replace": "/dev/vdf"}}, "need as many replacements"),
+    ({**RAID6, "fault": {"fail": 1, "replace": "spare"}}, "dRAID distributed spare"),
+    ({**RAIDZ2, "fault": {"fail": 1, "replace": "spare"}}, "needs a dRAID vdev with distributed spares"),
+    ({**DRAID2, "fault": {"fail": 2, "replace": "spare"}}, "the dRAID has 1"),
+    ({"kind": "btrfs", "data": "raid1", "devices": DISKS[:2], "fault": {"fail": 1}}, "not supported yet"),
+    ({**RAID6, "fault": {"fail": 1, "speed_limit_max": "10"}}, "1KiB/s"),
+    ({**RAID6, "fault": {"fail": 1, "rebuild_lod": "none"}}, "did you mean 'rebuild_load'"),
+])
+def test_faults_that_cannot_run_are_refused_with_the_reason(layout, words):
+    assert words in _refusal(layout)
+
+
+def test_a_replacement_outside_devices_is_refused():
+    with pytest.raises(RecipeError, match="does not name"):
+        _recipe({**RAID6, "fault": {"fail": 1, "replace": "/dev/vdz"}})
+
+
+def test_data_loss_is_allowed_only_in_the_lab():
+    recipe = _recipe({**RAID6, "fault": {"fail": 3, "allow_data_loss": True}})
+    caps = capabilities.HostCapabilities(kernel=frozenset({"md", "raid456", "xfs"}),
+                                         tools=frozenset({"mdadm", "mkfs.xfs"}))
+    outside = build(recipe, RUN_ID, caps, lambda device: [])
+    assert any("allow_data_loss is honoured only in the lab VM" in r for r in outside.refusals)
+    inside = build(recipe, RUN_ID, caps, lambda device: [], in_lab=True)
+    assert not any("allow_data_loss" in r for r in inside.refusals)
+
+
+def test_md_state_from_sysfs():
+    running = md_state({"sync_action": "recover", "sync_completed": "162600 / 520192", "sync_speed": "23585",
+                        "degraded": "1"})
+    assert running.rebuilding and running.degraded and not running.finished
+    assert running.percent == pytest.approx(31.26, abs=0.01)
+    assert running.done_bytes == 162600 * 512 and running.speed == 23585 * 1024
+    just_added = md_state({"sync_action": "idle", "sync_completed": "none", "sync_speed": "none", "degraded": "1"})
+    assert not just_added.finished and just_added.percent is None
+    done = md_state({"sync_action": "idle", "sync_completed": "none", "sync_speed": "none", "degraded": "0"})
+    assert done.finished and not done.degraded
+
+
+def _status(name: str) -> dict:
+    return json.loads((FIXTURES / f"status-draid-{name}.json").read_text())
+
+
+def test_zpool_state_from_real_status_output():
+    degraded = zpool_state(_status("degraded"), "t2")
+    assert degraded.degraded and not degraded.rebuilding and degraded.percent is None and not degraded.finished
+    resilver = zpool_state(_status("rebuilding"), "t2")
+    assert resilver.rebuilding and not resilver.finished
+    assert resilver.percent == pytest.approx(100 * 215101440 / (543211520 - 82800640))
+    ended = zpool_state(_status("rebuilt"), "t2")
+    assert ended.finished and ended.percent == 100.0 and ended.done_bytes == 186888192
+    # A dRAID sequential rebuild is in rebuild_stats; the scrub ZFS starts after it is not it.
+    sequential = zpool_state(_status("seq-rebuilding"), "t2")
+    assert sequential.finished and sequential.percent == 100.0 and sequential.done_bytes == 171065344
+    # A scan older than the rebuild asked for is an earlier one.
+    assert not zpool_state(_status("rebuilt"), "t2", since=1795470321).finished
+    with pytest.raises(ValueError, match="does not list pool"):
+        zpool_state(_status("rebuilt"), "other")
+
+
+def _sample(at: float, phase: str, percent: float | None, done: int | None, finished=False) -> Sample:
+    return Sample(at, phase, RebuildState(percent is not None and not finished, True, percent, done, None, finished))
+
+
+def test_rebuild_figures_split_the_loaded_and_the_idle_part():
+    samples = [_sample(10, "degraded", None, None), _sample(21, "rebuilding", 10.0, 100),
+               _sample(30, "rebuilding", 25.0, 250), _sample(40, "rebuilding", 50.0, 500),
+               _sample(60, "rebuilding", 100.0, 1000, finished=True)]
+    figures = rebuild_figures(samples, RebuildSpan(started=20, load_ended=30, ended=60))
+    assert figures["rebuild_seconds"] == 40
+    assert figures["rebuild_bytes"] == pytest.approx(1000)
+    assert figures["rebuild_bw_loaded"] == pytest.approx(250 / 10)
+    assert figures["rebuild_percent_loaded"] == pytest.approx(25)
+    assert figures["rebuild_bw_idle"] == pytest.approx(750 / 30)
+    idle = rebuild_figures(samples, RebuildSpan(started=20, load_ended=None, ended=60))
+    assert "rebuild_bw_loaded" not in idle and idle["rebuild_bw_idle"] == pytest.approx(1000 / 40)
+    assert rebuild_figures(samples, RebuildSpan(started=20, load_ended=30, ended=None)) == {}
+
+
+def test_read_model_counts_the_disks_a_read_touches():
+    member = 50.0
+    raid6_64k = {"kind": "mdraid", "level": 6, "chunk": 65536, "devices": DISKS[:5]}
+    assert speed_model.expected_read(raid6_64k, member, 512 * 1024).value == 5 * member
+    assert speed_model.expected_read({**raid6_64k, "chunk": 512 * 1024}, member, 512 * 1024).value == member
+    assert speed_model.expected_read(RAIDZ2, member, 512 * 1024).value == 3 * member
+    assert speed_model.expected_read(DRAID2, member, 512 * 1024).value == 3 * member
+    assert speed_model.off(speed_model.error(80, 50)) and not speed_model.off(speed_model.error(60, 50))
+
+
+def test_rebuild_model_is_size_rebuild_at_the_member_or_md_limit():
+    gib = 2**30
+    md = speed_model.expected_rebuild_seconds(RAID6, gib, 50 * 2**20, 100.0, False, 20 * 2**20)
+    assert md.value == pytest.approx(gib / (20 * 2**20))
+    draid = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, 50.0, True, None)
+    classic = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, 50.0, False, None)
+    assert draid.value < classic.value and "distributed" in draid.why
+
+
+def test_cleanup_restores_md_speed_limits_and_nothing_else():
+    def entry(argv):
+        return {"description": "x", "do": [], "undo": [argv], "guard": None}
+    assert _undoable(entry(["sysctl", "-w", "dev.raid.speed_limit_max=200000"]))[0] is not None
+    action, why = _undoable(entry(["sysctl", "-w", "kernel.core_pattern=|/bin/sh"]))
+    assert action is None and "only restores md's speed limits" in why
