@@ -121,7 +121,7 @@ def _not_whole_disk(device: str, kind: str | None) -> str:
 def _fault_refusals(spec, in_lab: bool) -> list[str]:
     """Failing more members than the parity survives is a test of data loss: only on a lab
     VM's throwaway disks, never on a machine whose disks could matter."""
-    fault = spec.fault
+    fault = getattr(spec, "fault", None)  # an existing directory has no members to fail
     if fault is None or not fault.allow_data_loss or in_lab:
         return []
     count = fault.fail if isinstance(fault.fail, int) else len(fault.fail)
