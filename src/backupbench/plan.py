@@ -118,15 +118,13 @@ def _not_whole_disk(device: str, kind: str | None) -> str:
             "(zpool partitions a disk itself; teardown clears what it wrote) - name the disk")
 
 
-def _fault_refusals(spec, in_lab: bool) -> list[str]:
+def _fault_refusals(layout: LayoutPlan, in_lab: bool) -> list[str]:
     """Failing more members than the parity survives is a test of data loss: only on a lab
     VM's throwaway disks, never on a machine whose disks could matter."""
-    fault = getattr(spec, "fault", None)  # an existing directory has no members to fail
-    if fault is None or not fault.allow_data_loss or in_lab:
+    fault = layout.fault
+    if fault is None or in_lab or len(fault.failed) <= fault.survives:
         return []
-    count = fault.fail if isinstance(fault.fail, int) else len(fault.fail)
-    if count <= spec.redundancy():
-        return []
+    count = len(fault.failed)
     return [f"fault: failing {count} members loses the data; allow_data_loss is honoured only in the lab VM "
             "(backupbench lab RECIPE)"]
 
@@ -151,7 +149,7 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
         if spec.kind == "directory" and not Path(spec.path).is_dir():
             step.refusals.append(f"{spec.path} is not an existing directory")
         step.refusals += _path_refusals(recipe, layout)
-        step.refusals += _fault_refusals(spec, in_lab)
+        step.refusals += _fault_refusals(layout, in_lab)
         steps.append(step)
     return Plan(recipe, run_id, steps)
 

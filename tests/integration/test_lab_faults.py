@@ -14,10 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from lab_support import lab_missing
+from lab_support import commands_run as _commands_run, lab_missing, zfs_lab_vm
 
-from backupbench.lab.disks import Throttle, parse_disks
-from backupbench.lab.image import ensure_image
 from backupbench.lab.vm import LabVM
 from backupbench.units import MiB
 
@@ -37,13 +35,7 @@ def _needs_lab():
 
 @pytest.fixture(scope="module")
 def vm(tmp_path_factory):
-    image = ensure_image()
-    if image.zfs is None:
-        pytest.fail("the lab image carries no ZFS module: scripts/install-zfs.sh did not build it")
-    shared = tmp_path_factory.mktemp("fault-share")
-    with LabVM(parse_disks("7x1GiB"), throttle=Throttle(bps_total=50 * MiB), image=image, shares=[shared],
-               work_parent=tmp_path_factory.mktemp("fault-work"), needs=frozenset({"zfs"})) as machine:
-        machine.shared = shared  # type: ignore[attr-defined]
+    with zfs_lab_vm(tmp_path_factory, "7x1GiB", "fault") as machine:
         yield machine
 
 
@@ -65,16 +57,6 @@ def _apply(vm: LabVM, name: str, layouts: str, timeout: float = 1200) -> tuple[d
         [(run_id, status, error)] = db.execute("SELECT run_id, status, error FROM runs").fetchall()
     assert status == "complete", error
     return json.loads((results / "runs" / run_id / "result.json").read_text()), results
-
-
-def _commands_run(results: Path) -> list[str]:
-    lines = []
-    for journal in (results / "journal").glob("*.closed.jsonl"):
-        for line in journal.read_text().splitlines():
-            entry = json.loads(line)
-            if entry.get("event") == "done":
-                lines += [" ".join(argv) for argv in entry["action"]["do"]]
-    return lines
 
 
 def _leftovers(vm: LabVM) -> str:

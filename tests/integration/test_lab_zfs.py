@@ -19,13 +19,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from lab_support import lab_missing
+import lab_support
+from lab_support import commands_run as _commands_run, lab_missing
 
 from backupbench.errors import ToolMissingError
-from backupbench.lab.disks import Throttle, parse_disks
-from backupbench.lab.image import LabImage, ensure_image
+from backupbench.lab.disks import parse_disks
+from backupbench.lab.image import LabImage
 from backupbench.lab.vm import LabVM
-from backupbench.units import MiB
 
 pytestmark = [pytest.mark.real, pytest.mark.vm, pytest.mark.root]
 
@@ -42,18 +42,12 @@ def _needs_lab():
 
 @pytest.fixture(scope="module")
 def zfs_image():
-    image = ensure_image()
-    if image.zfs is None:
-        pytest.fail("the lab image carries no ZFS module: scripts/install-zfs.sh did not build it")
-    return image
+    return lab_support.zfs_image()
 
 
 @pytest.fixture(scope="module")
-def vm(zfs_image, tmp_path_factory):
-    shared = tmp_path_factory.mktemp("zfs-share")
-    with LabVM(parse_disks("6x1GiB"), throttle=Throttle(bps_total=50 * MiB), image=zfs_image, shares=[shared],
-               work_parent=tmp_path_factory.mktemp("zfs-work"), needs=frozenset({"zfs"})) as machine:
-        machine.shared = shared  # type: ignore[attr-defined]
+def vm(tmp_path_factory):
+    with lab_support.zfs_lab_vm(tmp_path_factory, "6x1GiB", "zfs") as machine:
         yield machine
 
 
@@ -84,17 +78,6 @@ def _run_of(results: Path) -> dict:
         [(run_id, status, error)] = db.execute("SELECT run_id, status, error FROM runs").fetchall()
     assert status == "complete", error
     return json.loads((results / "runs" / run_id / "result.json").read_text())
-
-
-def _commands_run(results: Path) -> list[str]:
-    """Every layout command the run's (closed) journal says was run, as shell lines."""
-    lines = []
-    for journal in (results / "journal").glob("*.closed.jsonl"):
-        for line in journal.read_text().splitlines():
-            entry = json.loads(line)
-            if entry.get("event") == "done":
-                lines += [" ".join(argv) for argv in entry["action"]["do"]]
-    return lines
 
 
 def _monitor_columns(results: Path, run: dict, name: str) -> set[str]:

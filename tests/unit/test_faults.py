@@ -78,6 +78,9 @@ def test_zfs_fault_onto_a_disk_and_onto_the_distributed_spare():
     ({**RAIDZ2, "fault": {"fail": 1, "replace": "spare"}}, "needs a dRAID vdev with distributed spares"),
     ({**DRAID2, "fault": {"fail": 2, "replace": "spare"}}, "the dRAID has 1"),
     ({"kind": "btrfs", "data": "raid1", "devices": DISKS[:2], "fault": {"fail": 1}}, "not supported yet"),
+    ({"kind": "minio-ec", "devices": DISKS[:4], "fault": {"fail": 1}}, "not supported yet"),
+    ({"kind": "minio-ec", "devices": DISKS[:4], "parity": 0, "fault": {"fail": 1}}, "has none"),
+    ({"kind": "minio-single", "devices": DISKS[:1], "fault": {"fail": 1}}, "has none"),
     ({**RAID6, "fault": {"fail": 1, "speed_limit_max": "10"}}, "1KiB/s"),
     ({**RAID6, "fault": {"fail": 1, "rebuild_lod": "none"}}, "did you mean 'rebuild_load'"),
 ])
@@ -177,3 +180,51 @@ def test_cleanup_restores_md_speed_limits_and_nothing_else():
     assert _undoable(entry(["sysctl", "-w", "dev.raid.speed_limit_max=200000"]))[0] is not None
     action, why = _undoable(entry(["sysctl", "-w", "kernel.core_pattern=|/bin/sh"]))
     assert action is None and "only restores md's speed limits" in why
+
+
+def _fault_run():
+    from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+    def op(state, bw, **figures):
+        record = OperationRecord(name=f"raid6/{state}/restore-random", pattern="randread qd1", status=COMPLETE,
+                                 figures={"effective_bw": bw * 2**20, **figures})
+        record.detail.update({"layout": "raid6", "state": state})
+        return record
+
+    member = OperationRecord(name="raid6/member", pattern="read", status=COMPLETE,
+                             figures={"read_bw": 50 * 2**20, "member_bytes": 2**30})
+    member.detail.update({"layout": "raid6", "state": "member"})
+    rebuild = OperationRecord(name="raid6/rebuild", pattern="rebuild onto /dev/vdf", status=COMPLETE,
+                              figures={"rebuild_seconds": 100.0, "rebuild_bytes": 2**30})
+    rebuild.detail.update({"layout": "raid6", "state": "rebuild", "failed": ["/dev/vdc"], "target": "/dev/vdf",
+                           "rebuilds": True, "rebuild_load": "once", "rebuild_csv": "raid6/rebuild.csv"})
+    layout = {"name": "raid6", "kind": "mdraid", "level": 6, "chunk": 65536, "devices": DISKS[:5],
+              "fault": {"speed_limit_max": 20 * 2**20}}
+    return RunRecord(run_id="r", kind="recipe", target="t", status=COMPLETE,
+                     settings={"recipe": {"layout": [layout], "workload": [{"kind": "kb2014"}]}},
+                     operations=[member, op("healthy", 200.0), op("degraded", 50.0), op("rebuilding", 40.0),
+                                 op("rebuilt", 210.0), rebuild])
+
+
+def test_fault_report_sets_each_state_against_healthy_and_the_model():
+    from backupbench.report.fault_analysis import fault_reports
+    from backupbench.report.faults import comparison_rows, rebuild_line, rows
+
+    [report] = fault_reports(_fault_run())
+    [cells] = rows(report)
+    assert cells == ["restore-random", "200.0", "50.0 (0.25x)", "40.0 (0.20x)", "210.0 (1.05x)", "250.0", "-20%"]
+    # the rebuild: 1 GiB at md's 20 MiB/s limit = 51.2 s by the model, 100 s measured
+    assert report.model_rebuild.value == pytest.approx(51.2)
+    assert "model 51.2 s (+95%" in rebuild_line(report)
+    assert any("the rebuild took +95% against the model" in w for w in report.model_warnings())
+    assert not any("restore-random" in w for w in report.model_warnings())  # -20% is within 25%
+    assert comparison_rows([report], ("raid6",)) == [["rebuild time", "1.7 min"],
+                                                     ["restore during rebuild MiB/s", "40.0"]]
+
+
+def test_fault_run_in_the_html_report(tmp_path):
+    from backupbench.report import html
+
+    page = html.render(_fault_run(), results_dir=tmp_path)
+    assert "Degraded and rebuilding" in page and "50.0 (0.25x)" in page
+    assert "Model and measurement disagree" in page

@@ -29,13 +29,14 @@ class FaultPlan:
     rebuild: tuple[Argv, ...]      # empty: no replacement, the array stays degraded
     sysctls: tuple[tuple[str, int], ...] = ()  # (name, KiB/s) set for the run, restored after
     target: str = ""               # what the rebuild goes onto, for captions
+    survives: int = 0              # members the layout may lose without losing data
 
     @property
     def rebuilds(self) -> bool:
         return bool(self.rebuild)
 
 
-def md_fault(spec: FaultSpec, md_device: str, devices: tuple[str, ...]) -> FaultPlan:
+def md_fault(spec: FaultSpec, md_device: str, devices: tuple[str, ...], survives: int) -> FaultPlan:
     failed = spec.failed(devices)
     fail = tuple(argv for device in failed
                  for argv in (("mdadm", "--manage", md_device, "--fail", device),
@@ -46,11 +47,11 @@ def md_fault(spec: FaultSpec, md_device: str, devices: tuple[str, ...]) -> Fault
                     for which, value in (("min", spec.speed_limit_min), ("max", spec.speed_limit_max))
                     if value is not None)
     return FaultPlan(spec, "md", md_device, failed, replacements, fail, rebuild, sysctls,
-                     ", ".join(replacements) or "no replacement")
+                     ", ".join(replacements) or "no replacement", survives)
 
 
 def zfs_fault(spec: FaultSpec, pool: str, devices: tuple[str, ...], draid_parity: int | None,
-              draid_spares: int) -> FaultPlan:
+              draid_spares: int, survives: int) -> FaultPlan:
     failed = spec.failed(devices)
     fail = tuple(("zpool", "offline", "-f", pool, device) for device in failed)
     replace = spec.replace
@@ -60,11 +61,12 @@ def zfs_fault(spec: FaultSpec, pool: str, devices: tuple[str, ...], draid_parity
         # dRAID names its spares draid<parity>-<top-level vdev>-<spare>; the pool has one vdev.
         spares = tuple(f"draid{draid_parity}-0-{index}" for index in range(len(failed)))
         rebuild = tuple(("zpool", "replace", "-s", pool, old, new) for old, new in zip(failed, spares))
-        return FaultPlan(spec, "zfs", pool, failed, (), fail, rebuild, target=", ".join(spares) + " (distributed)")
+        return FaultPlan(spec, "zfs", pool, failed, (), fail, rebuild, target=", ".join(spares) + " (distributed)",
+                         survives=survives)
     replacements = spec.replacements()
     rebuild = tuple(("zpool", "replace", pool, old, new) for old, new in zip(failed, replacements))
     return FaultPlan(spec, "zfs", pool, failed, replacements, fail, rebuild,
-                     target=", ".join(replacements) or "no replacement")
+                     target=", ".join(replacements) or "no replacement", survives=survives)
 
 
 def distributed_spare_problem(spec: FaultSpec, draid_parity: int | None, draid_spares: int) -> str | None:
@@ -73,7 +75,7 @@ def distributed_spare_problem(spec: FaultSpec, draid_parity: int | None, draid_s
         return None
     if draid_parity is None:
         return "fault: replace = 'spare' needs a dRAID vdev with distributed spares"
-    count = spec.fail if isinstance(spec.fail, int) else len(spec.fail)
+    count = spec.failure_count()
     if count > draid_spares:
         return f"fault: {count} failed member(s) need as many distributed spares, the dRAID has {draid_spares}"
     return None

@@ -70,6 +70,9 @@ class FaultSpec(BaseModel):
             raise ValueError("an md speed limit is from 1KiB/s to 2TiB/s (the sysctl is in KiB/s)")
         return value
 
+    def failure_count(self) -> int:
+        return self.fail if isinstance(self.fail, int) else len(self.fail)
+
     def failed(self, devices: tuple[str, ...]) -> tuple[str, ...]:
         """The members that fail, in order."""
         if isinstance(self.fail, int):
@@ -86,7 +89,7 @@ def check_fits(fault: FaultSpec, kind: str, devices: tuple[str, ...], redundancy
     if redundancy == 0:
         raise ValueError(f"a fault needs redundancy, and this {kind} layout has none{kind_limits}: a failed member "
                          "loses the data (use mdraid 1/5/6/10, zfs mirror/raidz/draid)")
-    count = fault.fail if isinstance(fault.fail, int) else len(fault.fail)
+    count = fault.failure_count()
     if count > len(devices):
         raise ValueError(f"fault: fail = {count} members, but the layout has {len(devices)}")
     strangers = [d for d in fault.failed(devices) if d not in devices]

@@ -60,6 +60,6 @@ def plan(spec: MdRaid, names: Names) -> LayoutPlan:
         requirements += filesystem.requirements(spec.filesystem)
     notes = ("created with --assume-clean: no initial resync" if spec.assume_clean
              else "initial resync runs during the workload",)
-    fault = md_fault(spec.fault, names.md_device, spec.devices) if spec.fault is not None else None
+    fault = md_fault(spec.fault, names.md_device, spec.devices, spec.redundancy()) if spec.fault is not None else None
     return LayoutPlan(spec.name, spec.kind, spec.all_devices(), (array, *fs_actions), tuple(requirements), mount,
                       notes=notes, fault=fault)

@@ -21,11 +21,6 @@ class MinioSingle(LayoutBase):
     devices: tuple[DevicePath, ...] = Field(..., min_length=1, max_length=1, description="The one drive.")
     minio: bool = Field(True, description="Always served by MinIO.")
 
-    def redundancy(self) -> int:
-        # MinIO's default parity for 4-5 drives is 2, for 6-7 drives 3, for 8 or more 4.
-        count = len(self.devices)
-        return self.parity if self.parity is not None else (2 if count < 6 else 3 if count < 8 else 4)
-
 
 class MinioErasure(LayoutBase):
     kind: Literal["minio-ec"]
@@ -34,6 +29,11 @@ class MinioErasure(LayoutBase):
     parity: int | None = Field(None, ge=0, le=8, description="Parity drives per erasure set "
                                                            "(MINIO_STORAGE_CLASS_STANDARD=EC:N) [default: MinIO's].")
     minio: bool = Field(True, description="Always served by MinIO.")
+
+    def redundancy(self) -> int:
+        # Without EC:N MinIO picks the parity by erasure-set size (sizing/capacity.py has its
+        # table), never below 1 for 4 drives or more: a safe lower bound here.
+        return self.parity if self.parity is not None else 1
 
 
 MINIO = Requirement("MinIO (scripts/install-minio.sh)", "tool:minio")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from backupbench import process
 from backupbench.errors import BackupbenchError
 from backupbench.hostfiles import HostFiles
+from backupbench.monitor.zfs import zpool_output
 
 SECTOR = 512
 
@@ -102,7 +102,7 @@ def zpool_state(status: dict, pool: str, since: float = 0.0) -> RebuildState:
 
 
 def _zpool_json(pool: str) -> dict:
-    return json.loads(process.run(["zpool", "status", "-j", "--json-int", pool], timeout=30).stdout)
+    return json.loads(zpool_output(["zpool", "status", "-j", "--json-int", pool]))
 
 
 class ZpoolReader:
@@ -128,11 +128,13 @@ CSV_FIELDS = ("elapsed_s", "phase", "rebuilding", "degraded", "percent", "done_b
 class RebuildWatch:
     """Samples `read` every `interval` s in a thread, labelled with the current phase."""
 
-    def __init__(self, read: StateReader, csv_path: Path, interval: float = 1.0):
+    def __init__(self, read: StateReader, csv_path: Path, interval: float = 1.0,
+                 on_sample: Callable[[Sample], None] | None = None):
         self.read = read
         self.csv_path = csv_path
         self.interval = interval
         self.phase = "healthy"
+        self.on_sample = on_sample
         self.samples: list[Sample] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
@@ -172,6 +174,8 @@ class RebuildWatch:
                                          "" if state.percent is None else f"{state.percent:.2f}",
                                          "" if state.done_bytes is None else state.done_bytes,
                                          "" if state.speed is None else f"{state.speed:.0f}"))
+        if self.on_sample is not None:
+            self.on_sample(found)
         return found
 
     def _loop(self) -> None:

@@ -22,7 +22,7 @@ FIGURE_PREFIX = "zfs."
 Runner = Callable[[list[str]], str]
 
 
-def _zpool(argv: list[str]) -> str:
+def zpool_output(argv: list[str]) -> str:
     return process.run(argv, timeout=30).stdout
 
 
@@ -45,7 +45,7 @@ def leaf_paths(zpool_list_vhp: str) -> list[str]:
     return paths
 
 
-def pool_vdevs(pool: str, run: Runner = _zpool) -> list[str]:
+def pool_vdevs(pool: str, run: Runner = zpool_output) -> list[str]:
     return leaf_paths(run(["zpool", "list", "-vHP", pool]))
 
 
@@ -89,7 +89,7 @@ class PoolGauge:
 
     UNITS = {"arc_hit": "%", "pool_used": "%", "pool_allocated": "B"}
 
-    def __init__(self, pool: str, host: HostFiles | None = None, run: Runner = _zpool):
+    def __init__(self, pool: str, host: HostFiles | None = None, run: Runner = zpool_output):
         self.pool = pool
         self.host = host or HostFiles()
         self.run = run

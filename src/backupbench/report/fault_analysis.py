@@ -45,7 +45,15 @@ class FaultReport:
     rows: list[OperationRow]
     member_bw: float | None
     model_rebuild: Expected | None
-    csv: str = ""
+    record: OperationRecord  # the `<layout>/rebuild` operation: its samples, phases and clock
+
+    @property
+    def rebuilds(self) -> bool:
+        return bool(self.record.detail.get("rebuilds", True))
+
+    @property
+    def csv(self) -> str:
+        return self.record.detail.get("rebuild_csv", "")
 
     @property
     def rebuild_error(self) -> float | None:
@@ -117,7 +125,7 @@ def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
             fault.get("speed_limit_max"))
     return FaultReport(name, rebuild.detail.get("target", ""), rebuild.detail.get("failed", []),
                        rebuild.detail.get("rebuild_load", ""), dict(rebuild.figures), rows, member_bw, model_rebuild,
-                       rebuild.detail.get("rebuild_csv", ""))
+                       rebuild)
 
 
 def fault_reports(run: RunRecord) -> list[FaultReport]:

@@ -39,16 +39,17 @@ def rows(report: FaultReport) -> list[list[str]]:
 
 
 def title(report: FaultReport) -> str:
-    return (f"{report.layout}: {', '.join(report.failed)} failed, rebuilt onto {report.target} "
-            f"(x = against healthy)")
+    after = f"rebuilt onto {report.target}" if report.rebuilds else "no replacement"
+    return f"{report.layout}: {', '.join(report.failed)} failed, {after} (x = against healthy)"
 
 
 def rebuild_line(report: FaultReport) -> str:
     figures = report.rebuild
     seconds = figures.get("rebuild_seconds")
+    if not report.rebuilds:
+        return f"{report.layout}: no replacement, measured degraded only"
     if seconds is None:
-        return f"{report.layout}: rebuild did not finish" if report.target != "no replacement" else \
-            f"{report.layout}: no replacement, measured degraded only"
+        return f"{report.layout}: the rebuild did not finish ({report.record.status})"
     parts = [f"{report.layout}: rebuild {units.format_duration(seconds)}"]
     if figures.get("rebuild_bytes"):
         parts[0] += f" ({units.format_size(int(figures['rebuild_bytes']))})"

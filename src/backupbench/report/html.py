@@ -124,8 +124,7 @@ def faults_html(run: RunRecord, folder: Path) -> str:
         warnings = report.model_warnings()
         if warnings:
             parts.append(page.callout(warnings, "Model and measurement disagree"))
-        rebuild = next(op for op in run.operations if op.detail.get("state") == "rebuild"
-                       and op.detail.get("layout") == report.layout)
+        rebuild = report.record
         csv_path = folder / report.csv if report.csv else None
         points = rebuild_points(csv_path) if csv_path is not None and csv_path.is_file() else ([], [])
         figure = fault_timeline(f"{report.layout}: workloads and rebuild over time",

@@ -77,7 +77,8 @@ def _one_layout(session: RunSession, layout, plan: Plan, journal: Journal, hooks
     provisioner = Provisioner(journal, layout.name, on_action=lambda action: hooks.announce(action.description))
     try:
         if layout.fault is not None:
-            session.add_operation(member_baseline(layout))
+            session.reporter.stage_started(f"{layout.name}/member", "one member read alone")
+            session.add_operation(member_baseline(layout), announced=True)
         provisioner.apply(layout.actions, lambda: hooks.recheck(layout.devices))
         _measure_layout(session, plan.recipe, layout, provisioner, hooks)
     finally:
@@ -110,11 +111,11 @@ def _measure_states(session: RunSession, recipe, layout, server: MinioServer | N
         _measure_workloads(session, recipe, layout, server)
         return
     fault = FaultRun(layout, session.folder / layout.name, provisioner, hooks.recheck, session.journal,
-                     session.run_id)
+                     session.run_id, session.reporter)
     try:
         fault.run(lambda state: _measure_workloads(session, recipe, layout, server, state))
     finally:
-        session.add_operation(fault.record())
+        session.add_operation(fault.record(), announced=fault.rebuild_announced)
         session.run.notes.extend(fault.notes + [f"{layout.name}: rebuild watch: {e}" for e in fault.watch.errors])
 
 

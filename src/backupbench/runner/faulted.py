@@ -12,21 +12,22 @@ are the one setting changed, and their restore is journalled like any undo.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Callable
 
 from backupbench import artefacts, process, stopping
+from backupbench.engines.fio_json import parse_text
 from backupbench.errors import BackupbenchError
 from backupbench.faults.figures import REBUILD_UNITS, RebuildSpan, rebuild_figures
 from backupbench.faults.plan import FaultPlan
 from backupbench.hostfiles import HostFiles
 from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.executor import Provisioner
-from backupbench.monitor.rebuild import MdReader, RebuildWatch, ZpoolReader
-from backupbench.results.model import COMPLETE, OperationRecord, now_iso
-from backupbench.units import format_size
+from backupbench.monitor.rebuild import MdReader, RebuildWatch, Sample, ZpoolReader
+from backupbench.results.model import COMPLETE, FAILED, INTERRUPTED, OperationRecord, now_iso
+from backupbench.runner.phases import Reporter
+from backupbench.units import format_rate, format_size
 
 STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
 # Bound on the passes of rebuild_load = "repeat": a rebuild that never ends must not run for ever.
@@ -61,7 +62,7 @@ def speed_limit_actions(fault: FaultPlan, host: HostFiles | None = None) -> tupl
 
 class FaultRun:
     def __init__(self, layout: LayoutPlan, folder: Path, provisioner: Provisioner,
-                 recheck: Callable[[tuple[str, ...]], None], journal, run_id: str):
+                 recheck: Callable[[tuple[str, ...]], None], journal, run_id: str, reporter: Reporter):
         assert layout.fault is not None
         self.layout = layout
         self.fault = layout.fault
@@ -69,8 +70,11 @@ class FaultRun:
         self.recheck = recheck
         self.journal = journal
         self.run_id = run_id
+        self.reporter = reporter
+        self.rebuild_stage = f"{layout.name}/rebuild"
+        self.rebuild_announced = False
         self.reader = MdReader(self.fault.array) if self.fault.kind == "md" else ZpoolReader(self.fault.array)
-        self.watch = RebuildWatch(self.reader, folder / "rebuild.csv")
+        self.watch = RebuildWatch(self.reader, folder / "rebuild.csv", on_sample=self._show_progress)
         self.span: RebuildSpan | None = None
         self.span_started = 0.0
         self.boundaries: list[list] = []  # [state, elapsed s] as the array's state changed
@@ -85,9 +89,12 @@ class FaultRun:
         if not size or self.layout.mount_point is None:
             return
         path = self.layout.mount_point / f"backupbench-{self.run_id}"
+        stage = f"{self.layout.name}/fill"
+        self.reporter.stage_started(stage, f"write {format_size(size)} before the failure")
         self.journal.will_create(artefacts.file(path, self.run_id, "fill data for the rebuild"))
         process.run(["fio", "--name=fill", f"--filename={path}", "--rw=write", "--bs=1M", f"--size={size}",
                      "--end_fsync=1", "--output-format=terse"], timeout=4 * 3600)
+        self.reporter.stage_finished(stage, None)
 
     def run(self, measure: MeasurePass) -> None:
         for action in speed_limit_actions(self.fault):
@@ -98,7 +105,7 @@ class FaultRun:
         try:
             began = time.monotonic()
             measure("healthy")
-            _wait(self.fault.spec.after - (time.monotonic() - began))
+            self._hold_healthy(self.fault.spec.after - (time.monotonic() - began))
             self._do(Action(f"fail {', '.join(self.fault.failed)} of {self.fault.array}", self.fault.fail))
             self._enter("degraded")
             measure("degraded")
@@ -108,6 +115,15 @@ class FaultRun:
                 measure("rebuilt")
         finally:
             self.watch.stop()
+
+    def _hold_healthy(self, seconds: float) -> None:
+        """`after` longer than the healthy pass: the array stays healthy, shown as a stage."""
+        if seconds <= 0:
+            return
+        stage = f"{self.layout.name}/healthy-wait"
+        self.reporter.stage_started(stage, f"healthy until {self.fault.spec.after:g} s (fault.after)")
+        _wait(seconds)
+        self.reporter.stage_finished(stage, None)
 
     def _enter(self, state: str) -> None:
         self.watch.phase = state
@@ -121,6 +137,8 @@ class FaultRun:
         if isinstance(self.reader, ZpoolReader):
             self.reader.since = time.time() - 1  # the pool's clock: scans older than this are not ours
         self.span_started = self.watch.elapsed()
+        self.reporter.stage_started(self.rebuild_stage, f"rebuild onto {self.fault.target}")
+        self.rebuild_announced = True
         self._do(Action(f"rebuild {self.fault.array} onto {self.fault.target}", self.fault.rebuild,
                         destructive=bool(self.fault.replacements)))
         self._enter("rebuilding")
@@ -144,6 +162,17 @@ class FaultRun:
                               "speed is not measured (slow it with speed_limit_max, or rebuild_load = 'repeat')")
         self.span = RebuildSpan(self.span_started, load_ended, ended)
 
+    def _show_progress(self, sample: Sample) -> None:
+        """The rebuild's bar, from the watch's thread (rich's Progress takes updates from any)."""
+        if not self.rebuild_announced or sample.phase not in ("rebuilding", "rebuilt"):
+            return
+        state = sample.state
+        if state.finished:
+            self.reporter.stage_progress(self.rebuild_stage, 1.0, "rebuilt")
+        elif state.percent is not None:
+            speed = f" at {format_rate(state.speed)}" if state.speed else ""
+            self.reporter.stage_progress(self.rebuild_stage, state.percent / 100, f"{state.percent:.1f}%{speed}")
+
     def _first_finished(self) -> float | None:
         """When the rebuild was first seen finished (it may have ended while the workloads ran)."""
         return next((s.elapsed for s in self.watch.samples if s.elapsed >= self.span_started and s.state.finished),
@@ -155,8 +184,10 @@ class FaultRun:
 
     def record(self) -> OperationRecord:
         """The rebuild as an operation of its own: `<layout>/rebuild`."""
-        record = OperationRecord(name=f"{self.layout.name}/rebuild", pattern=f"rebuild onto {self.fault.target}")
+        pattern = f"rebuild onto {self.fault.target}" if self.fault.rebuilds else "degraded only (no replacement)"
+        record = OperationRecord(name=f"{self.layout.name}/rebuild", pattern=pattern)
         record.detail.update({"layout": self.layout.name, "state": "rebuild", "failed": list(self.fault.failed),
+                              "rebuilds": self.fault.rebuilds,
                               "target": self.fault.target, "rebuild_load": self.fault.spec.rebuild_load,
                               "rebuild_csv": f"{self.layout.name}/rebuild.csv", "array": self.fault.array,
                               "fill": format_size(self.fault.spec.fill) if self.fault.spec.fill else "",
@@ -165,7 +196,11 @@ class FaultRun:
         if self.span is not None:
             record.figures.update(rebuild_figures(self.watch.samples, self.span))
             record.units.update({k: v for k, v in REBUILD_UNITS.items() if k in record.figures})
-        record.status, record.finished_at = COMPLETE if record.figures else "incomplete", now_iso()
+        if record.figures or not self.fault.rebuilds:
+            record.status = COMPLETE
+        else:  # stopped before the rebuild ended, or it outlasted rebuild_timeout
+            record.status = INTERRUPTED if stopping.requested() is not None else FAILED
+        record.finished_at = now_iso()
         return record
 
 
@@ -187,9 +222,7 @@ def member_baseline(layout: LayoutPlan, host: HostFiles | None = None) -> Operat
     if sectors and sectors.isdigit():
         record.figures["member_bytes"] = float(int(sectors) * 512)
         record.units["member_bytes"] = "B"
-    result = process.run(argv, timeout=120 + MEMBER_READ_SECONDS)
-    text = result.stdout[result.stdout.find("{"):]
-    job = json.loads(text)["jobs"][0]
-    record.figures["read_bw"] = float(job["read"]["bw_bytes"])
+    summary = parse_text(process.run(argv, timeout=120 + MEMBER_READ_SECONDS).stdout)
+    record.figures["read_bw"] = summary.read.bw_bytes
     record.status, record.finished_at = COMPLETE, now_iso()
     return record

@@ -178,11 +178,13 @@ class RunSession:
             with stopping.held():
                 workload.cleanup(target, self.run_id, self._recorder)
 
-    def add_operation(self, record: OperationRecord) -> None:
-        """Store a record measured beside the workloads (a fault's rebuild)."""
+    def add_operation(self, record: OperationRecord, announced: bool = False) -> None:
+        """Store a record measured beside the workloads (a fault's rebuild, a member's baseline);
+        announced: its stage was shown as started while it ran."""
         self.store.save_operation(self.run_id, len(self.run.operations), record)
         self.run.operations.append(record)
-        self.reporter.stage_started(record.name, record.pattern)
+        if not announced:
+            self.reporter.stage_started(record.name, record.pattern)
         self.reporter.stage_finished(record.name, record)
 
     def annotate(self, operations: list[OperationRecord], figures: dict[str, float]) -> None:
