@@ -157,7 +157,7 @@ class FaultRun:
         if ended is None:
             self.notes.append(f"{self.layout.name}: the rebuild did not finish within "
                               f"{self.fault.spec.rebuild_timeout:g} s (fault.rebuild_timeout)")
-        elif load_ended is not None and ended <= load_ended + 1.5:
+        elif load == "once" and ended <= load_ended + 1.5:
             self.notes.append(f"{self.layout.name}: the rebuild ended while the workloads still ran: its idle "
                               "speed is not measured (slow it with speed_limit_max, or rebuild_load = 'repeat')")
         self.span = RebuildSpan(self.span_started, load_ended, ended)
