@@ -12,6 +12,7 @@ import pytest
 from backupbench.errors import RecipeError
 from backupbench.faults.figures import RebuildSpan, rebuild_figures
 from backupbench.monitor.rebuild import RebuildState, Sample, md_state, zpool_state
+from backupbench.monitor.rebuild_btrfs import btrfs_state, members, replace_status
 from backupbench.plan import build, plan_layouts
 from backupbench.layouts import capabilities
 from backupbench.recipe.model import parse
@@ -37,6 +38,8 @@ def _refusal(layout: dict) -> str:
 RAID6 = {"kind": "mdraid", "level": 6, "devices": DISKS[:5]}
 RAIDZ2 = {"kind": "zfs", "vdev": "raidz2", "devices": DISKS[:5]}
 DRAID2 = {"kind": "zfs", "vdev": "draid2", "draid_data": 3, "draid_spares": 1, "devices": DISKS[:6]}
+BTRFS = {"kind": "btrfs", "data": "raid1", "metadata": "raid1", "devices": DISKS[:3]}
+BTRFS_FIXTURES = Path(__file__).parents[1] / "fixtures" / "btrfs"
 
 
 def test_md_fault_fails_removes_and_adds_the_spare_and_teardown_zeroes_it():
@@ -65,6 +68,43 @@ def test_zfs_fault_onto_a_disk_and_onto_the_distributed_spare():
     assert draid.fault.replacements == () and "distributed" in draid.fault.target
 
 
+def test_btrfs_fault_remounts_degraded_and_replaces_by_devid():
+    layout = plan_layouts(_recipe({**BTRFS, "filesystem": {"type": "btrfs", "mount_options": ["noatime"]},
+                                   "fault": {"fail": "/dev/vda", "replace": "/dev/vdd"}}), RUN_ID)[0]
+    fault, point = layout.fault, str(layout.mount_point)
+    assert fault.kind == "btrfs" and fault.array == point and fault.member_ids == (1,)
+    assert fault.fail == (("umount", point), ("wipefs", "-a", "/dev/vda"),
+                          ("mount", "-o", "degraded,noatime", "/dev/vdb", point))
+    assert fault.rebuild == (("btrfs", "replace", "start", "1", "/dev/vdd", point),)
+    mkfs = layout.actions[0]
+    # The failed member's label is wiped by the fault: the undo's guard asks a survivor, and
+    # the replacement is wiped too.
+    assert mkfs.guard.argv[-1] == "/dev/vdb" and ("wipefs", "-a", "/dev/vdd") in mkfs.undo
+    assert "/dev/vdd" in layout.devices
+    counted = plan_layouts(_recipe({**BTRFS, "fault": {"fail": 1}}), RUN_ID)[0].fault
+    assert counted.failed == ("/dev/vdc",) and counted.member_ids == (3,) and not counted.rebuilds
+
+
+def _fixture(name: str) -> str:
+    return (BTRFS_FIXTURES / name).read_text()
+
+
+def test_btrfs_state_from_real_show_and_replace_status_output():
+    healthy = btrfs_state(_fixture("show-healthy.txt"), _fixture("replace-never.txt"), {})
+    assert not healthy.rebuilding and not healthy.degraded and not healthy.finished
+    degraded = btrfs_state(_fixture("show-degraded.txt"), _fixture("replace-never.txt"), {3: 2706112512})
+    assert degraded.degraded and not degraded.rebuilding and degraded.percent is None
+    running = btrfs_state(_fixture("show-replacing.txt"), _fixture("replace-running.txt"), {3: 2706112512})
+    assert running.rebuilding and running.degraded and running.percent == 53.8
+    assert running.done_bytes == int(2706112512 * 0.538) and not running.finished
+    done = btrfs_state(_fixture("show-replaced.txt"), _fixture("replace-finished.txt"), {3: 2706112512})
+    assert done.finished and not done.degraded and done.percent == 100.0
+    assert members(_fixture("show-degraded.txt"))[3].missing
+    assert not members(_fixture("show-replaced.txt"))[3].missing
+    with pytest.raises(ValueError, match="does not know"):
+        replace_status("something new")
+
+
 @pytest.mark.parametrize("layout, words", [
     ({"kind": "mdraid", "level": 0, "devices": DISKS[:2], "fault": {"fail": 1}}, "has none (RAID 0)"),
     ({"kind": "lvm-striped", "devices": DISKS[:2], "fault": {"fail": 1}}, "has none"),
@@ -77,7 +117,11 @@ def test_zfs_fault_onto_a_disk_and_onto_the_distributed_spare():
     ({**RAID6, "fault": {"fail": 1, "replace": "spare"}}, "dRAID distributed spare"),
     ({**RAIDZ2, "fault": {"fail": 1, "replace": "spare"}}, "needs a dRAID vdev with distributed spares"),
     ({**DRAID2, "fault": {"fail": 2, "replace": "spare"}}, "the dRAID has 1"),
-    ({"kind": "btrfs", "data": "raid1", "devices": DISKS[:2], "fault": {"fail": 1}}, "not supported yet"),
+    ({"kind": "btrfs", "data": "single", "devices": DISKS[:2], "fault": {"fail": 1}}, "has none (data single"),
+    ({**BTRFS, "fault": {"fail": 2, "replace": ["/dev/vdd", "/dev/vde"], "allow_data_loss": True}},
+     "one device at a time"),
+    ({**BTRFS, "minio": True, "fault": {"fail": 1}}, "drop minio = true"),
+    ({**BTRFS, "fault": {"fail": 1, "replace": "spare"}}, "dRAID distributed spare"),
     ({"kind": "minio-ec", "devices": DISKS[:4], "fault": {"fail": 1}}, "not supported yet"),
     ({"kind": "minio-ec", "devices": DISKS[:4], "parity": 0, "fault": {"fail": 1}}, "has none"),
     ({"kind": "minio-single", "devices": DISKS[:1], "fault": {"fail": 1}}, "has none"),
@@ -163,6 +207,10 @@ def test_read_model_counts_the_disks_a_read_touches():
     assert speed_model.expected_read(RAIDZ2, member, 512 * 1024).value == 3 * member
     assert speed_model.expected_read(DRAID2, member, 512 * 1024).value == 3 * member
     assert speed_model.off(speed_model.error(80, 50)) and not speed_model.off(speed_model.error(60, 50))
+    assert speed_model.expected_read(BTRFS, member, 512 * 1024).value == member  # raid1: one copy per stream
+    raid10 = {**BTRFS, "data": "raid10", "devices": DISKS[:4]}
+    assert speed_model.expected_read(raid10, member, 512 * 1024).value == 2 * member
+    assert speed_model.expected_read({**raid10, "data": "raid6"}, member, 64 * 1024).value == member
 
 
 def test_rebuild_model_is_size_rebuild_at_the_member_or_md_limit():
@@ -172,6 +220,9 @@ def test_rebuild_model_is_size_rebuild_at_the_member_or_md_limit():
     draid = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, 50.0, True, None)
     classic = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, 50.0, False, None)
     assert draid.value < classic.value and "distributed" in draid.why
+    # btrfs copies what the member held (25% of it here) at the member's speed.
+    btrfs = speed_model.expected_rebuild_seconds(BTRFS, gib, 50 * 2**20, 25.0, False, None)
+    assert btrfs.value == pytest.approx(gib / 4 / (50 * 2**20), rel=0.01)
 
 
 def test_cleanup_restores_md_speed_limits_and_nothing_else():

@@ -6,7 +6,10 @@ md: `mdadm --fail` then `--remove` (the array runs degraded), `--add` of the rep
 (recovery onto it). ZFS: `zpool offline -f` (faulted, as a dead disk is), then `zpool replace`
 onto the replacement disk (a healing resilver), or `zpool replace -s` onto a dRAID distributed
 spare (a sequential rebuild spread over every child; the scrub ZFS starts after it is not
-counted)."""
+counted). btrfs has no command that fails a member of a mounted filesystem: the filesystem is
+unmounted, the member's superblock wiped (as a dead disk is, unreadable) and the rest mounted
+`-o degraded`; `btrfs replace start <devid>` then copies the missing member's chunks onto the
+replacement (one replace at a time: btrfs allows no more)."""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ MD_SYSCTL = "dev.raid.speed_limit_{}"
 @dataclass(frozen=True)
 class FaultPlan:
     spec: FaultSpec
-    kind: str                      # "md" or "zfs": which reader follows the rebuild
+    kind: str                      # "md", "zfs" or "btrfs": which reader follows the rebuild
     array: str                     # the md device or the pool
     failed: tuple[str, ...]
     replacements: tuple[str, ...]  # disks written by the rebuild (none for a distributed spare)
@@ -30,6 +33,7 @@ class FaultPlan:
     sysctls: tuple[tuple[str, int], ...] = ()  # (name, KiB/s) set for the run, restored after
     target: str = ""               # what the rebuild goes onto, for captions
     survives: int = 0              # members the layout may lose without losing data
+    member_ids: tuple[int, ...] = ()  # btrfs: the failed members' devids (their order at mkfs)
 
     @property
     def rebuilds(self) -> bool:
@@ -79,3 +83,19 @@ def distributed_spare_problem(spec: FaultSpec, draid_parity: int | None, draid_s
     if count > draid_spares:
         return f"fault: {count} failed member(s) need as many distributed spares, the dRAID has {draid_spares}"
     return None
+
+
+def btrfs_fault(spec: FaultSpec, mount_point: str, devices: tuple[str, ...], mount_options: tuple[str, ...],
+                survives: int) -> FaultPlan:
+    failed = spec.failed(devices)
+    survivor = next(d for d in devices if d not in failed)
+    # mkfs.btrfs numbers the devices 1, 2, ... in the order it is given them.
+    devids = tuple(devices.index(device) + 1 for device in failed)
+    options = ",".join(("degraded", *mount_options))
+    fail = (("umount", mount_point), *(("wipefs", "-a", device) for device in failed),
+            ("mount", "-o", options, survivor, mount_point))
+    replacements = spec.replacements()
+    rebuild = tuple(("btrfs", "replace", "start", str(devid), new, mount_point)
+                    for devid, new in zip(devids, replacements))
+    return FaultPlan(spec, "btrfs", mount_point, failed, replacements, fail, rebuild,
+                     target=", ".join(replacements) or "no replacement", survives=survives, member_ids=devids)

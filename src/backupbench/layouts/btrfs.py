@@ -1,14 +1,16 @@
-"""btrfs over one or more devices with data and metadata profiles."""
+"""btrfs over one or more devices with data and metadata profiles; a `fault` fails a member
+(the filesystem remounted degraded) and `btrfs replace` rebuilds it onto a replacement."""
 
 from __future__ import annotations
 
+from typing import ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from backupbench.faults.plan import btrfs_fault
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
-from typing import Literal
-
-from pydantic import Field
-
 from backupbench.layouts.specs import FilesystemSpec, LayoutBase
 
 BTRFS_PROFILES = Literal["single", "dup", "raid0", "raid1", "raid1c3", "raid1c4", "raid10", "raid5", "raid6"]
@@ -21,17 +23,43 @@ class Btrfs(LayoutBase):
     filesystem: FilesystemSpec | None = Field(default_factory=lambda: FilesystemSpec(type="btrfs"),
                                               description="Mount options, owner and mode of the btrfs.")
 
+    FAULTS_SUPPORTED: ClassVar[bool] = True
+
     def redundancy(self) -> int:
         copies = {"raid1": 1, "raid10": 1, "raid1c3": 2, "raid1c4": 3, "raid5": 1, "raid6": 2}
         return min(copies.get(self.data, 0), copies.get(self.metadata, 0))
 
+    def _no_redundancy_why(self) -> str:
+        return f" (data {self.data}, metadata {self.metadata})"
+
+    @model_validator(mode="after")
+    def _fault_btrfs_can_run(self) -> "Btrfs":
+        if self.fault is None:
+            return self
+        if len(self.fault.replacements()) > 1:
+            raise ValueError("fault: btrfs replaces one device at a time; fail one member, or give no "
+                             "replacement (measured degraded only)")
+        if self.minio:
+            raise ValueError("fault: a btrfs fault unmounts the filesystem to fail a member, which the MinIO "
+                             "server on it would hold busy; drop minio = true or the fault")
+        return self
+
 
 def plan(spec: Btrfs, names: Names) -> LayoutPlan:
     fs = (spec.filesystem or FilesystemSpec(type="btrfs")).model_copy(update={"type": "btrfs"})
-    mkfs = filesystem.mkfs_action(fs, spec.devices, names, wipe_on_undo=True, btrfs_profiles=(spec.data, spec.metadata))
+    failed = spec.fault.failed(spec.devices) if spec.fault is not None else ()
+    # A failed member's superblock is wiped by the fault: the label is checked on a survivor.
+    survivor = next(d for d in spec.devices if d not in failed)
+    mkfs = filesystem.mkfs_action(fs, spec.devices, names, wipe_on_undo=True, btrfs_profiles=(spec.data, spec.metadata),
+                                  wiped_on_undo=spec.all_devices(), guard_device=survivor)
     # Without udev nobody tells the kernel which devices form the filesystem: scan them.
     scan = Action("register the btrfs devices with the kernel", (("btrfs", "device", "scan", *spec.devices),),
-                  (("btrfs", "device", "scan", "--forget", *spec.devices),))
+                  (("btrfs", "device", "scan", "--forget", *spec.all_devices()),))
     actions = (mkfs, scan, *filesystem.mount_actions(fs, spec.devices[0], names))
     requirements = (*filesystem.requirements(fs), Requirement("btrfs tools", "tool:btrfs"))
-    return LayoutPlan(spec.name, spec.kind, spec.devices, actions, requirements, names.mount_point)
+    fault = (btrfs_fault(spec.fault, str(names.mount_point), spec.devices, tuple(fs.mount_options), spec.redundancy())
+             if spec.fault is not None else None)
+    notes = ("a fault remounts the btrfs -o degraded: chunks written while degraded may be single copies "
+             "until a balance",) if fault else ()
+    return LayoutPlan(spec.name, spec.kind, spec.all_devices(), actions, requirements, names.mount_point,
+                      notes=notes, fault=fault)

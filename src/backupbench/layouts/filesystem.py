@@ -39,11 +39,15 @@ def requirements(spec: FilesystemSpec) -> tuple[Requirement, ...]:
 
 
 def mkfs_action(spec: FilesystemSpec, devices: tuple[str, ...], names: Names, *, wipe_on_undo: bool,
-                btrfs_profiles: tuple[str, str] | None = None) -> Action:
-    """mkfs on `devices`. On a raw device we also own the signature and wipe it on undo;
-    on an LV or md device removing that device is the undo."""
-    undo = tuple(("wipefs", "-a", d) for d in devices) if wipe_on_undo else ()
-    guard = Guard(("blkid", "-p", "-o", "value", "-s", "LABEL", devices[0]), names.label) if wipe_on_undo else None
+                btrfs_profiles: tuple[str, str] | None = None, wiped_on_undo: tuple[str, ...] = (),
+                guard_device: str | None = None) -> Action:
+    """mkfs on `devices`. On a raw device we also own the signature and wipe it on undo
+    (with `wiped_on_undo`: those devices, e.g. also a fault's replacement; the label is
+    checked on `guard_device`, one a fault leaves alone); on an LV or md device removing that
+    device is the undo."""
+    undo = tuple(("wipefs", "-a", d) for d in wiped_on_undo or devices) if wipe_on_undo else ()
+    guard = (Guard(("blkid", "-p", "-o", "value", "-s", "LABEL", guard_device or devices[0]), names.label)
+             if wipe_on_undo else None)
     return Action(f"make {spec.type} on {', '.join(devices)}", (mkfs_argv(spec, devices, names.label, btrfs_profiles),),
                   undo, guard, destructive=wipe_on_undo)
 

@@ -122,7 +122,7 @@ class LayoutBase(Strict):
                                            "(field note D: MinIO on top of RAID); s3 workloads run against it.")
     fault: FaultSpec | None = Field(None, description="Fail member(s) during the workloads and measure the "
                                                       "array healthy, degraded, rebuilding and rebuilt "
-                                                      "(mdraid and zfs layouts).")
+                                                      "(mdraid, zfs and btrfs layouts).")
 
     def all_devices(self) -> tuple[str, ...]:
         """Every device the layout writes to (ZFS adds its special and log vdevs; a fault its
@@ -145,7 +145,7 @@ class LayoutBase(Strict):
             return self
         redundancy = self.redundancy()
         if redundancy and not self.FAULTS_SUPPORTED:
-            raise ValueError(f"fault: backupbench fails and rebuilds members of mdraid and zfs layouts; "
+            raise ValueError(f"fault: backupbench fails and rebuilds members of mdraid, zfs and btrfs layouts; "
                              f"{self.kind} is not supported yet")
         if self.fault.replace == DISTRIBUTED_SPARE and self.kind != "zfs":
             raise ValueError("fault: replace = 'spare' is a dRAID distributed spare; give a replacement disk "

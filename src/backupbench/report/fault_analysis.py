@@ -104,6 +104,17 @@ def _rows(ops: list[OperationRecord]) -> list[OperationRow]:
     return list(rows.values())
 
 
+def _used_percent(ops: list[OperationRecord], rebuild: OperationRecord, member_bytes: float) -> float:
+    """How full the failed member was: what ZFS and btrfs rebuild (md rebuilds it all). ZFS: the
+    pool's fill; btrfs: the bytes its allocation table says the replace copies."""
+    healthy = next((op for op in ops if op.detail.get("state") == "healthy" and "zfs.pool_used" in op.figures), None)
+    if healthy is not None:
+        return healthy.figures["zfs.pool_used"]
+    if rebuild.detail.get("kind") == "btrfs" and rebuild.figures.get("rebuild_bytes") and member_bytes:
+        return 100.0 * rebuild.figures["rebuild_bytes"] / member_bytes
+    return 100.0
+
+
 def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
     name = rebuild.detail["layout"]
     ops = [op for op in run.operations if (op.detail.get("layout") or "").split("/", 1)[0] == name]
@@ -116,9 +127,7 @@ def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
         for row in rows:
             if row.operation in READ_OPERATIONS and row.figure == "effective_bw":
                 row.model = speed_model.expected_read(layout, member_bw, _block_size(run))
-        healthy = next((op for op in ops if op.detail.get("state") == "healthy" and "zfs.pool_used" in op.figures),
-                       None)
-        used = healthy.figures["zfs.pool_used"] if healthy is not None else 100.0
+        used = _used_percent(ops, rebuild, member.figures["member_bytes"])
         fault = layout.get("fault") or {}
         model_rebuild = speed_model.expected_rebuild_seconds(
             layout, int(member.figures["member_bytes"]), member_bw, used, "distributed" in rebuild.detail["target"],

@@ -24,7 +24,8 @@ from backupbench.faults.plan import FaultPlan
 from backupbench.hostfiles import HostFiles
 from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.executor import Provisioner
-from backupbench.monitor.rebuild import MdReader, RebuildWatch, Sample, ZpoolReader
+from backupbench.monitor.rebuild import MdReader, RebuildWatch, Sample, StateReader, ZpoolReader
+from backupbench.monitor.rebuild_btrfs import BtrfsReader
 from backupbench.results.model import COMPLETE, FAILED, INTERRUPTED, OperationRecord, now_iso
 from backupbench.runner.phases import Reporter
 from backupbench.units import format_rate, format_size
@@ -60,6 +61,15 @@ def speed_limit_actions(fault: FaultPlan, host: HostFiles | None = None) -> tupl
     return tuple(actions)
 
 
+def state_reader(fault: FaultPlan) -> StateReader:
+    """What follows the array's own state: md's sysfs, `zpool status`, btrfs replace status."""
+    if fault.kind == "md":
+        return MdReader(fault.array)
+    if fault.kind == "btrfs":
+        return BtrfsReader(fault.array, fault.member_ids)
+    return ZpoolReader(fault.array)
+
+
 class FaultRun:
     def __init__(self, layout: LayoutPlan, folder: Path, provisioner: Provisioner,
                  recheck: Callable[[tuple[str, ...]], None], journal, run_id: str, reporter: Reporter):
@@ -73,7 +83,7 @@ class FaultRun:
         self.reporter = reporter
         self.rebuild_stage = f"{layout.name}/rebuild"
         self.rebuild_announced = False
-        self.reader = MdReader(self.fault.array) if self.fault.kind == "md" else ZpoolReader(self.fault.array)
+        self.reader = state_reader(self.fault)
         self.watch = RebuildWatch(self.reader, folder / "rebuild.csv", on_sample=self._show_progress)
         self.span: RebuildSpan | None = None
         self.span_started = 0.0
@@ -186,7 +196,8 @@ class FaultRun:
         """The rebuild as an operation of its own: `<layout>/rebuild`."""
         pattern = f"rebuild onto {self.fault.target}" if self.fault.rebuilds else "degraded only (no replacement)"
         record = OperationRecord(name=f"{self.layout.name}/rebuild", pattern=pattern)
-        record.detail.update({"layout": self.layout.name, "state": "rebuild", "failed": list(self.fault.failed),
+        record.detail.update({"layout": self.layout.name, "state": "rebuild", "kind": self.fault.kind,
+                              "failed": list(self.fault.failed),
                               "rebuilds": self.fault.rebuilds,
                               "target": self.fault.target, "rebuild_load": self.fault.spec.rebuild_load,
                               "rebuild_csv": f"{self.layout.name}/rebuild.csv", "array": self.fault.array,

@@ -6,6 +6,8 @@ sequential speed, and nothing else (CPU, seeks, caches) limits. A read touches:
   md RAID 0/5/6/10: as many members as it spans chunks (parity chunks are skipped, not read),
       at most all of them; RAID 1: one member per stream;
   ZFS raidz: the record's data columns (disks - parity); dRAID: its d data disks;
+  btrfs raid1/raid1c3/raid1c4: one copy per stream (the mirror is picked per process);
+      raid10: half the devices' 64 KiB stripes it spans; raid5/6: the data stripes it spans;
   and once it spans them all, the whole layout.
 Writes have no model here: only a read-only baseline is taken from a member before the layout
 is built (a member's data is never written outside the layout).
@@ -24,6 +26,8 @@ from backupbench.sizing.capacity import LayoutSpec
 from backupbench.sizing.rebuild import rebuild_time
 
 MD_DEFAULT_CHUNK = 512 * 1024
+# btrfs stripes raid0/10/5/6 chunks in 64 KiB pieces (BTRFS_STRIPE_LEN).
+BTRFS_STRIPE = 64 * 1024
 # Beyond this the model is said to be off (the issue's threshold).
 MODEL_TOLERANCE = 0.25
 
@@ -46,7 +50,19 @@ def sizing_spec(layout: dict[str, Any], disk_bytes: int) -> LayoutSpec | None:
             return LayoutSpec(vdev, sizes, draid_data=layout.get("draid_data"),
                               draid_spares=layout.get("draid_spares") or 0)
         return LayoutSpec({"stripe": "raid0", "mirror": "raid1"}.get(vdev, vdev), sizes)
+    if layout.get("kind") == "btrfs":
+        return LayoutSpec(f"btrfs-{layout.get('data', 'single')}", sizes)
     return None
+
+
+def _btrfs_read(layout: dict[str, Any], count: int, block: int) -> tuple[int, str]:
+    profile = layout.get("data", "single")
+    spans = math.ceil(block / BTRFS_STRIPE)
+    if profile.startswith("raid1") and profile != "raid10":
+        return 1, f"btrfs {profile}: one copy per stream"
+    data_disks = {"raid10": count // 2, "raid5": count - 1, "raid6": count - 2}.get(profile, count)
+    touched = max(1, min(data_disks, spans))
+    return touched, f"btrfs {profile}: a {block // 1024} KiB read spans {touched} of {data_disks} data stripes"
 
 
 def disks_a_read_touches(layout: dict[str, Any], block: int) -> tuple[int, str]:
@@ -58,6 +74,8 @@ def disks_a_read_touches(layout: dict[str, Any], block: int) -> tuple[int, str]:
         chunk = layout.get("chunk") or MD_DEFAULT_CHUNK
         touched = min(count, math.ceil(block / chunk))
         return touched, f"a {block // 1024} KiB read spans {touched} of {count} members ({chunk // 1024} KiB chunks)"
+    if layout.get("kind") == "btrfs":
+        return _btrfs_read(layout, count, block)
     vdev = layout.get("vdev", "raidz2")
     if vdev.startswith("draid"):
         data = layout.get("draid_data") or 8
