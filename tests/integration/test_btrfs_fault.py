@@ -68,6 +68,20 @@ def test_btrfs_raid1_member_failed_and_replaced_through_all_four_states(cli, tmp
     assert ",degraded,0,1," in csv_text  # the array said it was short of a member
     _nothing_left(mount_root, [d0, d1, d2, spare])
 
+    # size rebuild --from-run: the rate measured, per disk; 1 GiB members instead of the loops'.
+    sized = cli("size", "rebuild", "--from-run", run["run_id"], "--json")
+    assert sized.returncode == 0, sized.stderr
+    answer = json.loads(sized.stdout)
+    [measured] = answer["measured"]
+    assert measured["layout"] == "mirror" and measured["sizing_layout"] == "btrfs-raid1" and measured["disks"] == 3
+    first = answer["layouts"][0]
+    assert first["measured_on"] == "mirror" and first["classic"]["seconds"] > 0
+    larger = json.loads(cli("size", "rebuild", "--from-run", run["run_id"], "--disk-size", "1GiB", "--json").stdout)
+    scale = 2**30 / measured["disk_bytes"]
+    assert larger["layouts"][0]["classic"]["seconds"] == pytest.approx(first["classic"]["seconds"] * scale, rel=0.01)
+    shown = cli("size", "rebuild", "--from-run", run["run_id"])
+    assert shown.returncode == 0 and "Rebuild at the rate mirror rebuilt" in shown.stdout, shown.stderr
+
 
 def _degraded_under(mount_root) -> bool:
     mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET,OPTIONS"], capture_output=True, text=True).stdout

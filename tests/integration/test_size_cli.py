@@ -100,6 +100,10 @@ def test_window_from_a_stored_run(tmp_path):
      "no redundancy"),
     (("snapshot", "--origin", "10GB", "--change", "20GB"), InputError, "at most the origin"),
     (("window", "--backup-size", "10TiB"), InputError, "needs --speed, --window or --from-run"),
+    (("rebuild", "--disks", "4", "--disk-size", "6TB", "--layout", "raid6"), RecipeError,
+     "needs --rebuild-rate or --from-run"),
+    (("rebuild", "--from-run", "latest", "--rebuild-rate", "1MB/s"), RecipeError, "choose one"),
+    (("rebuild", "--rebuild-rate", "1MB/s", "--layout", "raid6"), RecipeError, "needs --layout and --disk-size"),
 ])
 def test_bad_input_is_one_typed_error(args, error, message):
     result = invoke(*args)
@@ -112,6 +116,14 @@ def test_window_from_a_run_without_backup_operations(tmp_path):
     result = invoke("window", "--backup-size", "1TiB", "--from-run", "latest", "--results", str(tmp_path))
     assert isinstance(result.exception, InputError)
     assert "no measured backup-operation speeds" in result.exception.message
+
+
+def test_rebuild_from_a_run_without_a_fault(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.create_run(RunRecord(run_id="20261122T000000-abcd", kind="kb2014", target="/srv", settings={}))
+    result = invoke("rebuild", "--from-run", "latest", "--results", str(tmp_path))
+    assert isinstance(result.exception, InputError)
+    assert "no finished rebuild" in result.exception.message
 
 
 def test_as_a_real_process(cli):

@@ -279,3 +279,25 @@ def test_fault_run_in_the_html_report(tmp_path):
     page = html.render(_fault_run(), results_dir=tmp_path)
     assert "Degraded and rebuilding" in page and "50.0 (0.25x)" in page
     assert "Model and measurement disagree" in page
+
+
+def test_measured_rebuild_rate_is_per_disk_as_the_model_counts_it():
+    from backupbench.sizing.measured_rebuild import measured_rebuilds
+    from backupbench.sizing.rebuild import rebuild_time
+
+    run = _fault_run()
+    rebuild = run.operations[-1]
+    rebuild.figures.update({"rebuild_percent_loaded": 25.0, "rebuild_loaded_seconds": 40.0,
+                            "rebuild_idle_seconds": 60.0})
+    [measured] = measured_rebuilds(run)
+    assert measured.spec.layout == "raid6" and measured.spec.disk_sizes == (2**30,) * 5
+    # md rebuilds the whole 1 GiB member: a quarter of it in 40 s under load, the rest in 60 s idle.
+    assert measured.rates["whole"] == pytest.approx(2**30 / 100)
+    assert measured.rates["loaded"] == pytest.approx(2**30 / 4 / 40)
+    assert measured.rates["idle"] == pytest.approx(2**30 * 3 / 4 / 60)
+    # Fed back into the model the whole rate gives the time measured; 10x larger disks, 10x the time.
+    assert rebuild_time(measured.spec, int(measured.rates["whole"])).classic.seconds == pytest.approx(100, rel=1e-6)
+    bigger = rebuild_time(measured.spec.__class__("raid6", (10 * 2**30,) * 5), int(measured.rates["whole"]))
+    assert bigger.classic.seconds == pytest.approx(1000, rel=1e-6)
+    rebuild.status = "interrupted"
+    assert measured_rebuilds(run) == []

@@ -6,6 +6,7 @@ distributed spares), snapshot (classic snapshot size rule and its write cost), w
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Callable
 
@@ -14,9 +15,10 @@ import click
 from backupbench.cli import options as cli_options
 from backupbench.cli.common import open_store, print_json, results_option, stdout
 from backupbench.errors import InputError
-from backupbench.report.sizing import (capacity_table, measured_table, notes, rebuild_table, snapshot_lines,
-                                      snapshot_table, window_table)
-from backupbench.sizing.capacity import usable_capacity
+from backupbench.report.sizing import (capacity_table, measured_table, notes, rate_text, rebuild_table,
+                                      snapshot_lines, snapshot_table, window_table)
+from backupbench.sizing.capacity import LayoutSpec, usable_capacity
+from backupbench.sizing.measured_rebuild import MeasuredRebuild, measured_rebuilds
 from backupbench.sizing.options import CapacityOptions, RebuildOptions, SnapshotOptions, WindowOptions
 from backupbench.sizing.rebuild import rebuild_time
 from backupbench.sizing.snapshot import snapshot_sizing
@@ -59,22 +61,68 @@ def capacity_command(as_json: bool, **values: object) -> None:
 @size_command.command("rebuild")
 @cli_options.click_options(RebuildOptions)
 @json_option
-def rebuild_command(as_json: bool, **values: object) -> None:
+@results_option
+def rebuild_command(as_json: bool, results: Path | None, **values: object) -> None:
     """Rebuild time: onto one replacement disk vs into dRAID's distributed spares.
 
     A layout other than dRAID is compared with dRAID of the same parity over the same disks
-    (--draid-data, --draid-spares shape it; default 1 spare).
+    (--draid-data, --draid-spares shape it; default 1 spare). --from-run takes the per-disk
+    rate from a fault run's measured rebuild, idle and under load (for the layouts measured,
+    or for --layout/--disk-size: e.g. the same layout on larger disks).
 
     Example: backupbench size rebuild --disks 16 --disk-size 6TB --rebuild-rate 100MB/s --layout raid6
     """
     options = cli_options.build(RebuildOptions, values)
-    used = 100.0 if options.used is None else options.used
-    results = [rebuild_time(spec, options.rebuild_rate, used) for spec in options.specs()]
-    if as_json:
-        print_json({"layouts": [result.as_dict() for result in results]})
+    if options.from_run is not None:
+        _rebuild_from_run(options, results, as_json)
         return
-    stdout.print(rebuild_table(results))
-    _notes([(result.layout, note) for result in results for note in result.notes])
+    assert options.rebuild_rate is not None
+    used = 100.0 if options.used is None else options.used
+    estimates = [rebuild_time(spec, options.rebuild_rate, used) for spec in options.specs()]
+    if as_json:
+        print_json({"layouts": [result.as_dict() for result in estimates]})
+        return
+    stdout.print(rebuild_table(estimates))
+    _notes([(result.layout, note) for result in estimates for note in result.notes])
+
+
+def _rebuild_from_run(options: RebuildOptions, results: Path | None, as_json: bool) -> None:
+    _, store = open_store(results)
+    run = store.load_run(options.from_run)
+    measured = measured_rebuilds(run)
+    if not measured:
+        raise InputError(f"run {run.run_id} has no finished rebuild of a layout size models",
+                         "use a run of a recipe with a fault on an mdraid, zfs or btrfs layout "
+                         "(see examples/degraded-rebuild.toml)")
+    answers = []
+    for rebuild in measured:
+        specs = options.specs() if options.layout else [_measured_spec(rebuild, options)]
+        used = options.used if options.used is not None else (100.0 if options.layout else rebuild.used_percent)
+        for kind, rate in rebuild.rates.items():
+            if kind == "whole" and len(rebuild.rates) > 1:
+                continue
+            estimates = [rebuild_time(spec, max(1, int(rate)), used) for spec in specs]
+            answers.append((rebuild, kind, estimates))
+    if as_json:
+        print_json({"run_id": run.run_id, "measured": [m.as_dict() for m in measured],
+                    "layouts": [{"measured_on": m.layout, "rate": kind, **e.as_dict()}
+                                for m, kind, estimates in answers for e in estimates]})
+        return
+    for rebuild, kind, estimates in answers:
+        how = {"idle": "idle", "loaded": "under the workloads", "whole": "as measured"}[kind]
+        stdout.print(rebuild_table(estimates, title=f"Rebuild at the rate {rebuild.layout} rebuilt at {how} in run "
+                                                    f"{run.run_id} ({rate_text(estimates[0].rate)} per disk, "
+                                                    f"measured {rebuild.seconds:.1f} s)"))
+        _notes([(e.layout, note) for e in estimates for note in e.notes])
+
+
+def _measured_spec(rebuild: MeasuredRebuild, options: RebuildOptions) -> LayoutSpec:
+    """The layout measured; with --disk-size / --disks, on those disks instead."""
+    if options.disk_size is None:
+        return rebuild.spec
+    count = options.disks or (len(options.disk_size) if len(options.disk_size) > 1 else rebuild.spec.disks)
+    sizes = options.disk_size if len(options.disk_size) > 1 else options.disk_size * count
+    return dataclasses.replace(rebuild.spec, disk_sizes=tuple(sizes))
 
 
 @size_command.command("snapshot")

@@ -11,6 +11,7 @@ from typing import Any
 from backupbench.analysis.compare import headline
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.sizing import speed_model
+from backupbench.sizing.measured_rebuild import layout_operations, member_record, recipe_layout, used_percent
 from backupbench.sizing.speed_model import Expected
 
 STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
@@ -80,11 +81,6 @@ class FaultReport:
         return lines
 
 
-def _recipe_layout(run: RunRecord, name: str) -> dict[str, Any]:
-    layouts = (run.settings.get("recipe") or {}).get("layout") or []
-    return next((entry for entry in layouts if entry.get("name") == name), {})
-
-
 def _block_size(run: RunRecord) -> int:
     workloads = (run.settings.get("recipe") or {}).get("workload") or []
     return next((w.get("block_size") for w in workloads if w.get("kind") == "kb2014" and w.get("block_size")),
@@ -104,22 +100,11 @@ def _rows(ops: list[OperationRecord]) -> list[OperationRow]:
     return list(rows.values())
 
 
-def _used_percent(ops: list[OperationRecord], rebuild: OperationRecord, member_bytes: float) -> float:
-    """How full the failed member was: what ZFS and btrfs rebuild (md rebuilds it all). ZFS: the
-    pool's fill; btrfs: the bytes its allocation table says the replace copies."""
-    healthy = next((op for op in ops if op.detail.get("state") == "healthy" and "zfs.pool_used" in op.figures), None)
-    if healthy is not None:
-        return healthy.figures["zfs.pool_used"]
-    if rebuild.detail.get("kind") == "btrfs" and rebuild.figures.get("rebuild_bytes") and member_bytes:
-        return 100.0 * rebuild.figures["rebuild_bytes"] / member_bytes
-    return 100.0
-
-
 def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
     name = rebuild.detail["layout"]
-    ops = [op for op in run.operations if (op.detail.get("layout") or "").split("/", 1)[0] == name]
-    member = next((op for op in ops if op.detail.get("state") == "member" and op.status == COMPLETE), None)
-    layout = _recipe_layout(run, name)
+    ops = layout_operations(run, name)
+    member = member_record(ops)
+    layout = recipe_layout(run, name)
     rows = _rows(ops)
     member_bw = member.figures.get("read_bw") if member else None
     model_rebuild = None
@@ -127,7 +112,7 @@ def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
         for row in rows:
             if row.operation in READ_OPERATIONS and row.figure == "effective_bw":
                 row.model = speed_model.expected_read(layout, member_bw, _block_size(run))
-        used = _used_percent(ops, rebuild, member.figures["member_bytes"])
+        used = used_percent(ops, rebuild, member.figures["member_bytes"])
         fault = layout.get("fault") or {}
         model_rebuild = speed_model.expected_rebuild_seconds(
             layout, int(member.figures["member_bytes"]), member_bw, used, "distributed" in rebuild.detail["target"],

@@ -67,10 +67,10 @@ def capacity_table(results: list[Capacity]) -> Table:
     return table
 
 
-def rebuild_table(results: list[RebuildEstimate]) -> Table:
+def rebuild_table(results: list[RebuildEstimate], title: str | None = None) -> Table:
     rate = results[0].rate
-    table = Table(title=f"Rebuild after one disk fails, each disk rebuilding at {rate_text(rate)} "
-                        f"({_trim(rate / 10**6)} MB/s)", title_justify="left")
+    table = Table(title=title or f"Rebuild after one disk fails, each disk rebuilding at {rate_text(rate)} "
+                                 f"({_trim(rate / 10**6)} MB/s)", title_justify="left")
     for heading in ("layout", "data to rebuild", "one replacement disk (h)", "distributed spare (h)",
                     "faster", "distributed as", "may fail meanwhile"):
         table.add_column(heading, justify="left" if heading in ("layout", "distributed as") else "right")

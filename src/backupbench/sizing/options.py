@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, field_validator, model_validator
 
 from backupbench import units
 from backupbench.errors import InputError
@@ -123,14 +123,40 @@ class RebuildOptions(LayoutOptions):
     # On a layout other than dRAID, --draid-data/--draid-spares shape the dRAID it is compared with.
     ALWAYS_APPLICABLE: ClassVar[frozenset[str]] = frozenset({"draid_data", "draid_spares"})
 
-    rebuild_rate: Rate = Field(
-        ..., description="Rebuild rate of one disk (e.g. 100MB/s decimal, 100MiB/s binary): what a disk "
+    layout: Names | None = Field(
+        None, min_length=1,
+        description="Layout, or several comma-separated to compare: " + ", ".join(cap.LAYOUTS)
+        + "; or a zpool dRAID spec such as draid2:3d:45c:2s [default with --from-run: the layouts measured].",
+        json_schema_extra={"metavar": "LAYOUT[,LAYOUT...]"},
+    )
+    disk_size: Sizes | None = Field(
+        None, min_length=1,
+        description="Size of each disk (6TB is decimal, 6TiB binary), or one size per disk, comma-separated "
+        "[default with --from-run: the disks measured].", json_schema_extra={"metavar": "SIZE[,SIZE...]"},
+    )
+    rebuild_rate: Rate | None = Field(
+        None, description="Rebuild rate of one disk (e.g. 100MB/s decimal, 100MiB/s binary): what a disk "
         "sustains while rebuilding.", json_schema_extra={"metavar": "RATE"},
     )
+    from_run: str | None = Field(
+        None, description="Use the rebuild rates a fault run measured (idle and under the workloads), per "
+        "disk as the model counts them: an id, a unique prefix, or 'latest'.", json_schema_extra={"metavar": "RUN"})
     used: Percent | None = Field(
         None, gt=0, le=100, description="How full the layout is: ZFS, btrfs and MinIO rebuild only allocated data "
         "(md always the whole disk) [default: 100%].", json_schema_extra={"metavar": "PERCENT"},
     )
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> "RebuildOptions":
+        if self.rebuild_rate is None and self.from_run is None:
+            raise ValueError("size rebuild needs --rebuild-rate or --from-run")
+        if self.rebuild_rate is not None and self.from_run is not None:
+            raise ValueError("--rebuild-rate and --from-run both give the rate: choose one")
+        if self.from_run is None and (self.layout is None or self.disk_size is None):
+            raise ValueError("size rebuild needs --layout and --disk-size (or --from-run RUN)")
+        if self.layout is not None and self.disk_size is None:
+            raise ValueError("--layout needs --disk-size")
+        return self
 
 
 class SnapshotOptions(_Options):
