@@ -58,7 +58,8 @@ def test_btrfs_raid1_member_failed_and_replaced_through_all_four_states(cli, tmp
     assert rebuild["status"] == "complete" and rebuild["detail"]["kind"] == "btrfs"
     # btrfs copies what the failed member held: at least the fill, mirrored onto it.
     assert rebuild["figures"]["rebuild_bytes"] >= 96 * 2**20 and rebuild["figures"]["rebuild_seconds"] > 0
-    assert ops["mirror/member"]["figures"]["read_bw"] > 0
+    member = ops["mirror/member"]["figures"]
+    assert member["read_bw"] > 0 and member["write_bw"] > 0
 
     commands = _commands(cli.results)
     point = next(c.split()[-1] for c in commands if c.startswith("mount ") and "degraded" not in c)

@@ -85,7 +85,7 @@ def test_md_raid6_through_all_four_states_with_restore_random(vm):
     assert 0.9 * 2**30 < rebuild["rebuild_bytes"] <= 2**30
     assert rebuild["rebuild_seconds"] > 0 and "rebuild_bw_loaded" in rebuild
     assert rebuild["rebuild_bw_idle"] < 16 * MiB * 1.3
-    assert ops["member"]["figures"]["read_bw"] > 0
+    assert ops["member"]["figures"]["read_bw"] > 0 and ops["member"]["figures"]["write_bw"] > 0
     commands = _commands_run(results)
     md = next(line.split()[2] for line in commands if line.startswith("mdadm --create"))
     for expected in (f"mdadm --manage {md} --fail /dev/vdc", f"mdadm --manage {md} --remove /dev/vdc",

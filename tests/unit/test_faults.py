@@ -213,6 +213,23 @@ def test_read_model_counts_the_disks_a_read_touches():
     assert speed_model.expected_read({**raid10, "data": "raid6"}, member, 64 * 1024).value == member
 
 
+def test_write_model_counts_the_members_that_carry_data():
+    member = 40.0
+    raid6 = {"kind": "mdraid", "level": 6, "devices": DISKS[:5]}
+    assert speed_model.expected_write(raid6, member).value == 3 * member
+    assert speed_model.expected_write({**raid6, "level": 1, "devices": DISKS[:2]}, member).value == member
+    assert speed_model.expected_write({**raid6, "level": 10, "devices": DISKS[:4]}, member).value == 2 * member
+    assert speed_model.expected_write(RAIDZ2, member).value == 3 * member
+    # draid2:3d:6c:1s: 5 disks take writes, 3 of every 5 columns are data
+    assert speed_model.expected_write(DRAID2, member).value == pytest.approx(5 * 3 / 5 * member)
+    assert speed_model.expected_write(BTRFS, member).value == member
+    # MinIO picks EC:2 for 4 drives; EC:1 when the recipe says so
+    minio = {"kind": "minio-ec", "devices": DISKS[:4]}
+    assert speed_model.expected_write(minio, member).value == 2 * member
+    assert speed_model.expected_write({**minio, "parity": 1}, member).value == 3 * member
+    assert speed_model.expected_read({**minio, "parity": 1}, member, 2**20).value == 3 * member
+
+
 def test_rebuild_model_is_size_rebuild_at_the_member_or_md_limit():
     gib = 2**30
     md = speed_model.expected_rebuild_seconds(RAID6, gib, 50 * 2**20, 100.0, False, 20 * 2**20)
@@ -243,7 +260,7 @@ def _fault_run():
         return record
 
     member = OperationRecord(name="raid6/member", pattern="read", status=COMPLETE,
-                             figures={"read_bw": 50 * 2**20, "member_bytes": 2**30})
+                             figures={"read_bw": 50 * 2**20, "write_bw": 40 * 2**20, "member_bytes": 2**30})
     member.detail.update({"layout": "raid6", "state": "member"})
     rebuild = OperationRecord(name="raid6/rebuild", pattern="rebuild onto /dev/vdf", status=COMPLETE,
                               figures={"rebuild_seconds": 100.0, "rebuild_bytes": 2**30})
@@ -271,6 +288,22 @@ def test_fault_report_sets_each_state_against_healthy_and_the_model():
     assert not any("restore-random" in w for w in report.model_warnings())  # -20% is within 25%
     assert comparison_rows([report], ("raid6",)) == [["rebuild time", "1.7 min"],
                                                      ["restore during rebuild MiB/s", "40.0"]]
+
+
+def test_fault_report_models_active_full_from_the_member_write():
+    from backupbench.report.fault_analysis import fault_reports
+    from backupbench.results.model import COMPLETE, OperationRecord
+
+    run = _fault_run()
+    write = OperationRecord(name="raid6/healthy/active-full", pattern="write qd1", status=COMPLETE,
+                            figures={"effective_bw": 90 * 2**20})
+    write.detail.update({"layout": "raid6", "state": "healthy"})
+    run.operations.insert(1, write)
+    [report] = fault_reports(run)
+    row = next(r for r in report.rows if r.operation == "active-full")
+    # RAID 6 of 5: 3 members carry data, each writes 40 MiB/s -> 120 MiB/s; 90 measured is -25%
+    assert row.model.value == 120 * 2**20 and row.model_error == pytest.approx(-0.25)
+    assert "3 x member write" in row.model.why
 
 
 def test_fault_run_in_the_html_report(tmp_path):

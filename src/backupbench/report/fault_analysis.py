@@ -15,7 +15,9 @@ from backupbench.sizing.measured_rebuild import layout_operations, member_record
 from backupbench.sizing.speed_model import Expected
 
 STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
-READ_OPERATIONS = ("restore-sequential", "restore-random")
+READ_OPERATIONS = ("restore-sequential", "restore-random", "get")
+# Large sequential writes: what the write model describes (a merge's randrw is not).
+WRITE_OPERATIONS = ("active-full", "put")
 KB2014_BLOCK = 512 * 1024
 
 
@@ -112,6 +114,8 @@ def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
         for row in rows:
             if row.operation in READ_OPERATIONS and row.figure == "effective_bw":
                 row.model = speed_model.expected_read(layout, member_bw, _block_size(run))
+            elif row.operation in WRITE_OPERATIONS and row.figure == "effective_bw" and member.figures.get("write_bw"):
+                row.model = speed_model.expected_write(layout, member.figures["write_bw"])
         used = used_percent(ops, rebuild, member.figures["member_bytes"])
         fault = layout.get("fault") or {}
         model_rebuild = speed_model.expected_rebuild_seconds(

@@ -77,8 +77,8 @@ def _one_layout(session: RunSession, layout, plan: Plan, journal: Journal, hooks
     provisioner = Provisioner(journal, layout.name, on_action=lambda action: hooks.announce(action.description))
     try:
         if layout.fault is not None:
-            session.reporter.stage_started(f"{layout.name}/member", "one member read alone")
-            session.add_operation(member_baseline(layout), announced=True)
+            session.reporter.stage_started(f"{layout.name}/member", "one member read, then written, alone")
+            session.add_operation(member_baseline(layout, hooks.recheck), announced=True)
         provisioner.apply(layout.actions, lambda: hooks.recheck(layout.devices))
         _measure_layout(session, plan.recipe, layout, provisioner, hooks)
     finally:

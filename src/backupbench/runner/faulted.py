@@ -215,25 +215,34 @@ class FaultRun:
         return record
 
 
-MEMBER_READ_SECONDS = 5
+MEMBER_SECONDS = 5
 
 
-def member_baseline(layout: LayoutPlan, host: HostFiles | None = None) -> OperationRecord:
-    """One member's sequential read speed, read-only (fio --readonly), before the layout is
-    built: the single-disk reference the model of the layout's speed and rebuild starts from."""
+def _member_fio(device: str, rw: str) -> list[str]:
+    readonly = ["--readonly"] if rw == "read" else []
+    return ["fio", "--name=member", f"--filename={device}", *readonly, f"--rw={rw}", "--bs=1M", "--iodepth=4",
+            "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={MEMBER_SECONDS}", "--output-format=json"]
+
+
+def member_baseline(layout: LayoutPlan, recheck: Callable[[tuple[str, ...]], None],
+                    host: HostFiles | None = None) -> OperationRecord:
+    """One member's sequential read and write speed, before the layout is built: the
+    single-disk reference the model of the layout's speed and rebuild starts from. The read
+    is read-only (fio --readonly); the write goes to a device the layout is about to format
+    anyway, so only after the same re-check as the layout's first destructive step."""
     assert layout.fault is not None
     host = host or HostFiles()
     device = layout.fault.failed[0]
-    argv = ["fio", "--name=member", f"--filename={device}", "--readonly", "--rw=read", "--bs=1M", "--iodepth=4",
-            "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={MEMBER_READ_SECONDS}",
-            "--output-format=json"]
-    record = OperationRecord(name=f"{layout.name}/member", pattern=f"read 1 MiB qd4 of {device} (read-only)")
+    record = OperationRecord(name=f"{layout.name}/member", pattern=f"read, then write, 1 MiB qd4 of {device}")
     record.detail.update({"layout": layout.name, "state": "member", "device": device})
     sectors = host.read_value(f"/sys/class/block/{Path(device).name}/size")
     if sectors and sectors.isdigit():
         record.figures["member_bytes"] = float(int(sectors) * 512)
         record.units["member_bytes"] = "B"
-    summary = parse_text(process.run(argv, timeout=120 + MEMBER_READ_SECONDS).stdout)
-    record.figures["read_bw"] = summary.read.bw_bytes
+    read = parse_text(process.run(_member_fio(device, "read"), timeout=120 + MEMBER_SECONDS).stdout)
+    record.figures["read_bw"] = read.read.bw_bytes
+    recheck((device,))
+    written = parse_text(process.run(_member_fio(device, "write"), timeout=120 + MEMBER_SECONDS).stdout)
+    record.figures["write_bw"] = written.write.bw_bytes
     record.status, record.finished_at = COMPLETE, now_iso()
     return record

@@ -9,8 +9,13 @@ sequential speed, and nothing else (CPU, seeks, caches) limits. A read touches:
   btrfs raid1/raid1c3/raid1c4: one copy per stream (the mirror is picked per process);
       raid10: half the devices' 64 KiB stripes it spans; raid5/6: the data stripes it spans;
   and once it spans them all, the whole layout.
-Writes have no model here: only a read-only baseline is taken from a member before the layout
-is built (a member's data is never written outside the layout).
+A large sequential write (active-full, S3 PUT) moves data + redundancy, every member writing
+at the member's measured write speed; the data part is what the workload sees:
+  md RAID 0: all members; RAID 1: one member's worth (every mirror writes it all); RAID 10:
+      half of them; RAID 5/6: members - parity (full stripes, parity computed, not read);
+  ZFS stripe/mirror/raidz: likewise; dRAID: (c - s) x d / (d + p) (spares take no writes);
+  btrfs raid1/1c3/1c4: one copy's worth per chunk; raid10: half; raid5/6: devices - parity;
+  MinIO EC:N over n drives: n - N (the parity shards are written beside the data).
 
 The rebuild model is `size rebuild`'s (sizing/rebuild.py) at the member's speed, or at md's
 speed_limit_max when that is lower.
@@ -22,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from backupbench.sizing.capacity import LayoutSpec
+from backupbench.sizing.capacity import LayoutSpec, minio_default_parity, minio_default_set_size
 from backupbench.sizing.rebuild import rebuild_time
 
 MD_DEFAULT_CHUNK = 512 * 1024
@@ -52,6 +57,8 @@ def sizing_spec(layout: dict[str, Any], disk_bytes: int) -> LayoutSpec | None:
         return LayoutSpec({"stripe": "raid0", "mirror": "raid1"}.get(vdev, vdev), sizes)
     if layout.get("kind") == "btrfs":
         return LayoutSpec(f"btrfs-{layout.get('data', 'single')}", sizes)
+    if layout.get("kind") == "minio-ec":
+        return LayoutSpec("minio-ec", sizes, parity=layout.get("parity"))
     return None
 
 
@@ -76,6 +83,9 @@ def disks_a_read_touches(layout: dict[str, Any], block: int) -> tuple[int, str]:
         return touched, f"a {block // 1024} KiB read spans {touched} of {count} members ({chunk // 1024} KiB chunks)"
     if layout.get("kind") == "btrfs":
         return _btrfs_read(layout, count, block)
+    if layout.get("kind") == "minio-ec":
+        data, parity, set_size = _minio_shards(layout, count)
+        return data, f"EC:{parity}: an object is read from its {data} data shards"
     vdev = layout.get("vdev", "raidz2")
     if vdev.startswith("draid"):
         data = layout.get("draid_data") or 8
@@ -91,6 +101,43 @@ def disks_a_read_touches(layout: dict[str, Any], block: int) -> tuple[int, str]:
 def expected_read(layout: dict[str, Any], member_bw: float, block: int) -> Expected:
     touched, why = disks_a_read_touches(layout, block)
     return Expected(touched * member_bw, f"{touched} x member ({why})")
+
+
+def _minio_shards(layout: dict[str, Any], count: int) -> tuple[int, int, int]:
+    """(data, parity, set size) of a minio-ec layout's erasure sets."""
+    set_size = minio_default_set_size(count) or count
+    parity = layout["parity"] if layout.get("parity") is not None else minio_default_parity(set_size)
+    return set_size - parity, parity, set_size
+
+
+def data_share_of_writes(layout: dict[str, Any]) -> tuple[float, str]:
+    """How many members' worth of a sequential write is the workload's data (see the module doc)."""
+    count = len(layout.get("devices") or ())
+    kind = layout.get("kind")
+    if kind == "mdraid":
+        level = layout["level"]
+        disks = {0: count, 1: 1, 10: count / 2, 5: count - 1, 6: count - 2}[level]
+        return disks, f"RAID {level}: {disks:g} of {count} members carry data"
+    if kind == "btrfs":
+        profile = layout.get("data", "single")
+        disks = {"raid10": count / 2, "raid5": count - 1, "raid6": count - 2, "raid0": count}.get(profile, 1)
+        return disks, f"btrfs {profile}: {disks:g} members' worth of data"
+    if kind == "minio-ec":
+        data, parity, set_size = _minio_shards(layout, count)
+        return count * data / set_size, f"EC:{parity} in sets of {set_size}: {data} of {set_size} shards data"
+    vdev = layout.get("vdev", "raidz2")
+    if vdev.startswith("draid"):
+        parity, data, spares = int(vdev[5]), layout.get("draid_data") or 8, layout.get("draid_spares") or 0
+        disks = (count - spares) * data / (data + parity)
+        return disks, f"dRAID: {count - spares} disks write, {data} of {data + parity} columns data"
+    if vdev.startswith("raidz"):
+        return count - int(vdev[-1]), f"raidz: {count - int(vdev[-1])} data columns"
+    return (1, "mirror: every side writes it all") if vdev == "mirror" else (count, "stripe: every disk")
+
+
+def expected_write(layout: dict[str, Any], member_write_bw: float) -> Expected:
+    disks, why = data_share_of_writes(layout)
+    return Expected(disks * member_write_bw, f"{disks:g} x member write ({why})")
 
 
 def expected_rebuild_seconds(layout: dict[str, Any], member_bytes: int, member_bw: float,
