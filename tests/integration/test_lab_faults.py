@@ -104,7 +104,7 @@ def test_raidz2_onto_a_disk_and_draid2_onto_its_distributed_spare(vm):
                'fault = { fail = "/dev/vdc", replace = "/dev/vdf", fill = "384MiB" }\n'
                '[[layout]]\nname = "draid2"\nkind = "zfs"\nvdev = "draid2"\ndraid_data = 3\ndraid_spares = 1\n'
                f'ashift = 12\ndevices = {json.dumps(DISKS[:6])}\nproperties = {{ primarycache = "metadata" }}\n'
-               'fault = { fail = "/dev/vdc", fill = "384MiB", rebuild_load = "repeat" }\n')
+               'fault = { fail = "/dev/vdc", fill = "384MiB", rebuild_load = "repeat", copy_back = "/dev/vdg" }\n')
     run, results = _apply(vm, "zfs", layouts)
     for name in ("raidz2", "draid2"):
         ops = _by_state(run, name)
@@ -116,6 +116,10 @@ def test_raidz2_onto_a_disk_and_draid2_onto_its_distributed_spare(vm):
     commands = _commands_run(results)
     assert any(c.startswith("zpool replace bb_raidz2_") and c.endswith(" /dev/vdc /dev/vdf") for c in commands)
     assert any(c.startswith("zpool replace -s bb_draid2_") and c.endswith(" /dev/vdc draid2-0-0") for c in commands)
+    # then the distributed spare's data copied back onto a real disk
+    assert any(c.startswith("zpool replace bb_draid2_") and c.endswith(" /dev/vdc /dev/vdg") for c in commands)
+    copied = _by_state(run, "draid2")["rebuild"]["figures"]
+    assert copied["copyback_seconds"] > 0 and copied["copyback_bytes"] > 64 * MiB
     assert _leftovers(vm) == ""
 
 

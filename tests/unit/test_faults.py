@@ -66,6 +66,12 @@ def test_zfs_fault_onto_a_disk_and_onto_the_distributed_spare():
     draid = plan_layouts(_recipe({**DRAID2, "fault": {"fail": "/dev/vdc"}}), RUN_ID)[0]
     assert draid.fault.rebuild == (("zpool", "replace", "-s", draid.fault.array, "/dev/vdc", "draid2-0-0"),)
     assert draid.fault.replacements == () and "distributed" in draid.fault.target
+    assert draid.fault.copy_back == ()
+    back = plan_layouts(_recipe({**DRAID2, "fault": {"fail": "/dev/vdc", "copy_back": "/dev/vdg"}}), RUN_ID)[0]
+    assert back.fault.copy_back == (("zpool", "replace", back.fault.array, "/dev/vdc", "/dev/vdg"),)
+    # The copy-back disk is the layout's: checked empty before, its label cleared after.
+    assert "/dev/vdg" in back.devices
+    assert any(a.guard and a.guard.argv == ("test", "-b", "/dev/vdg1") for a in back.actions)
 
 
 def test_btrfs_fault_remounts_degraded_and_replaces_by_devid():
@@ -117,12 +123,15 @@ def test_btrfs_state_from_real_show_and_replace_status_output():
     ({**RAID6, "fault": {"fail": 1, "replace": "spare"}}, "dRAID distributed spare"),
     ({**RAIDZ2, "fault": {"fail": 1, "replace": "spare"}}, "needs a dRAID vdev with distributed spares"),
     ({**DRAID2, "fault": {"fail": 2, "replace": "spare"}}, "the dRAID has 1"),
+    ({**RAIDZ2, "fault": {"fail": 1, "copy_back": "/dev/vdg"}}, "copy_back needs the rebuild to go onto a dRAID"),
+    ({**DRAID2, "fault": {"fail": 1, "replace": "/dev/vdg", "copy_back": "/dev/vdg"}}, "named twice"),
+    ({**DRAID2, "fault": {"fail": "/dev/vdc", "copy_back": "/dev/vda"}}, "is already a member"),
+    ({**RAID6, "fault": {"fail": 1, "replace": "/dev/vdf", "copy_back": "/dev/vdg"}}, "copy_back follows a dRAID"),
     ({"kind": "btrfs", "data": "single", "devices": DISKS[:2], "fault": {"fail": 1}}, "has none (data single"),
     ({**BTRFS, "fault": {"fail": 2, "replace": ["/dev/vdd", "/dev/vde"], "allow_data_loss": True}},
      "one device at a time"),
     ({**BTRFS, "minio": True, "fault": {"fail": 1}}, "drop minio = true"),
     ({**BTRFS, "fault": {"fail": 1, "replace": "spare"}}, "dRAID distributed spare"),
-    ({"kind": "minio-ec", "devices": DISKS[:4], "fault": {"fail": 1}}, "not supported yet"),
     ({"kind": "minio-ec", "devices": DISKS[:4], "parity": 0, "fault": {"fail": 1}}, "has none"),
     ({"kind": "minio-single", "devices": DISKS[:1], "fault": {"fail": 1}}, "has none"),
     ({**RAID6, "fault": {"fail": 1, "speed_limit_max": "10"}}, "1KiB/s"),
@@ -182,6 +191,17 @@ def test_zpool_state_from_real_status_output():
 
 def _sample(at: float, phase: str, percent: float | None, done: int | None, finished=False) -> Sample:
     return Sample(at, phase, RebuildState(percent is not None and not finished, True, percent, done, None, finished))
+
+
+def test_copy_back_figures_are_its_own_span_and_not_the_rebuilds():
+    from backupbench.faults.figures import copy_back_figures
+
+    samples = [_sample(0, "rebuilding", 50.0, 100), _sample(2, "rebuilt", 100.0, 200, finished=True),
+               _sample(10, "copy-back", 25.0, 50), _sample(14, "copy-back", 100.0, 200, finished=True)]
+    rebuild = rebuild_figures(samples, RebuildSpan(0.0, None, 2.0))
+    assert rebuild["rebuild_bytes"] == 200 and rebuild["rebuild_seconds"] == 2.0
+    back = copy_back_figures(samples, RebuildSpan(9.0, None, 14.0))
+    assert back == {"copyback_seconds": 5.0, "copyback_bytes": 200.0, "copyback_bw": 40.0}
 
 
 def test_rebuild_figures_split_the_loaded_and_the_idle_part():
@@ -334,3 +354,24 @@ def test_measured_rebuild_rate_is_per_disk_as_the_model_counts_it():
     assert bigger.classic.seconds == pytest.approx(1000, rel=1e-6)
     rebuild.status = "interrupted"
     assert measured_rebuilds(run) == []
+
+
+def test_plan_shows_what_the_fault_runs_between_the_states():
+    from rich.console import Console
+
+    from backupbench.layouts.capabilities import HostCapabilities
+    from backupbench.report import plan_view
+
+    recipe = _recipe({**DRAID2, "fault": {"fail": "/dev/vdc", "copy_back": "/dev/vdg"}})
+    caps = HostCapabilities(kernel=frozenset({"zfs"}), tools=frozenset({"zpool", "zfs"}))
+    plan = build(recipe, RUN_ID, caps, lambda device: [], in_lab=True)
+    console = Console(width=200, record=True)
+    console.print(plan_view.render(plan))
+    text = console.export_text()
+    pool = plan.steps[0].layout.fault.array
+    assert "fault: healthy, then fail /dev/vdc (degraded):" in text
+    assert f"$ zpool offline -f {pool} /dev/vdc" in text
+    assert f"$ zpool replace -s {pool} /dev/vdc draid2-0-0" in text
+    assert f"copy back onto /dev/vdg (idle, timed):\n    $ zpool replace {pool} /dev/vdc /dev/vdg" in text
+    assert plan_view.as_dict(plan)["layouts"][0]["fault"]["copy_back"] == [["zpool", "replace", pool, "/dev/vdc",
+                                                                          "/dev/vdg"]]

@@ -12,6 +12,7 @@ from backupbench.monitor.rebuild import Sample
 REBUILD_UNITS = {
     "rebuild_seconds": "s", "rebuild_bytes": "B", "rebuild_bw_loaded": "B/s", "rebuild_bw_idle": "B/s",
     "rebuild_percent_loaded": "%", "rebuild_loaded_seconds": "s", "rebuild_idle_seconds": "s",
+    "copyback_seconds": "s", "copyback_bytes": "B", "copyback_bw": "B/s",
 }
 
 
@@ -33,12 +34,12 @@ def _done_at(samples: Sequence[Sample], when: float) -> float:
     return done
 
 
-def total_bytes(samples: Sequence[Sample], since: float) -> float | None:
+def total_bytes(samples: Sequence[Sample], since: float, until: float = float("inf")) -> float | None:
     """What the rebuild had to copy: done / percent of the latest sample that says both."""
     best = None
     for sample in samples:
         state = sample.state
-        if sample.elapsed >= since and state.done_bytes and state.percent and state.percent > 0:
+        if since <= sample.elapsed <= until and state.done_bytes and state.percent and state.percent > 0:
             best = state.done_bytes * 100.0 / state.percent
     return best
 
@@ -48,7 +49,7 @@ def rebuild_figures(samples: Sequence[Sample], span: RebuildSpan) -> dict[str, f
     if span.ended is None:
         return figures
     figures["rebuild_seconds"] = span.ended - span.started
-    total = total_bytes(samples, span.started)
+    total = total_bytes(samples, span.started, span.ended)
     if total is not None:
         figures["rebuild_bytes"] = total
     own = [s for s in samples if s.elapsed >= span.started]
@@ -68,3 +69,11 @@ def rebuild_figures(samples: Sequence[Sample], span: RebuildSpan) -> dict[str, f
         figures["rebuild_idle_seconds"] = idle
         figures["rebuild_bw_idle"] = max(0.0, total - idle_done) / idle
     return figures
+
+
+def copy_back_figures(samples: Sequence[Sample], span: RebuildSpan) -> dict[str, float]:
+    """A dRAID spare's data copied back onto a real disk (idle): its time, bytes and speed."""
+    idle = rebuild_figures(samples, RebuildSpan(span.started, None, span.ended))
+    renamed = {"rebuild_seconds": "copyback_seconds", "rebuild_bytes": "copyback_bytes",
+               "rebuild_bw_idle": "copyback_bw"}
+    return {renamed[name]: value for name, value in idle.items() if name in renamed}

@@ -34,6 +34,8 @@ class FaultPlan:
     target: str = ""               # what the rebuild goes onto, for captions
     survives: int = 0              # members the layout may lose without losing data
     member_ids: tuple[int, ...] = ()  # btrfs: the failed members' devids (their order at mkfs)
+    copy_back: tuple[Argv, ...] = ()  # dRAID: the failed member replaced by a real disk after the spare
+    copy_back_disk: str = ""
 
     @property
     def rebuilds(self) -> bool:
@@ -65,8 +67,10 @@ def zfs_fault(spec: FaultSpec, pool: str, devices: tuple[str, ...], draid_parity
         # dRAID names its spares draid<parity>-<top-level vdev>-<spare>; the pool has one vdev.
         spares = tuple(f"draid{draid_parity}-0-{index}" for index in range(len(failed)))
         rebuild = tuple(("zpool", "replace", "-s", pool, old, new) for old, new in zip(failed, spares))
+        # Copied back onto a real disk: a healing resilver, after which the spare is free again.
+        copy_back = (("zpool", "replace", pool, failed[0], spec.copy_back),) if spec.copy_back else ()
         return FaultPlan(spec, "zfs", pool, failed, (), fail, rebuild, target=", ".join(spares) + " (distributed)",
-                         survives=survives)
+                         survives=survives, copy_back=copy_back, copy_back_disk=spec.copy_back or "")
     replacements = spec.replacements()
     rebuild = tuple(("zpool", "replace", pool, old, new) for old, new in zip(failed, replacements))
     return FaultPlan(spec, "zfs", pool, failed, replacements, fail, rebuild,
@@ -74,7 +78,13 @@ def zfs_fault(spec: FaultSpec, pool: str, devices: tuple[str, ...], draid_parity
 
 
 def distributed_spare_problem(spec: FaultSpec, draid_parity: int | None, draid_spares: int) -> str | None:
-    """Why `replace = 'spare'` cannot be honoured, or None."""
+    """Why `replace = 'spare'` (or `copy_back`) cannot be honoured, or None."""
+    spared = spec.replace == DISTRIBUTED_SPARE or (spec.replace is None and draid_parity is not None
+                                                   and draid_spares > 0)
+    if spec.copy_back is not None and not spared:
+        return "fault: copy_back needs the rebuild to go onto a dRAID distributed spare first (replace = 'spare')"
+    if spec.copy_back is not None and spec.failure_count() != 1:
+        return "fault: copy_back copies one failed member back; fail = 1"
     if spec.replace != DISTRIBUTED_SPARE:
         return None
     if draid_parity is None:
@@ -99,3 +109,24 @@ def btrfs_fault(spec: FaultSpec, mount_point: str, devices: tuple[str, ...], mou
                     for devid, new in zip(devids, replacements))
     return FaultPlan(spec, "btrfs", mount_point, failed, replacements, fail, rebuild,
                      target=", ".join(replacements) or "no replacement", survives=survives, member_ids=devids)
+
+
+
+def minio_fault(spec: FaultSpec, drives: tuple[str, ...], devices: tuple[str, ...], stand_in: str,
+                replacement_mkfs: tuple[Argv, ...], mount_options: tuple[str, ...], survives: int) -> FaultPlan:
+    """MinIO erasure coding: `drives[i]` is the folder `devices[i]` is mounted on. A failed
+    drive's folder gets an empty read-only tmpfs (`stand_in` its source name) mounted over it:
+    MinIO finds a drive it cannot use, never a bare folder on the disk below (which an umount
+    would leave it to write into), and what it had open on the old filesystem stays open. Each
+    replacement is made (`replacement_mkfs`, in order) and mounted over the tmpfs, so there is
+    no moment with neither, and MinIO's drive monitor heals it by itself.
+    member_ids: the failed drives' numbers (d1 is 1), as the reader finds them."""
+    failed = spec.failed(devices)
+    numbers = tuple(devices.index(device) + 1 for device in failed)
+    fail = tuple(("mount", "-t", "tmpfs", "-o", "ro,size=1m", stand_in, drives[n - 1]) for n in numbers)
+    options = ("-o", ",".join(mount_options)) if mount_options else ()
+    replacements = spec.replacements()
+    rebuild = tuple(argv for number, new, mkfs in zip(numbers, replacements, replacement_mkfs)
+                    for argv in (mkfs, ("mount", *options, new, drives[number - 1])))
+    return FaultPlan(spec, "minio", drives[0].rsplit("/", 1)[0], failed, replacements, fail, rebuild,
+                     target=", ".join(replacements) or "no replacement", survives=survives, member_ids=numbers)

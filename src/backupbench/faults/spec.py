@@ -37,6 +37,9 @@ class FaultSpec(BaseModel):
         None, description="What the rebuild goes onto: device path(s) from [devices] the layout does not use "
                           "(one per failed member), or 'spare' for a dRAID distributed spare [default: 'spare' on a "
                           "dRAID with spares, else none: the array is measured degraded only].")
+    copy_back: DevicePath | None = Field(
+        None, description="dRAID only: once the distributed spare has rebuilt, replace the failed member with "
+                          "this disk from [devices] (the spare's data copied back onto a real disk), timed idle.")
     after: Duration = Field(0.0, ge=0, description="Least time the healthy array runs the workloads before the "
                                                    "failure [default: one pass of the workloads].")
     rebuild_load: RebuildLoad = Field(
@@ -83,6 +86,10 @@ class FaultSpec(BaseModel):
         """Disks the rebuild writes to (not the distributed spare)."""
         return () if self.replace in (None, DISTRIBUTED_SPARE) else self.replace  # type: ignore[return-value]
 
+    def disks_written(self) -> tuple[str, ...]:
+        """Every disk besides the members the fault writes to: replacements and the copy-back disk."""
+        return (*self.replacements(), *((self.copy_back,) if self.copy_back else ()))
+
 
 def check_fits(fault: FaultSpec, kind: str, devices: tuple[str, ...], redundancy: int, kind_limits: str = "") -> None:
     """ValueError (one line, shown with the layout's key path) when the fault cannot be run."""
@@ -96,7 +103,7 @@ def check_fits(fault: FaultSpec, kind: str, devices: tuple[str, ...], redundancy
     if strangers:
         raise ValueError(f"fault: {', '.join(strangers)} is not a member of this layout; a fault fails only "
                          f"the layout's own devices ({', '.join(devices)})")
-    twice = [d for d in fault.replacements() if d in devices]
+    twice = [d for d in fault.disks_written() if d in devices]
     if twice:
         raise ValueError(f"fault: replace = {', '.join(twice)} is already a member; name a device from [devices] "
                          "the layout does not use")

@@ -1,17 +1,23 @@
 """MinIO layouts: one drive (minio-single) or N drives with erasure coding (minio-ec), each
 drive a filesystem of its own. The server itself is started by apply around the workloads
-(layouts.minio.MinioServer) and stopped before the teardown unmounts its drives."""
+(layouts.minio.MinioServer) and stopped before the teardown unmounts its drives.
+
+A `fault` on minio-ec (faults/plan.py minio_fault) stacks mounts on a failed drive's folder
+while the server runs: a read-only tmpfs, then the replacement. Their unmounts are planned
+here, with the layout, as actions that do nothing when run and whose guards find whether the
+fault got that far; the replacement is wiped with the failed drive's filesystem."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar, Literal
 
+from pydantic import Field, model_validator
+
+from backupbench.faults.plan import minio_fault
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
-from typing import Literal
-
-from pydantic import Field
 
 from backupbench.layouts.specs import FilesystemSpec, LayoutBase
 from backupbench.schema import DevicePath
@@ -30,10 +36,28 @@ class MinioErasure(LayoutBase):
                                                            "(MINIO_STORAGE_CLASS_STANDARD=EC:N) [default: MinIO's].")
     minio: bool = Field(True, description="Always served by MinIO.")
 
+    FAULTS_SUPPORTED: ClassVar[bool] = True
+
     def redundancy(self) -> int:
         # Without EC:N MinIO picks the parity by erasure-set size (sizing/capacity.py has its
         # table), never below 1 for 4 drives or more: a safe lower bound here.
         return self.parity if self.parity is not None else 1
+
+    @model_validator(mode="after")
+    def _fault_minio_can_run(self) -> "MinioErasure":
+        if self.fault is None:
+            return self
+        count, drives = self.fault.failure_count(), len(self.devices)
+        if count > self.redundancy():
+            raise ValueError(f"fault: MinIO with {count} of {drives} drives gone (parity {self.redundancy()}) loses "
+                             "read quorum and serves nothing, so there is nothing to measure; allow_data_loss "
+                             "does not apply to minio-ec")
+        # With as many parity as data drives MinIO needs one drive more than half to write.
+        if self.parity is not None and 2 * self.parity == drives and count >= self.parity:
+            raise ValueError(f"fault: failing {count} of {drives} drives at EC:{self.parity} leaves MinIO "
+                             f"without write quorum ({drives // 2 + 1} drives): the degraded writes would fail; "
+                             f"fail at most {self.parity - 1}")
+        return self
 
 
 MINIO = Requirement("MinIO (scripts/install-minio.sh)", "tool:minio")
@@ -46,23 +70,71 @@ def plan_single(spec: MinioSingle, names: Names) -> LayoutPlan:
                       s3_drives=(mount,))
 
 
+# The source name of the tmpfs that stands in for a failed drive: the guards look for it.
+STAND_IN = "backupbench-failed-drive"
+
+
 def plan_erasure(spec: MinioErasure, names: Names) -> LayoutPlan:
     fs = spec.filesystem or FilesystemSpec()
     root = names.mount_point
     actions: list[Action] = [Action(f"create {root}", (("mkdir", "-p", str(root)),), (("rmdir", str(root)),),
                                     Guard(("test", "-d", str(root)), ""))]
     drives = []
+    replaced = _replaced(spec)
     for index, device in enumerate(spec.devices, 1):
         point = root / f"d{index}"
         # Each drive's filesystem gets its own name, so each wipe is guarded by its own mkfs.
+        # A fault leaves a failed drive's filesystem intact: its label guards the wipe of its
+        # replacement too.
         drive_names = dataclasses.replace(names, layout=f"{names.layout}-d{index}")
-        actions.append(filesystem.mkfs_action(fs, (device,), drive_names, wipe_on_undo=True))
+        wiped = (device, replaced[device]) if device in replaced else ()
+        actions.append(filesystem.mkfs_action(fs, (device,), drive_names, wipe_on_undo=True, wiped_on_undo=wiped))
         actions += filesystem.mount_actions(fs, device, names, point)
         drives.append(point)
     env = (("MINIO_STORAGE_CLASS_STANDARD", f"EC:{spec.parity}"),) if spec.parity is not None else ()
-    return LayoutPlan(spec.name, spec.kind, spec.devices, tuple(actions), (*filesystem.requirements(fs), MINIO),
-                      root, s3_drives=tuple(drives), s3_env=env,
-                      notes=(f"MinIO erasure coding over {len(drives)} drives",))
+    fault, undo_fault = _fault(spec, fs, names, tuple(str(d) for d in drives))
+    notes = (f"MinIO erasure coding over {len(drives)} drives",)
+    if fault is not None:
+        notes += ("a fault mounts an empty read-only tmpfs over the failed drive's folder while MinIO runs; "
+                  "MinIO finds the replacement by itself (some 10-15 s after it is mounted) and heals it",)
+    return LayoutPlan(spec.name, spec.kind, spec.all_devices(), (*actions, *undo_fault),
+                      (*filesystem.requirements(fs), MINIO), root, s3_drives=tuple(drives), s3_env=env,
+                      notes=notes, fault=fault)
+
+
+def _replaced(spec: MinioErasure) -> dict[str, str]:
+    """Failed device -> its replacement."""
+    if spec.fault is None:
+        return {}
+    return dict(zip(spec.fault.failed(spec.devices), spec.fault.replacements()))
+
+
+def _fault(spec: MinioErasure, fs: FilesystemSpec, names: Names, drives: tuple[str, ...]):
+    """The FaultPlan, and the unmounts of what it stacks on each failed drive's folder:
+    actions with nothing to do, journalled with the layout, undone before its own mounts.
+    findmnt lists a folder's stacked mounts bottom first: a guard that finds the tmpfs's
+    name followed by a device path finds the replacement on top of it."""
+    if spec.fault is None:
+        return None, ()
+    replaced = _replaced(spec)
+    mkfs = tuple(filesystem.mkfs_argv(fs, (new,), _replacement_names(names, spec.devices.index(old) + 1).label)
+                 for old, new in replaced.items())
+    fault = minio_fault(spec.fault, drives, spec.devices, STAND_IN, mkfs, tuple(fs.mount_options), spec.redundancy())
+    undo: list[Action] = []
+    for number in fault.member_ids:
+        point = drives[number - 1]
+        mounts = ("findmnt", "-n", "-o", "SOURCE", "--mountpoint", point)
+        undo.append(Action(f"unmount the read-only tmpfs the fault puts on {point} (if it got that far)", (),
+                           (("umount", point),), Guard(mounts, f"{STAND_IN}\n")))
+        new = replaced.get(spec.devices[number - 1])
+        if new is not None:
+            undo.append(Action(f"unmount the replacement {new} from {point} (if the fault got that far)", (),
+                               (("umount", point),), Guard(mounts, f"{STAND_IN}\n/")))
+    return fault, tuple(undo)
+
+
+def _replacement_names(names: Names, number: int) -> Names:
+    return dataclasses.replace(names, layout=f"{names.layout}-r{number}")
 
 
 def with_minio(plan: LayoutPlan) -> LayoutPlan:

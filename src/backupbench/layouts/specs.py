@@ -122,7 +122,7 @@ class LayoutBase(Strict):
                                            "(field note D: MinIO on top of RAID); s3 workloads run against it.")
     fault: FaultSpec | None = Field(None, description="Fail member(s) during the workloads and measure the "
                                                       "array healthy, degraded, rebuilding and rebuilt "
-                                                      "(mdraid, zfs and btrfs layouts).")
+                                                      "(mdraid, zfs, btrfs and minio-ec layouts).")
 
     def all_devices(self) -> tuple[str, ...]:
         """Every device the layout writes to (ZFS adds its special and log vdevs; a fault its
@@ -130,7 +130,7 @@ class LayoutBase(Strict):
         return (*self.devices, *self.fault_replacements())
 
     def fault_replacements(self) -> tuple[str, ...]:
-        return self.fault.replacements() if self.fault is not None else ()
+        return self.fault.disks_written() if self.fault is not None else ()
 
     def redundancy(self) -> int:
         """How many members may fail without losing data (0: none)."""
@@ -145,8 +145,11 @@ class LayoutBase(Strict):
             return self
         redundancy = self.redundancy()
         if redundancy and not self.FAULTS_SUPPORTED:
-            raise ValueError(f"fault: backupbench fails and rebuilds members of mdraid, zfs and btrfs layouts; "
-                             f"{self.kind} is not supported yet")
+            raise ValueError("fault: backupbench fails and rebuilds members of mdraid, zfs, btrfs and minio-ec "
+                             f"layouts; {self.kind} is not supported yet")
+        if self.fault.copy_back is not None and self.kind != "zfs":
+            raise ValueError("fault: copy_back follows a dRAID distributed spare's rebuild; on other layouts "
+                             "the replacement is the real disk already")
         if self.fault.replace == DISTRIBUTED_SPARE and self.kind != "zfs":
             raise ValueError("fault: replace = 'spare' is a dRAID distributed spare; give a replacement disk "
                              "from [devices]")

@@ -64,6 +64,10 @@ def rebuild_line(report: FaultReport) -> str:
                      f"({_percent(report.rebuild_error)}; {report.model_rebuild.why})")
     if report.member_bw:
         parts.append(f"one member reads {units.format_rate(report.member_bw)}")
+    if "copyback_seconds" in figures:
+        bw = f" at {units.format_rate(figures['copyback_bw'])}" if figures.get("copyback_bw") else ""
+        parts.append(f"copied back onto {report.record.detail.get('copy_back', '?')} in "
+                     f"{units.format_duration(figures['copyback_seconds'])}{bw} (idle; redundancy was whole)")
     return "; ".join(parts)
 
 

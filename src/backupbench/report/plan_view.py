@@ -6,11 +6,29 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from backupbench import process
+from backupbench.faults.plan import FaultPlan
 from backupbench.plan import Plan
 
 
 def _command(argv) -> Text:
     return Text("    $ " + process.render(list(argv)), style="cyan")
+
+
+def _fault_lines(fault: FaultPlan) -> list[RenderableType]:
+    """What the fault runs between the states (each state measures the workloads again)."""
+    lines: list[RenderableType] = [Text(f"  fault: healthy, then fail {', '.join(fault.failed)} (degraded):")]
+    lines.extend(_command(argv) for argv in fault.fail)
+    if fault.sysctls:
+        lines.append(Text("  for the run (restored after): "
+                          + ", ".join(f"{name} = {kib} KiB/s" for name, kib in fault.sysctls)))
+    if fault.rebuild:
+        checked = "; the replacement re-checked first" if fault.replacements else ""
+        lines.append(Text(f"  rebuild onto {fault.target} (rebuilding, then rebuilt{checked}):"))
+        lines.extend(_command(argv) for argv in fault.rebuild)
+    if fault.copy_back:
+        lines.append(Text(f"  copy back onto {fault.copy_back_disk} (idle, timed):"))
+        lines.extend(_command(argv) for argv in fault.copy_back)
+    return lines
 
 
 def render(plan: Plan) -> RenderableType:
@@ -29,10 +47,14 @@ def render(plan: Plan) -> RenderableType:
         if layout.actions:
             lines.append(Text("  provision (devices re-checked, then O_EXCL-opened, right before the first write):"))
             for action in layout.actions:
-                lines.append(Text(f"  - {action.description}"))
+                # Planned for the teardown of what a fault may leave (MinIO's stacked mounts).
+                teardown_only = " (nothing now: undone at teardown if needed)" if not action.do else ""
+                lines.append(Text(f"  - {action.description}{teardown_only}"))
                 lines.extend(_command(argv) for argv in action.do)
         lines.append(Text(f"  measure: {workloads} in {layout.mount_point}"
                           + (", snapshot Data% sampled" if layout.watched_snapshots else "")))
+        if layout.fault is not None:
+            lines.extend(_fault_lines(layout.fault))
         if step.teardown:
             lines.append(Text("  teardown (each step only if its object still carries the run's tag):"))
             for action in step.teardown:
@@ -43,6 +65,14 @@ def render(plan: Plan) -> RenderableType:
     return Group(*lines)
 
 
+def _fault_dict(fault: FaultPlan | None) -> dict | None:
+    if fault is None:
+        return None
+    return {"failed": list(fault.failed), "target": fault.target, "fail": [list(a) for a in fault.fail],
+            "rebuild": [list(a) for a in fault.rebuild], "copy_back": [list(a) for a in fault.copy_back],
+            "sysctls": {name: kib for name, kib in fault.sysctls}}
+
+
 def as_dict(plan: Plan) -> dict:
     return {
         "recipe": plan.recipe.name, "run_id": plan.run_id, "refusals": plan.refusals,
@@ -50,7 +80,8 @@ def as_dict(plan: Plan) -> dict:
             {"name": s.layout.name, "kind": s.layout.kind, "devices": list(s.layout.devices),
              "mount_point": str(s.layout.mount_point) if s.layout.mount_point else None,
              "refusals": s.refusals, "actions": [a.as_dict() for a in s.layout.actions],
-             "teardown": [list(argv) for a in s.teardown for argv in a.undo]}
+             "teardown": [list(argv) for a in s.teardown for argv in a.undo],
+             "fault": _fault_dict(s.layout.fault)}
             for s in plan.steps
         ],
     }

@@ -111,7 +111,7 @@ def _measure_states(session: RunSession, recipe, layout, server: MinioServer | N
         _measure_workloads(session, recipe, layout, server)
         return
     fault = FaultRun(layout, session.folder / layout.name, provisioner, hooks.recheck, session.journal,
-                     session.run_id, session.reporter)
+                     session.run_id, session.reporter, server.connection() if server is not None else None)
     try:
         fault.run(lambda state: _measure_workloads(session, recipe, layout, server, state))
     finally:

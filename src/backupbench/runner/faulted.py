@@ -4,10 +4,13 @@ runs them while it rebuilds, and once more when it has rebuilt. Each pass is sto
 phases of `<layout>/<state>/...`; the array's own rebuild state is sampled every second
 beside them (rebuild.csv), and the rebuild's figures are stored as `<layout>/rebuild`.
 
-Every command is journalled before it runs. Nothing a fault does needs its own undo: the
-layout's teardown (md --stop and --zero-superblock of every member and replacement, zpool
-destroy and labelclear) removes the array from whichever state it is in; md's speed limits
-are the one setting changed, and their restore is journalled like any undo.
+Every command is journalled before it runs. The fault's commands have no undo of their own:
+the layout's teardown (md --stop and --zero-superblock of every member and replacement, zpool
+destroy and labelclear, btrfs's umount and wipefs) removes the array from whichever state it
+is in. What the teardown could not know about is planned with the layout as guarded undos
+(MinIO: the tmpfs and replacement stacked on a failed drive's folder, unmounted only if the
+fault got that far); md's speed limits are the one setting changed, and their restore is
+journalled like any undo.
 """
 
 from __future__ import annotations
@@ -16,17 +19,20 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from backupbench import artefacts, process, stopping
+from backupbench import process, stopping
 from backupbench.engines.fio_json import parse_text
 from backupbench.errors import BackupbenchError
-from backupbench.faults.figures import REBUILD_UNITS, RebuildSpan, rebuild_figures
+from backupbench.faults.figures import REBUILD_UNITS, RebuildSpan, copy_back_figures, rebuild_figures
 from backupbench.faults.plan import FaultPlan
 from backupbench.hostfiles import HostFiles
 from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.executor import Provisioner
+from backupbench.layouts.minio import S3Connection
 from backupbench.monitor.rebuild import MdReader, RebuildWatch, Sample, StateReader, ZpoolReader
 from backupbench.monitor.rebuild_btrfs import BtrfsReader
+from backupbench.monitor.rebuild_minio import MinioHealReader
 from backupbench.results.model import COMPLETE, FAILED, INTERRUPTED, OperationRecord, now_iso
+from backupbench.runner.fill import fill_file, fill_s3
 from backupbench.runner.phases import Reporter
 from backupbench.units import format_rate, format_size
 
@@ -61,18 +67,26 @@ def speed_limit_actions(fault: FaultPlan, host: HostFiles | None = None) -> tupl
     return tuple(actions)
 
 
-def state_reader(fault: FaultPlan) -> StateReader:
-    """What follows the array's own state: md's sysfs, `zpool status`, btrfs replace status."""
+def state_reader(fault: FaultPlan, server: S3Connection | None = None) -> StateReader:
+    """What follows the array's own state: md's sysfs, `zpool status`, btrfs replace status,
+    MinIO's heal status (from `server`, the layout's running MinIO)."""
     if fault.kind == "md":
         return MdReader(fault.array)
     if fault.kind == "btrfs":
         return BtrfsReader(fault.array, fault.member_ids)
+    if fault.kind == "minio":
+        if server is None:
+            raise BackupbenchError("a MinIO fault is followed through the running server, and none was given")
+        # MinIO names its drives by their resolved paths (layouts/minio.py check_drives).
+        drives = tuple(str(Path(fault.array, f"d{number}").resolve()) for number in fault.member_ids)
+        return MinioHealReader(server.endpoint, server.access_key, server.secret_key, drives)
     return ZpoolReader(fault.array)
 
 
 class FaultRun:
     def __init__(self, layout: LayoutPlan, folder: Path, provisioner: Provisioner,
-                 recheck: Callable[[tuple[str, ...]], None], journal, run_id: str, reporter: Reporter):
+                 recheck: Callable[[tuple[str, ...]], None], journal, run_id: str, reporter: Reporter,
+                 server: S3Connection | None = None):
         assert layout.fault is not None
         self.layout = layout
         self.fault = layout.fault
@@ -82,28 +96,33 @@ class FaultRun:
         self.run_id = run_id
         self.reporter = reporter
         self.rebuild_stage = f"{layout.name}/rebuild"
+        self.progress_stage = self.rebuild_stage  # the bar the watch's samples move
         self.rebuild_announced = False
-        self.reader = state_reader(self.fault)
+        self.server = server
+        self.folder = folder
+        self.reader = state_reader(self.fault, server)
         self.watch = RebuildWatch(self.reader, folder / "rebuild.csv", on_sample=self._show_progress)
         self.span: RebuildSpan | None = None
+        self.copy_back_span: RebuildSpan | None = None
         self.span_started = 0.0
         self.boundaries: list[list] = []  # [state, elapsed s] as the array's state changed
         self.notes: list[str] = []
 
-    def _do(self, action: Action) -> None:
-        self.provisioner.apply((action,), lambda: self.recheck(self.fault.replacements))
+    def _do(self, action: Action, written: tuple[str, ...] | None = None) -> None:
+        disks = self.fault.replacements if written is None else written
+        self.provisioner.apply((action,), lambda: self.recheck(disks))
 
     def _fill(self) -> None:
         """Data on the layout before the failure, so that a rebuild of allocated data has some."""
         size = self.fault.spec.fill
-        if not size or self.layout.mount_point is None:
+        if not size or (self.layout.mount_point is None and self.server is None):
             return
-        path = self.layout.mount_point / f"backupbench-{self.run_id}"
         stage = f"{self.layout.name}/fill"
         self.reporter.stage_started(stage, f"write {format_size(size)} before the failure")
-        self.journal.will_create(artefacts.file(path, self.run_id, "fill data for the rebuild"))
-        process.run(["fio", "--name=fill", f"--filename={path}", "--rw=write", "--bs=1M", f"--size={size}",
-                     "--end_fsync=1", "--output-format=terse"], timeout=4 * 3600)
+        if self.server is not None:
+            fill_s3(self.server, size, self.run_id, self.folder / "fill")
+        elif self.layout.mount_point is not None:
+            fill_file(self.layout.mount_point, size, self.run_id, self.journal)
         self.reporter.stage_finished(stage, None)
 
     def run(self, measure: MeasurePass) -> None:
@@ -123,6 +142,7 @@ class FaultRun:
                 self._rebuild(measure)
                 self._enter("rebuilt")
                 measure("rebuilt")
+                self._copy_back()
         finally:
             self.watch.stop()
 
@@ -142,6 +162,27 @@ class FaultRun:
     def _finished(self) -> bool:
         latest = self.watch.samples[-1] if self.watch.samples else None
         return latest is not None and latest.elapsed >= self.span_started and latest.state.finished
+
+    def _copy_back(self) -> None:
+        """dRAID: the failed member replaced by a real disk once the spare holds its data (idle)."""
+        if not self.fault.copy_back or self.span is None or self.span.ended is None:
+            return
+        disk = self.fault.copy_back_disk
+        stage = f"{self.layout.name}/copy-back"
+        self.reporter.stage_started(stage, f"copy the distributed spare back onto {disk}")
+        self.progress_stage = stage
+        if isinstance(self.reader, ZpoolReader):
+            self.reader.since = time.time() - 1
+        self.span_started = started = self.watch.elapsed()
+        self._do(Action(f"replace {self.fault.failed[0]} of {self.fault.array} by {disk}", self.fault.copy_back,
+                        destructive=True), (disk,))
+        self._enter("copy-back")
+        ended = self._first_finished() if _wait(self.fault.spec.rebuild_timeout, self._sampled_finished) else None
+        if ended is None:
+            self.notes.append(f"{self.layout.name}: the copy back onto {disk} did not finish within "
+                              f"{self.fault.spec.rebuild_timeout:g} s (fault.rebuild_timeout)")
+        self.copy_back_span = RebuildSpan(started, None, ended)
+        self.reporter.stage_finished(stage, None)
 
     def _rebuild(self, measure: MeasurePass) -> None:
         if isinstance(self.reader, ZpoolReader):
@@ -174,14 +215,14 @@ class FaultRun:
 
     def _show_progress(self, sample: Sample) -> None:
         """The rebuild's bar, from the watch's thread (rich's Progress takes updates from any)."""
-        if not self.rebuild_announced or sample.phase not in ("rebuilding", "rebuilt"):
+        if not self.rebuild_announced or sample.phase not in ("rebuilding", "rebuilt", "copy-back"):
             return
         state = sample.state
         if state.finished:
-            self.reporter.stage_progress(self.rebuild_stage, 1.0, "rebuilt")
+            self.reporter.stage_progress(self.progress_stage, 1.0, "done")
         elif state.percent is not None:
             speed = f" at {format_rate(state.speed)}" if state.speed else ""
-            self.reporter.stage_progress(self.rebuild_stage, state.percent / 100, f"{state.percent:.1f}%{speed}")
+            self.reporter.stage_progress(self.progress_stage, state.percent / 100, f"{state.percent:.1f}%{speed}")
 
     def _first_finished(self) -> float | None:
         """When the rebuild was first seen finished (it may have ended while the workloads ran)."""
@@ -206,6 +247,9 @@ class FaultRun:
                               "phases": self.boundaries})
         if self.span is not None:
             record.figures.update(rebuild_figures(self.watch.samples, self.span))
+        if self.copy_back_span is not None and self.copy_back_span.ended is not None:
+            record.figures.update(copy_back_figures(self.watch.samples, self.copy_back_span))
+            record.detail["copy_back"] = self.fault.copy_back_disk
             record.units.update({k: v for k, v in REBUILD_UNITS.items() if k in record.figures})
         if record.figures or not self.fault.rebuilds:
             record.status = COMPLETE
