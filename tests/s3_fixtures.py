@@ -67,11 +67,13 @@ class S3Admin:
     def of(cls, server: MinioServer) -> "S3Admin":
         return cls(server.endpoint, server.access_key, server.secret_key)
 
-    def _sign(self, method: str, path: str, query: str, payload: bytes) -> dict[str, str]:
+    def _sign(self, method: str, path: str, query: str, payload: bytes,
+              extra: dict[str, str] | None = None) -> dict[str, str]:
         now = datetime.datetime.now(datetime.timezone.utc)
         amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
         payload_hash = hashlib.sha256(payload).hexdigest()
-        headers = {"host": self.netloc, "x-amz-content-sha256": payload_hash, "x-amz-date": amz_date}
+        headers = {"host": self.netloc, "x-amz-content-sha256": payload_hash, "x-amz-date": amz_date,
+                   **{k.lower(): v for k, v in (extra or {}).items()}}
         signed = ";".join(sorted(headers))
         canonical = "\n".join([method, path, query, "".join(f"{k}:{headers[k]}\n" for k in sorted(headers)),
                                signed, payload_hash])
@@ -86,16 +88,23 @@ class S3Admin:
         return headers
 
     def request(self, method: str, bucket: str, key: str = "", query: dict[str, str] | None = None,
-                body: bytes = b"") -> tuple[int, bytes]:
+                body: bytes = b"", headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        status, data, _ = self.exchange(method, bucket, key, query, body, headers)
+        return status, data
+
+    def exchange(self, method: str, bucket: str, key: str = "", query: dict[str, str] | None = None,
+                 body: bytes = b"", headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
+        """One request (headers signed, as S3 wants every x-amz-* header signed); the answer's
+        status, body and headers (lower-case names)."""
         path = "/" + bucket + ("/" + urllib.parse.quote(key, safe="/-_.~") if key else "")
         q = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
                      for k, v in sorted((query or {}).items()))
-        headers = self._sign(method, path, q, body)
+        signed = self._sign(method, path, q, body, headers)
         conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
         try:
-            conn.request(method, path + ("?" + q if q else ""), body=body, headers=headers)
+            conn.request(method, path + ("?" + q if q else ""), body=body, headers=signed)
             response = conn.getresponse()
-            return response.status, response.read()
+            return response.status, response.read(), {k.lower(): v for k, v in response.getheaders()}
         finally:
             conn.close()
 

@@ -1,6 +1,8 @@
 package main
 
-// The measured phases: PUT, GET and DELETE of fixed-size objects by `concurrency` workers.
+// The measured phases: PUT, GET, DELETE (and mixed: mixed.go) of objects by `concurrency`
+// workers. Each object's size and bytes are a function of the run's seed and its number
+// (content.go), so GET knows what size to expect without being told per object.
 //
 // Each worker takes the next object number from a shared counter, does one request and keeps
 // one record in its own slice (no locks, no I/O on the hot path). A full slice (4096
@@ -11,10 +13,8 @@ import (
 	"bufio"
 	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math/rand"
 	"net/http"
 	"os"
 	"strconv"
@@ -33,6 +33,7 @@ type Record struct {
 	Status    int32
 	Worker    int32
 	Error     string // "" when the operation succeeded
+	Op        string // put, get, list, delete: a mixed phase has them all
 }
 
 const recordHeader = "op,key,worker,start_ns,first_byte_ns,end_ns,bytes,status,error\n"
@@ -54,32 +55,6 @@ func keyName(prefix string, i int64) string {
 	return prefix + "obj-" + fmt.Sprintf("%08d", i)
 }
 
-// objectBody is the payload of one PUT: 16 bytes unique to the object (so no two objects are
-// identical), then a shared random buffer. Nothing is copied per object.
-type objectBody struct {
-	head [16]byte
-	data []byte // shared, read only; data[:16] is replaced by head
-	off  int
-}
-
-func (b *objectBody) Read(p []byte) (int, error) {
-	if b.off >= len(b.data) {
-		return 0, io.EOF
-	}
-	var n int
-	if b.off < len(b.head) && b.off < len(b.data) {
-		end := len(b.head)
-		if end > len(b.data) {
-			end = len(b.data)
-		}
-		n = copy(p, b.head[b.off:end])
-	} else {
-		n = copy(p, b.data[b.off:])
-	}
-	b.off += n
-	return n, nil
-}
-
 // keyList is the object numbers a GET or DELETE phase works on: 0..objects-1 minus skip.
 func keyList(objects int64, skip []int64) []int64 {
 	skipped := make(map[int64]bool, len(skip))
@@ -95,71 +70,96 @@ func keyList(objects int64, skip []int64) []int64 {
 	return keys
 }
 
-func runPhase(ctx context.Context, cfg *Config, client *Client, counters *Counters) (*PhaseResult, error) {
-	var keys []int64
-	if cfg.Op != "put" {
-		keys = keyList(cfg.Objects, cfg.Skip)
-		if len(keys) == 0 {
-			return nil, fmt.Errorf("no objects to %s", cfg.Op)
-		}
+// picker says what the n-th request of a phase is: its op and object, or that the phase is done.
+type picker interface {
+	next(n int64, w *worker) (op string, key int64, ok bool)
+	done(op string, key int64, ok bool)
+}
+
+// onePicker: every request the phase's op, on the next object (put) or the next listed one.
+type onePicker struct {
+	op    string
+	keys  []int64
+	limit int64
+	timed bool
+}
+
+func (p *onePicker) next(n int64, _ *worker) (string, int64, bool) {
+	switch {
+	case p.op == "put":
+		return p.op, n, p.limit <= 0 || n < p.limit
+	case p.timed:
+		return p.op, p.keys[n%int64(len(p.keys))], true
+	case n >= int64(len(p.keys)):
+		return p.op, 0, false
 	}
-	var payload []byte
+	return p.op, p.keys[n], true
+}
+
+func (p *onePicker) done(string, int64, bool) {}
+
+// phase is what every worker of a measured phase shares.
+type phase struct {
+	cfg     *Config
+	client  *Client
+	content *Content
+	start   time.Time
+	stamp   uint64 // in every object's unique bytes: no two runs write the same object
+}
+
+type worker struct {
+	id   int
+	buf  []byte
+	rand uint64 // the worker's own generator state (mixed: which op next)
+}
+
+func newPicker(cfg *Config) (picker, error) {
+	timed := cfg.DurationS > 0 && cfg.Op != "delete"
 	if cfg.Op == "put" {
-		payload = make([]byte, cfg.ObjectSize)
-		rand.New(rand.NewSource(time.Now().UnixNano())).Read(payload)
+		return &onePicker{op: "put", limit: cfg.Objects, timed: timed}, nil
 	}
-	duration := time.Duration(cfg.DurationS * float64(time.Second))
-	timed := duration > 0 && cfg.Op != "delete"
-	// pick maps the n-th request of the phase to an object number, or says the phase is done.
-	pick := func(n int64) (int64, bool) {
-		switch {
-		case cfg.Op == "put":
-			return n, cfg.Objects <= 0 || n < cfg.Objects
-		case timed:
-			return keys[n%int64(len(keys))], true
-		default:
-			if n >= int64(len(keys)) {
-				return 0, false
-			}
-			return keys[n], true
-		}
+	keys := keyList(cfg.Objects, cfg.Skip)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no objects to %s", cfg.Op)
+	}
+	if cfg.Op == "mixed" {
+		return newMixPicker(cfg, keys), nil
+	}
+	return &onePicker{op: cfg.Op, keys: keys, timed: timed}, nil
+}
+
+func runPhase(ctx context.Context, cfg *Config, client *Client, counters *Counters) (*PhaseResult, error) {
+	pick, err := newPicker(cfg)
+	if err != nil {
+		return nil, err
 	}
 	sink, err := newRecordSink(cfg.Records, cfg.Op, cfg.Concurrency)
 	if err != nil {
 		return nil, err
 	}
+	duration := time.Duration(cfg.DurationS * float64(time.Second))
+	timed := duration > 0 && cfg.Op != "delete"
 	var next atomic.Int64
-	start := time.Now()
-	deadline := start.Add(duration)
+	ph := &phase{cfg: cfg, client: client, content: cfg.content(), start: time.Now()}
+	ph.stamp = uint64(ph.start.UnixNano())
+	deadline := ph.start.Add(duration)
 	var wg sync.WaitGroup
 	for w := 0; w < cfg.Concurrency; w++ {
 		wg.Add(1)
-		go func(worker int) {
+		go func(wk *worker) {
 			defer wg.Done()
 			recs := make([]Record, 0, batchSize)
-			buf := make([]byte, 256<<10)
-			var body objectBody
 			for ctx.Err() == nil {
 				if timed && !time.Now().Before(deadline) {
 					break
 				}
-				key, ok := pick(next.Add(1) - 1)
+				op, key, ok := pick.next(next.Add(1)-1, wk)
 				if !ok {
 					break
 				}
-				rec := Record{Key: key, Worker: int32(worker), FirstByte: -1}
-				name := keyName(cfg.Prefix, key)
-				switch cfg.Op {
-				case "put":
-					body = objectBody{data: payload}
-					binary.LittleEndian.PutUint64(body.head[0:], uint64(key))
-					binary.LittleEndian.PutUint64(body.head[8:], uint64(start.UnixNano()))
-					doPut(ctx, client, name, &body, cfg.ObjectSize, start, &rec)
-				case "get":
-					doGet(ctx, client, name, cfg.ObjectSize, buf, start, &rec)
-				case "delete":
-					doDelete(ctx, client, name, start, &rec)
-				}
+				rec := Record{Key: key, Worker: int32(wk.id), FirstByte: -1, Op: op}
+				ph.do(ctx, op, key, wk, &rec)
+				pick.done(op, key, rec.Error == "")
 				if rec.Error == "" {
 					counters.ops.Add(1)
 					counters.bytes.Add(rec.Bytes)
@@ -173,15 +173,35 @@ func runPhase(ctx context.Context, cfg *Config, client *Client, counters *Counte
 				}
 			}
 			sink.batches <- recs
-		}(w)
+		}(&worker{id: w, buf: make([]byte, 256<<10), rand: mix64(cfg.Seed ^ uint64(w+1)*gamma)})
 	}
 	wg.Wait()
-	wall := time.Since(start).Nanoseconds()
+	wall := time.Since(ph.start).Nanoseconds()
 	written, err := sink.close()
 	if err != nil {
 		return nil, fmt.Errorf("cannot write the records: %v", err)
 	}
 	return &PhaseResult{Records: written, WallNs: wall, Interrupted: ctx.Err() != nil}, nil
+}
+
+// do makes one request of the phase and fills in its record.
+func (ph *phase) do(ctx context.Context, op string, key int64, wk *worker, rec *Record) {
+	name := keyName(ph.cfg.Prefix, key)
+	switch op {
+	case "put":
+		shape := ph.content.Shape(key)
+		if ph.cfg.MultipartThreshold > 0 && shape.Size > ph.cfg.MultipartThreshold {
+			ph.putMultipart(ctx, name, key, shape, wk.buf, rec)
+		} else {
+			ph.put(ctx, name, key, shape, wk.buf, rec)
+		}
+	case "get":
+		doGet(ctx, ph.client, name, ph.content.Shape(key).Size, wk.buf, ph.start, rec)
+	case "delete":
+		doDelete(ctx, ph.client, name, ph.start, rec)
+	case "list":
+		ph.list(ctx, rec)
+	}
 }
 
 func fail(rec *Record, err error, start time.Time) {
@@ -193,26 +213,29 @@ func fail(rec *Record, err error, start time.Time) {
 	}
 }
 
-func doPut(ctx context.Context, client *Client, name string, body *objectBody, size int64, start time.Time, rec *Record) {
-	rec.Start = time.Since(start).Nanoseconds()
-	req, err := client.Request(ctx, http.MethodPut, name, nil, body, size, nil)
+func (ph *phase) put(ctx context.Context, name string, key int64, shape Shape, buf []byte, rec *Record) {
+	rec.Start = time.Since(ph.start).Nanoseconds()
+	body := ph.content.Body(key, shape, 0, shape.Size, ph.stamp)
+	header := lockHeader(ph.cfg, http.Header{})
+	if needsChecksum(ph.cfg) {
+		header.Set("X-Amz-Checksum-Crc32c", crc32cOf(body, buf))
+	}
+	req, err := ph.client.Request(ctx, http.MethodPut, name, nil, body, shape.Size, header)
 	if err != nil {
-		fail(rec, err, start)
+		fail(rec, err, ph.start)
 		return
 	}
 	// Lets the transport resend the body on a kept-alive connection the server had closed.
-	fresh := *body
 	req.GetBody = func() (io.ReadCloser, error) {
-		again := fresh
-		return io.NopCloser(&again), nil
+		return io.NopCloser(ph.content.Body(key, shape, 0, shape.Size, ph.stamp)), nil
 	}
 	var timing Timing
-	resp, err := client.Do(req, &timing)
+	resp, err := ph.client.Do(req, &timing)
 	if err != nil {
-		fail(rec, err, start)
+		fail(rec, err, ph.start)
 		return
 	}
-	finish(resp, rec, &timing, start, size)
+	finish(resp, rec, &timing, ph.start, shape.Size)
 }
 
 // finish reads a small answer (PUT, DELETE) and completes the record.
@@ -320,7 +343,7 @@ func newRecordSink(path, op string, workers int) (*recordSink, error) {
 		line := make([]byte, 0, 128)
 		for batch := range sink.batches {
 			for i := range batch {
-				line = appendRecord(line[:0], op, &batch[i])
+				line = appendRecord(line[:0], batch[i].Op, &batch[i])
 				w.Write(line)
 			}
 			sink.count += int64(len(batch))

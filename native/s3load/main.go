@@ -13,7 +13,11 @@
 //	delete-bucket  delete the bucket (S3 refuses when it holds any object)
 //	put, get, delete  a measured phase over keys <prefix>obj-%08d; one record per request
 //	               goes to the gzip CSV named by "records"
-//	delete-prefix  delete every object under the prefix, and only those
+//	mixed          a measured phase of PUT, GET, LIST and DELETE in the shares of "mix"
+//	lock-check     for a few locked objects: is DELETE of the version refused, and is the
+//	               version kept after an overwrite then its DELETE?
+//	delete-prefix  delete every object under the prefix, and only those (every version of
+//	               them with "versions"; objects under compliance retention are reported)
 //
 // Anything that writes or deletes objects needs a prefix backupbench/<run-id>/: this program
 // refuses to touch any other key. Exit codes: 0 done (per-request errors are in the records),
@@ -52,6 +56,32 @@ type Config struct {
 	RequestTimeoutS float64 `json:"request_timeout_s"`
 	ConnectTimeoutS float64 `json:"connect_timeout_s"`
 	ProgressS       float64 `json:"progress_interval_s"`
+
+	// What the objects hold and how big they are (content.go).
+	Seed          uint64 `json:"seed"`
+	Data          string `json:"data"`
+	Compress      int64  `json:"compress"`
+	Dedupe        int64  `json:"dedupe"`
+	Pattern       int    `json:"pattern"`
+	ObjectSizeMax int64  `json:"object_size_max"` // > object_size: uniform sizes between the two
+	// Objects over the threshold go up in parts of part_size (multipart.go); 0: never.
+	MultipartThreshold int64 `json:"multipart_threshold"`
+	PartSize           int64 `json:"part_size"`
+	// S3 Object Lock (lock.go): mode GOVERNANCE or COMPLIANCE on every PUT, for retention_s.
+	LockMode   string  `json:"lock_mode"`
+	RetentionS float64 `json:"retention_s"`
+	Checksum   bool    `json:"checksum"`    // x-amz-checksum-crc32c on every PUT (always with a lock)
+	ObjectLock bool    `json:"object_lock"` // create-bucket: with object lock; probe: report it
+	Versions   bool    `json:"versions"`    // delete-prefix: every version, governance bypassed
+	// mixed (mixed.go): shares of put, get, list, delete; new objects from first_new_key on.
+	Mix         map[string]int64 `json:"mix"`
+	FirstNewKey int64            `json:"first_new_key"`
+	Keys        []int64          `json:"keys"` // lock-check: the objects to try
+}
+
+func (cfg *Config) content() *Content {
+	return &Content{Kind: cfg.Data, Compress: cfg.Compress, Dedupe: cfg.Dedupe, Pattern: byte(cfg.Pattern),
+		Seed: cfg.Seed, SizeMin: cfg.ObjectSize, SizeMax: cfg.ObjectSizeMax}
 }
 
 var (
@@ -72,7 +102,7 @@ func validateConfig(cfg *Config) error {
 			return fmt.Errorf("prefix %q is not backupbench/<run-id>/", cfg.Prefix)
 		}
 		return nil
-	case "put", "get", "delete", "delete-prefix":
+	case "put", "get", "delete", "delete-prefix", "mixed", "lock-check":
 	default:
 		return fmt.Errorf("unknown op %q", cfg.Op)
 	}
@@ -83,17 +113,55 @@ func validateConfig(cfg *Config) error {
 	if cfg.Op == "delete-prefix" {
 		return nil
 	}
+	if err := validateContent(cfg); err != nil {
+		return err
+	}
+	if cfg.Op == "lock-check" {
+		if len(cfg.Keys) == 0 || cfg.LockMode == "" {
+			return fmt.Errorf("lock-check needs keys and lock_mode")
+		}
+		return nil
+	}
 	if cfg.Concurrency < 1 || cfg.Concurrency > 10000 {
 		return fmt.Errorf("concurrency must be 1..10000")
 	}
 	if cfg.Records == "" {
 		return fmt.Errorf("records: a file for the per-operation records is needed")
 	}
-	if cfg.Op == "put" && cfg.ObjectSize < 1 {
-		return fmt.Errorf("object_size must be at least 1 byte")
+	if cfg.Op == "mixed" {
+		return validateMix(cfg)
 	}
 	if cfg.Objects <= 0 && (cfg.DurationS <= 0 || cfg.Op != "put") {
 		return fmt.Errorf("objects must be given (and duration_s for a timed put)")
+	}
+	return nil
+}
+
+func validateContent(cfg *Config) error {
+	switch cfg.Data {
+	case "":
+		cfg.Data = "incompressible"
+	case "incompressible", "compressible", "pattern":
+	default:
+		return fmt.Errorf("data %q is not incompressible, compressible or pattern", cfg.Data)
+	}
+	if cfg.Compress < 0 || cfg.Compress > 99 || cfg.Dedupe < 0 || cfg.Dedupe > 100 || cfg.Pattern < 0 || cfg.Pattern > 255 {
+		return fmt.Errorf("compress must be 0..99, dedupe 0..100, pattern 0..255")
+	}
+	if cfg.ObjectSize < 1 || (cfg.ObjectSizeMax != 0 && cfg.ObjectSizeMax < cfg.ObjectSize) {
+		return fmt.Errorf("object_size must be at least 1 byte and object_size_max at least object_size")
+	}
+	if cfg.MultipartThreshold > 0 && (cfg.PartSize < 5<<20 || cfg.PartSize > 5<<30) {
+		return fmt.Errorf("part_size must be 5 MiB..5 GiB")
+	}
+	switch cfg.LockMode {
+	case "":
+	case "GOVERNANCE", "COMPLIANCE":
+		if cfg.RetentionS <= 0 {
+			return fmt.Errorf("lock_mode needs retention_s")
+		}
+	default:
+		return fmt.Errorf("lock_mode %q is not GOVERNANCE or COMPLIANCE", cfg.LockMode)
 	}
 	return nil
 }
@@ -154,7 +222,7 @@ func run(configPath string) int {
 	case "probe":
 		err = probe(ctx, &cfg, client)
 	case "create-bucket":
-		err = client.CreateBucket(ctx, cfg.Region)
+		err = client.CreateBucket(ctx, cfg.Region, cfg.ObjectLock)
 		if err == nil {
 			emit(map[string]any{"event": "done", "created": true})
 		} else if opErr, ok := err.(*OpError); ok && opErr.Kind == "BucketAlreadyOwnedByYou" {
@@ -167,7 +235,13 @@ func run(configPath string) int {
 			emit(map[string]any{"event": "done"})
 		}
 	case "delete-prefix":
-		err = deletePrefix(ctx, &cfg, client)
+		if cfg.Versions {
+			err = deleteVersions(ctx, &cfg, client)
+		} else {
+			err = deletePrefix(ctx, &cfg, client)
+		}
+	case "lock-check":
+		err = lockCheck(ctx, &cfg, client)
 	default:
 		return measure(ctx, &cfg, client)
 	}
@@ -200,6 +274,13 @@ func probe(ctx context.Context, cfg *Config, client *Client) error {
 		return err
 	}
 	result["bucket_empty"] = len(keys) == 0
+	if cfg.ObjectLock {
+		enabled, err := client.LockEnabled(ctx)
+		if err != nil {
+			return err
+		}
+		result["object_lock"] = enabled
+	}
 	if cfg.Prefix != "" {
 		mine, _, err := client.List(ctx, cfg.Prefix, 1, "")
 		if err != nil {
@@ -231,9 +312,9 @@ func deletePrefix(ctx context.Context, cfg *Config, client *Client) error {
 				}
 			}
 			if len(mine) > 0 {
-				n, err := client.DeleteKeys(ctx, mine)
-				deleted += len(mine) - n
-				failed += n
+				failures, err := client.DeleteKeys(ctx, versionsOf(mine), false)
+				deleted += len(mine) - len(failures)
+				failed += len(failures)
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
@@ -249,7 +330,11 @@ func deletePrefix(ctx context.Context, cfg *Config, client *Client) error {
 			return err
 		}
 		if len(left) == 0 {
-			emit(map[string]any{"event": "done", "deleted": deleted, "failed": failed, "left": 0})
+			aborted, err := abortUploads(ctx, cfg, client)
+			if err != nil {
+				return err
+			}
+			emit(map[string]any{"event": "done", "deleted": deleted, "failed": failed, "left": 0, "aborted": aborted})
 			return nil
 		}
 	}

@@ -149,30 +149,37 @@ func (c *Client) Do(req *http.Request, timing *Timing) (*http.Response, error) {
 }
 
 // Simple sends a request and reads the whole (small) response: for everything but the
-// measured data transfers.
+// measured data transfers. An answer of 300 or more is an error.
 func (c *Client) Simple(ctx context.Context, method, key string, query map[string]string,
 	body []byte, header http.Header) (int, []byte, error) {
+	status, data, resp, err := c.Exchange(ctx, method, key, query, body, header)
+	if err == nil && status >= 300 {
+		err = responseError(&http.Response{StatusCode: status, Header: resp}, data)
+	}
+	return status, data, err
+}
+
+// Exchange sends a request and reads the whole (small) response; err only when no answer came.
+func (c *Client) Exchange(ctx context.Context, method, key string, query map[string]string,
+	body []byte, header http.Header) (int, []byte, http.Header, error) {
 	var reader io.Reader
 	if body != nil {
 		reader = bytes.NewReader(body)
 	}
 	req, err := c.Request(ctx, method, key, query, reader, int64(len(body)), header)
 	if err != nil {
-		return 0, nil, &OpError{Kind: "client", Message: err.Error()}
+		return 0, nil, nil, &OpError{Kind: "client", Message: err.Error()}
 	}
 	resp, err := c.Do(req, nil)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return resp.StatusCode, nil, classify(err)
+		return resp.StatusCode, nil, resp.Header, classify(err)
 	}
-	if resp.StatusCode >= 300 {
-		return resp.StatusCode, data, responseError(resp, data)
-	}
-	return resp.StatusCode, data, nil
+	return resp.StatusCode, data, resp.Header, nil
 }
 
 type s3ErrorBody struct {
@@ -295,13 +302,19 @@ func (c *Client) List(ctx context.Context, prefix string, maxKeys int, token str
 	return keys, next, nil
 }
 
-func (c *Client) CreateBucket(ctx context.Context, region string) error {
+// CreateBucket creates the bucket; with lock, with S3 Object Lock enabled (which also turns
+// versioning on: a lock protects a version, not a key).
+func (c *Client) CreateBucket(ctx context.Context, region string, lock bool) error {
 	var body []byte
 	if region != "" && region != "us-east-1" {
 		body = []byte("<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">" +
 			"<LocationConstraint>" + region + "</LocationConstraint></CreateBucketConfiguration>")
 	}
-	_, _, err := c.Simple(ctx, http.MethodPut, "", nil, body, nil)
+	var header http.Header
+	if lock {
+		header = http.Header{"X-Amz-Bucket-Object-Lock-Enabled": {"true"}}
+	}
+	_, _, err := c.Simple(ctx, http.MethodPut, "", nil, body, header)
 	return err
 }
 
@@ -312,38 +325,67 @@ func (c *Client) DeleteBucket(ctx context.Context) error {
 
 type deleteResult struct {
 	Errors []struct {
-		Key     string `xml:"Key"`
-		Code    string `xml:"Code"`
-		Message string `xml:"Message"`
+		Key       string `xml:"Key"`
+		VersionId string `xml:"VersionId"`
+		Code      string `xml:"Code"`
+		Message   string `xml:"Message"`
 	} `xml:"Error"`
 }
 
-// DeleteKeys removes up to 1000 keys in one multi-object delete; it returns how many failed
-// and the first failure.
-func (c *Client) DeleteKeys(ctx context.Context, keys []string) (int, error) {
+// ObjVersion is one version of a key; VersionId "" means the key's current version.
+type ObjVersion struct {
+	Key       string
+	VersionId string
+}
+
+func versionsOf(keys []string) []ObjVersion {
+	out := make([]ObjVersion, len(keys))
+	for i, key := range keys {
+		out[i] = ObjVersion{Key: key}
+	}
+	return out
+}
+
+// DeleteKeys removes up to 1000 keys (or versions) in one multi-object delete; bypass
+// removes governance-locked versions too. It returns the versions that failed, and the first
+// failure as an error.
+func (c *Client) DeleteKeys(ctx context.Context, items []ObjVersion, bypass bool) ([]ObjVersion, error) {
 	var body bytes.Buffer
 	body.WriteString(`<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet>`)
-	for _, key := range keys {
+	for _, item := range items {
 		body.WriteString("<Object><Key>")
-		_ = xml.EscapeText(&body, []byte(key))
-		body.WriteString("</Key></Object>")
+		_ = xml.EscapeText(&body, []byte(item.Key))
+		body.WriteString("</Key>")
+		if item.VersionId != "" {
+			body.WriteString("<VersionId>")
+			_ = xml.EscapeText(&body, []byte(item.VersionId))
+			body.WriteString("</VersionId>")
+		}
+		body.WriteString("</Object>")
 	}
 	body.WriteString("</Delete>")
 	sum := md5.Sum(body.Bytes())
 	header := http.Header{}
 	header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
 	header.Set("Content-Type", "application/xml")
+	if bypass {
+		header.Set("X-Amz-Bypass-Governance-Retention", "true")
+	}
 	_, data, err := c.Simple(ctx, http.MethodPost, "", map[string]string{"delete": ""}, body.Bytes(), header)
 	if err != nil {
-		return len(keys), err
+		return items, err
 	}
 	var parsed deleteResult
 	if err := xml.Unmarshal(data, &parsed); err != nil {
-		return len(keys), &OpError{Kind: "protocol", Message: "cannot parse the delete answer: " + err.Error()}
+		return items, &OpError{Kind: "protocol", Message: "cannot parse the delete answer: " + err.Error()}
 	}
-	if len(parsed.Errors) > 0 {
-		first := parsed.Errors[0]
-		return len(parsed.Errors), &OpError{Kind: first.Code, Message: first.Key + ": " + first.Message}
+	if len(parsed.Errors) == 0 {
+		return nil, nil
 	}
-	return 0, nil
+	failed := make([]ObjVersion, len(parsed.Errors))
+	for i, e := range parsed.Errors {
+		failed[i] = ObjVersion{Key: e.Key, VersionId: e.VersionId}
+	}
+	first := parsed.Errors[0]
+	return failed, &OpError{Kind: first.Code, Message: first.Key + ": " + first.Message}
 }

@@ -73,21 +73,3 @@ func TestPrefixGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-func TestObjectBody(t *testing.T) {
-	data := []byte(strings.Repeat("x", 40))
-	b := &objectBody{data: data}
-	copy(b.head[:], "0123456789abcdef")
-	buf := make([]byte, 7)
-	var out []byte
-	for {
-		n, err := b.Read(buf)
-		out = append(out, buf[:n]...)
-		if err != nil {
-			break
-		}
-	}
-	if string(out) != "0123456789abcdef"+strings.Repeat("x", 24) {
-		t.Fatalf("got %q", out)
-	}
-}

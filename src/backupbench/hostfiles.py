@@ -25,6 +25,7 @@ class MountEntry:
     fs_type: str
     source: str
     options: tuple[str, ...] = ()
+    super_options: tuple[str, ...] = ()  # the filesystem's own (btrfs compress=..., xfs ...)
 
     @property
     def major_minor(self) -> str:
@@ -54,7 +55,8 @@ def parse_mountinfo(text: str) -> list[MountEntry]:
         major, _, minor = lf[2].partition(":")
         try:
             entries.append(MountEntry(unescape_mount_field(lf[4]), int(major), int(minor), rf[0],
-                                      unescape_mount_field(rf[1]), tuple(lf[5].split(","))))
+                                      unescape_mount_field(rf[1]), tuple(lf[5].split(",")),
+                                      tuple(rf[2].split(",")) if len(rf) > 2 else ()))
         except ValueError:
             continue
     return entries

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Callable, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, PlainSerializer, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, PlainSerializer, ValidationError
 
 from backupbench import units
 from backupbench.errors import RecipeError
@@ -60,6 +60,35 @@ PositiveSize = Annotated[Size, AfterValidator(_more_than_nothing)]
 Duration = Annotated[float, BeforeValidator(units.parse_duration), AfterValidator(_finite_duration)]
 DevicePath = Annotated[str, AfterValidator(_absolute("/dev/vdb"))]
 DirectoryPath = Annotated[str, AfterValidator(_absolute("/srv/backups"))]
+
+
+def parse_byte(value: object) -> object:
+    """One byte: an int, or text in hex with 0x ('0xff') or decimal ('255')."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a byte pattern: {value!r}")
+    if isinstance(value, str):
+        text = value.strip().lower()
+        try:
+            return int(text, 16) if text.startswith("0x") else int(text, 10)
+        except ValueError:
+            raise ValueError(f"not a byte pattern: {value!r} (use e.g. 0x00, 0xff, 85)") from None
+    return value
+
+
+Pattern = Annotated[int, BeforeValidator(parse_byte), Field(ge=0, le=255)]
+
+# Veeam's storage optimization settings -> the block size its backup files are written in.
+VEEAM_BLOCK_SIZES = {"local-16tb": 4 * units.MiB, "local": units.MiB, "lan": 512 * units.KiB, "wan": 256 * units.KiB}
+
+
+def _block_size(value: object) -> object:
+    if isinstance(value, str) and value.strip().lower() in VEEAM_BLOCK_SIZES:
+        return VEEAM_BLOCK_SIZES[value.strip().lower()]
+    return units.parse_size(value)
+
+
+# A size, or a Veeam block size by its name (local-16tb, local, lan, wan).
+BlockSize = Annotated[int, BeforeValidator(_block_size), AfterValidator(_bounded_size), PlainSerializer(int)]
 
 
 def comma_list(value: object) -> object:

@@ -40,3 +40,33 @@ def test_s3_refusals_are_one_line(cli, minio_single, tmp_path):
     result = cli("run", str(tmp_path), "--workload", "s3", "--endpoint", minio_single.endpoint, "--bucket", "bb-x")
     assert result.returncode == 2 and "takes no PATH" in result.stderr
     assert not (cli.results / "runs").exists() or not list((cli.results / "runs").iterdir())
+
+
+def test_content_block_size_and_lock_flags(cli, minio_single):
+    env = {"AWS_ACCESS_KEY_ID": minio_single.access_key, "AWS_SECRET_ACCESS_KEY": minio_single.secret_key}
+    result = cli("run", "--workload", "s3", "--endpoint", minio_single.endpoint, "--bucket", "bb-lockcli",
+                 "--create-bucket", "--objects", "20", "--object-size", "lan", "--concurrency", "4",
+                 "--compress", "50", "--object-lock", "governance", "--retention", "1d", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    assert [op["name"] for op in run["operations"]] == ["put", "get", "lock-check", "delete"]
+    settings = run["settings"]
+    assert (settings["object_size"], settings["data"], settings["compress"]) == (512 * 1024, "compressible", 50)
+    assert (settings["object_lock"], settings["retention"]) == ("governance", 86400.0)
+    check = next(op["figures"] for op in run["operations"] if op["name"] == "lock-check")
+    assert check["lock_delete_refused"] == check["lock_overwrite_kept"] == 1
+    assert not S3Admin.of(minio_single).bucket_exists("bb-lockcli")
+
+
+@pytest.mark.parametrize("flags, said", [
+    (("--retention", "1d"), "retention applies to locked objects"),
+    (("--compress", "50", "--pattern", "0xaa"), "do not apply to data = 'pattern'"),
+    (("--object-size", "8MiB-1MiB"), "upside down"),
+    (("--mix", "put=50"), "add mixed to s3_phases"),
+    (("--s3-phases", "put,mixed", "--mix", "put=50,copy=5"), "copy is not one of"),
+    (("--object-lock", "governance"), "needs a retention"),
+])
+def test_bad_input_is_one_line(cli, minio_single, flags, said):
+    result = cli("run", "--workload", "s3", "--endpoint", minio_single.endpoint, "--bucket", "bb-bad", *flags)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode != 0 and len(lines) == 1 and said in lines[0], result.stderr

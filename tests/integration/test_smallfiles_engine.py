@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import zlib
 import signal
 import time
 from collections import Counter
@@ -17,7 +18,7 @@ from backupbench.errors import EngineError, InputError, Interrupted, RefusedErro
 from backupbench.workloads.smallfiles import PHASES, SmallFilesSpec
 
 KIB = 1024
-SMALL = SmallFilesSpec(files=200, file_size="8KiB", folders=7, threads=2, verify=True)
+SMALL = SmallFilesSpec(files=200, file_size="8KiB", folders=7, threads=2, verify=True, data="pattern")
 
 
 def tagged(parent: Path, run_id: str = "t1") -> Path:
@@ -141,10 +142,35 @@ def test_other_flush_policies_are_recorded(tmp_path, flush):
 
 
 def test_one_thread_and_odd_sizes(tmp_path):
-    spec = SmallFilesSpec(files=9, file_size=5000, folders=9, threads=1, patterns="0x55", verify=True)
+    spec = SmallFilesSpec(files=9, file_size=5000, folders=9, threads=1, patterns="0x55", verify=True, data="pattern")
     results = engine().run(spec.job(), tmp_path, "t1", Recorder(), keep=True)
     assert [r.name for r in results] == ["create", "verify"] and results[-1].mismatches == 0
     assert all(file_path(tagged(tmp_path), spec, i).read_bytes() == b"\x55" * 5000 for i in range(9))
+
+
+@pytest.mark.parametrize("content, ratio", [({}, 1.0), ({"compress": 50}, 0.5)])
+def test_backup_shaped_data_compresses_as_asked_and_verifies(tmp_path, content, ratio):
+    spec = SmallFilesSpec(files=60, file_size="64KiB", folders=3, threads=2, patterns="0,1", verify=True, **content)
+    results = engine().run(spec.job(), tmp_path, "t1", Recorder(), keep=True)
+    assert results[-1].name == "verify" and results[-1].mismatches == 0
+    files = [file_path(tagged(tmp_path), spec, i).read_bytes() for i in range(spec.files)]
+    assert len(set(files)) == spec.files  # fresh data in every file
+    data = b"".join(files)
+    assert zlib.compress(data) and abs(len(zlib.compress(data)) / len(data) - ratio) <= 0.05
+
+
+def test_verify_of_fresh_data_counts_a_corrupted_file(tmp_path):
+    spec = SmallFilesSpec(files=50, file_size="16KiB", folders=2, threads=2, patterns="0,1", verify=True)
+
+    def corrupt():
+        with open(file_path(tagged(tmp_path), spec, 7), "r+b") as f:
+            f.seek(100)
+            byte = f.read(1)
+            f.seek(100)
+            f.write(bytes([byte[0] ^ 1]))
+
+    results = engine().run(spec.job(), tmp_path, "t1", Recorder(corrupt, at="verify"))
+    assert results[-1].mismatches == 1
 
 
 def test_more_threads_than_files(tmp_path):

@@ -9,11 +9,13 @@ from pydantic import SecretStr, ValidationError
 
 from backupbench.errors import RecipeError
 from backupbench.monitor.options import MonitorOptions
+from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.kb2014 import SuiteOptions
 from backupbench.schema import validate
 from backupbench.workloads.s3 import S3Workload, key_set
 from backupbench.workloads.s3_options import (DEFAULT_OBJECTS, PHASES, S3Options, check_bucket_name, normalise_endpoint,
                                       object_key, run_prefix)
+from backupbench.workloads.s3_values import SizeRange
 
 BASE = {"endpoint": "http://127.0.0.1:9000", "bucket": "backups"}
 
@@ -24,7 +26,7 @@ def opts(**values) -> S3Options:
 
 def test_defaults_are_field_note_d():
     o = opts()
-    assert o.object_size == 1024 * 1024
+    assert o.object_size == SizeRange(1024 * 1024, 1024 * 1024) and o.object_size.fixed
     assert o.concurrency == 100
     assert o.object_count == DEFAULT_OBJECTS and o.duration is None
     assert o.s3_phases == PHASES == ("put", "get", "delete")
@@ -34,9 +36,9 @@ def test_defaults_are_field_note_d():
 
 def test_command_line_strings_parse_like_recipe_values():
     o = opts(object_size="4MiB", concurrency="32", objects="500", s3_phases="put,get", request_timeout="2m")
-    assert (o.object_size, o.concurrency, o.objects, o.s3_phases, o.request_timeout) == \
+    assert (o.object_size.low, o.concurrency, o.objects, o.s3_phases, o.request_timeout) == \
         (4 * 2**20, 32, 500, ("put", "get"), 120.0)
-    assert opts(object_size="1MB").object_size == 1_000_000  # decimal MB, never confused with MiB
+    assert opts(object_size="1MB").object_size.low == 1_000_000  # decimal MB, never confused with MiB
     assert opts(s3_phases=["put", "delete"]).s3_phases == ("put", "delete")
 
 
@@ -52,6 +54,7 @@ def test_duration_replaces_the_count():
     ("put,put", "twice"),
     ("put,delete,get", "order"),
     ("put,list", "put"),
+    ("put,delete,mixed", "order"),
     ("", "at least 1"),
 ])
 def test_bad_phase_lists_are_refused(phases, problem):
@@ -127,7 +130,8 @@ def test_unknown_keys_are_refused():
 
 
 def test_flags_do_not_clash_with_the_other_option_sets():
-    mine = set(S3Options.model_fields)
+    # The data-content options (data, compress, dedupe, pattern) are shared on purpose.
+    mine = set(S3Options.model_fields) - set(ContentOptions.model_fields)
     assert not mine & set(SuiteOptions.model_fields)
     assert not mine & set(MonitorOptions.model_fields)
     for name, field in S3Options.model_fields.items():
@@ -137,9 +141,11 @@ def test_flags_do_not_clash_with_the_other_option_sets():
             assert field.default is False, name
 
 
-def test_pattern_names_the_amount():
-    assert opts(objects=10, concurrency=4).pattern("put") == "PUT 1 MiB objects, 10 objects, 4 streams"
-    assert opts(duration="5s").pattern("get") == "GET 1 MiB objects, for 5 s, 100 streams"
+def test_description_names_the_amount():
+    assert opts(objects=10, concurrency=4).describe("put") == "PUT 1 MiB objects, 10 objects, 4 streams"
+    assert opts(duration="5s").describe("get") == "GET 1 MiB objects, for 5 s, 100 streams"
+    assert opts(object_size="1MiB-8MiB", s3_phases="put,mixed", objects=10).describe("mixed") == \
+        "MIXED put=45,get=45,list=5,delete=5 of 1 MiB-8 MiB objects, 10 requests, 100 streams"
 
 
 def test_workload_shape():

@@ -81,7 +81,9 @@ def test_spec_is_frozen_and_every_field_is_described():
 
 def test_presets():
     assert set(PRESETS) == {"field-note-e", "quick"}
-    assert PRESETS["field-note-e"] == SmallFilesSpec()
+    # Field note E's passes write its byte patterns; everything else backup-shaped data.
+    assert PRESETS["field-note-e"] == SmallFilesSpec(data="pattern")
+    assert SmallFilesSpec().content().kind == "incompressible"
     quick = PRESETS["quick"]
     assert (quick.files, quick.file_size, quick.folders) == (2_000, 102_400, 20)
     assert quick.patterns == SmallFilesSpec().patterns
@@ -140,3 +142,11 @@ def test_percentile_is_nearest_rank():
 
 def test_pattern_buffer():
     assert pattern_buffer(0xAA, 3) == b"\xaa\xaa\xaa"
+
+
+def test_content_of_the_passes():
+    spec = SmallFilesSpec(files=10, compress=50, verify=True)
+    job = spec.job()
+    assert job.content.kind == "compressible" and job.content.compress == 50 and len(job.patterns) == 4
+    with pytest.raises(Exception, match="one byte per pass"):
+        SmallFilesSpec(files=10, pattern=0x55)

@@ -66,3 +66,24 @@ def test_every_option_has_a_flag_and_help():
     for name, field in SuiteOptions.model_fields.items():
         flag = "--" + name.replace("_", "-")
         assert flag in flags and flags[flag].help and field.description in flags[flag].help
+
+
+@pytest.mark.parametrize("name, size", [("local-16tb", 4 * 2**20), ("local", 2**20), ("lan", 512 * 2**10),
+                                        ("wan", 256 * 2**10), ("LAN", 512 * 2**10), ("64k", 64 * 2**10)])
+def test_veeam_block_sizes_by_name(name, size):
+    assert cli_options.build(SuiteOptions, {"block_size": name}).block_size == size
+
+
+def test_content_flags_reach_the_fio_job_and_bad_ones_name_the_flag():
+    from backupbench.workloads.kb2014 import operation_job, OPERATIONS
+    from pathlib import Path
+
+    options = cli_options.build(SuiteOptions, {"compress": "50", "dedupe": "20"}).with_block_default(512 * 1024)
+    text = operation_job(OPERATIONS["active-full"], options, Path("/srv/f.dat")).text()
+    assert "buffer_compress_percentage=50" in text and "dedupe_percentage=20" in text and "refill_buffers=1" in text
+    default = cli_options.build(SuiteOptions, {}).with_block_default(512 * 1024)
+    assert "buffer_compress_percentage=0" in operation_job(OPERATIONS["active-full"], default, Path("/f")).text()
+    with pytest.raises(RecipeError, match="--compress"):
+        cli_options.build(SuiteOptions, {"compress": "100"})
+    with pytest.raises(RecipeError, match="compressible"):
+        cli_options.build(SuiteOptions, {"data": "incompressible", "compress": "10"})

@@ -35,9 +35,12 @@ def _is_flag(field: FieldInfo) -> bool:
     return field.annotation is bool
 
 
-def click_options(model: type[BaseModel]) -> Callable:
+def click_options(model: type[BaseModel], skip: frozenset[str] = frozenset()) -> Callable:
+    """The model's fields as click options; `skip`: names another model already added."""
     def decorate(command: Callable) -> Callable:
         for name, field in reversed(list(model.model_fields.items())):
+            if name in skip:
+                continue
             extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
             shown = _shown_default(field)
             help_text = (field.description or "") + (f" [default: {shown}]" if shown else "")

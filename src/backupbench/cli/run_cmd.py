@@ -43,8 +43,11 @@ def _workload_options(definition: Definition, preset: str | None, values: dict) 
 
 
 def _with_workload_options(command: Callable) -> Callable:
+    # Keys several workloads share (--data, --compress, ...) are one flag.
+    added: set[str] = set()
     for model in reversed(OPTION_MODELS):
-        command = cli_options.click_options(model)(command)
+        command = cli_options.click_options(model, skip=frozenset(added))(command)
+        added |= set(model.model_fields)
     return command
 
 

@@ -38,6 +38,7 @@ class DirectoryFacts:
     direct_io_error: str | None
     mode: str | None = None  # e.g. '0700': what `chmod` left on a provisioned mount point
     owner_uid: int | None = None
+    fs_options: tuple[str, ...] = ()  # the filesystem's own mount options (btrfs compress=zstd:3, ...)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -123,6 +124,7 @@ def collect_directory(path: Path, *, probe_direct: bool = True, probe_tag: str |
         block_device=_block_device(mount, host) if mount else None,
         read_only_mount=bool(mount and mount.read_only),
         direct_io=direct_io, direct_io_error=direct_error, mode=mode, owner_uid=owner,
+        fs_options=mount.super_options if mount else (),
     )
 
 

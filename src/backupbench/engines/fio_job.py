@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backupbench import __version__
+from backupbench.engines.content import DataContent
 from backupbench.paths import Syntax, for_program
 from backupbench.units import fio_size
 
@@ -32,6 +33,8 @@ class FioJob:
     # Set when several jobs share one file (export-fio): each waits for the one before.
     stonewall: bool = False
     fallocate: str | None = None
+    # What the written bytes are (reads carry the options too: harmless, and the file says it).
+    content: DataContent = DataContent()
 
     @property
     def pattern(self) -> str:
@@ -54,6 +57,7 @@ class FioJob:
         if self.rwmixwrite is not None:
             opts.append(("rwmixwrite", str(self.rwmixwrite)))
         opts.append(("iodepth", str(self.iodepth)))
+        opts += self.content.fio_options()
         # Jobs as threads of one fio process: should backupbench die, the one SIGKILL the
         # kernel sends that process (process.py) ends every job; forked jobs would go on writing.
         opts.append(("thread", "1"))

@@ -32,7 +32,8 @@ from typing import Any, Callable
 from backupbench import process, units
 from backupbench.engines.base import ProgressCallback, no_progress
 from backupbench.engines.s3_credentials import Credentials, mask
-from backupbench.engines.s3_records import OpRecord, errors_by_kind, phase_figures, read_records, records_file
+from backupbench.engines.s3_records import (OpRecord, errors_by_kind, mixed_figures, phase_figures, read_records,
+                                           records_file)
 from backupbench.errors import BackupbenchError, EngineError, InputError, Interrupted, RefusedError
 
 BINARY = "backupbench-s3load"
@@ -80,11 +81,25 @@ class PhaseSpec:
     objects: int = 0
     duration_s: float = 0.0
     skip: tuple[int, ...] = ()
+    # What the objects hold, their size range, multipart, lock, mix (native/s3load Config).
+    objects_config: dict[str, Any] = field(default_factory=dict)
 
     def config(self) -> dict[str, Any]:
-        return {"op": self.op, "prefix": self.prefix, "object_size": self.object_size,
+        return {**self.objects_config, "op": self.op, "prefix": self.prefix, "object_size": self.object_size,
                 "concurrency": self.concurrency, "objects": self.objects, "duration_s": self.duration_s,
                 "skip": list(self.skip)}
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What removing a run's objects did: versions under compliance retention are left."""
+
+    deleted: int
+    retained: list[dict[str, str]] = field(default_factory=list)  # key, version, until
+
+    @property
+    def retained_until(self) -> str:
+        return max((r["until"] for r in self.retained), default="")
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,7 @@ class Probe:
     bucket_empty: bool | None = None
     prefix_empty: bool | None = None
     seconds: float = 0.0
+    object_lock: bool | None = None  # asked only when the run locks its objects
 
 
 @dataclass
@@ -208,19 +224,41 @@ class S3Engine:
         tail = mask(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
         raise EngineError(f"{BINARY} failed while {doing} (exit {result.returncode}): {tail[0]}")
 
-    def probe(self, target: S3Target, creds: Credentials, prefix: str = "") -> Probe:
-        """Reachable? credentials accepted? bucket there, empty, our prefix unused? Bounded in time."""
-        config = {**target.config(), "op": "probe", "prefix": prefix,
+    def probe(self, target: S3Target, creds: Credentials, prefix: str = "", object_lock: bool = False) -> Probe:
+        """Reachable? credentials accepted? bucket there, empty, our prefix unused, (object_lock)
+        locking? Bounded in time."""
+        config = {**target.config(), "op": "probe", "prefix": prefix, "object_lock": object_lock,
                   "request_timeout_s": target.probe_timeout}
         event = self._call(config, creds, target, "checking the endpoint", timeout=2 * target.probe_timeout + 5)
         return Probe(bool(event.get("bucket_exists")), event.get("bucket_empty"), event.get("prefix_empty"),
-                     float(event.get("seconds", 0.0)))
+                     float(event.get("seconds", 0.0)), event.get("object_lock"))
 
-    def create_bucket(self, target: S3Target, creds: Credentials) -> bool:
-        """Create the bucket; False when it already existed (and is ours to use)."""
-        event = self._call({**target.config(), "op": "create-bucket"}, creds, target,
+    def create_bucket(self, target: S3Target, creds: Credentials, object_lock: bool = False) -> bool:
+        """Create the bucket (with object lock enabled, and so versioned); False when it already
+        existed (and is ours to use)."""
+        event = self._call({**target.config(), "op": "create-bucket", "object_lock": object_lock}, creds, target,
                            f"creating bucket {target.bucket}", timeout=target.request_timeout + 5)
         return bool(event.get("created"))
+
+    def lock_check(self, target: S3Target, creds: Credentials, prefix: str, keys: list[int], mode: str,
+                   seed: int = 0) -> dict[str, Any]:
+        """Try DELETE of each object's version, then overwrite and DELETE it again; counts of
+        what the lock refused (see native/s3load/lock.go)."""
+        config = {**target.config(), "op": "lock-check", "prefix": prefix, "keys": keys, "lock_mode": mode.upper(),
+                  "retention_s": 1, "seed": seed, "object_size": 1, "concurrency": 1, "records": "-"}
+        return self._call(config, creds, target, f"checking the lock of {len(keys)} objects",
+                          timeout=len(keys) * 6 * target.request_timeout + 5)
+
+    def delete_versions(self, target: S3Target, creds: Credentials, prefix: str, timeout: float = 3600.0) -> Removal:
+        """Every version and delete marker under `prefix` (backupbench/<run-id>/ only), governance
+        bypassed; versions under compliance retention are left and listed. Raises EngineError
+        if anything else is left."""
+        event = self._call({**target.config(), "op": "delete-prefix", "prefix": prefix, "versions": True}, creds,
+                           target, f"removing every version under {prefix}", timeout=timeout)
+        if event.get("left") or event.get("failed"):
+            raise EngineError(f"{event.get('failed', 0)} object versions under {prefix} in bucket {target.bucket} "
+                              "could not be deleted")
+        return Removal(int(event.get("deleted", 0)), list(event.get("retained") or []))
 
     def delete_bucket(self, target: S3Target, creds: Credentials) -> None:
         """Delete the bucket; S3 itself refuses when it holds any object (BucketNotEmpty)."""
@@ -271,7 +309,8 @@ class S3Engine:
             tail = mask(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
             raise EngineError(f"{BINARY} failed in phase {op} (exit {result.returncode}): {tail[0]}")
         records = read_records(folder / files["records"])
-        run = PhaseRun(op, records, phase_figures(records, op), errors_by_kind(records), files,
+        figures = mixed_figures(records) if op == "mixed" else phase_figures(records, op)
+        run = PhaseRun(op, records, figures, errors_by_kind(records), files,
                        interrupted=bool(done[-1].get("interrupted")))
         if run.interrupted:
             raise Interrupted(f"interrupted during phase {op}")

@@ -122,3 +122,18 @@ def written_keys(records: Iterable[OpRecord]) -> set[int]:
 def attempted_keys(records: Iterable[OpRecord]) -> set[int]:
     """Object numbers a phase tried, successfully or not (a failed PUT may still have stored it)."""
     return {r.key for r in records}
+
+
+def mixed_figures(records: list[OpRecord]) -> dict[str, float]:
+    """A mixed phase: the figures of all its requests, then each kind's prefixed with its op
+    (put_ops, get_effective_bw, list_lat_p99_ns, ...) over the same runtime, the phase's."""
+    figures = phase_figures(records, "mixed")
+    runtime = figures["runtime"]
+    for kind in sorted({r.op for r in records}):
+        mine = [r for r in records if r.op == kind]
+        part = phase_figures(mine, kind)
+        part["runtime"] = runtime  # shares of one wall clock: rates over the whole phase
+        part["effective_bw"] = part["bytes"] / runtime if runtime > 0 else 0.0
+        part["objects_per_s"] = part["ops"] / runtime if runtime > 0 else 0.0
+        figures.update({f"{kind}_{name}": value for name, value in part.items() if name != "runtime"})
+    return figures

@@ -47,6 +47,7 @@ from backupbench import units
 from backupbench.hostfiles import HostFiles
 from backupbench.engines.smallfiles_results import (PhaseFailed, PhaseResult, failure_fix, failure_message, final_detail,
                                                       how_it_ended, path_of, phase_result, progress_detail)
+from backupbench.engines.content import BlockSource
 from backupbench.engines.smallfiles_workers import Pool, Shared, Task, WorkerReport
 from backupbench.errors import EngineError, InputError, Interrupted, RefusedError
 from backupbench.engines.smallfiles_job import CREATE_PHASE, VERIFY_PHASE, SmallFilesJob, update_phase
@@ -184,15 +185,17 @@ class SmallFilesEngine:
         workers = min(job.threads, job.files)
         shared = Shared(workers, job.files)
         fsync = job.flush == "fsync"
-        phases = [(CREATE_PHASE, "create", job.patterns[0])]
-        phases += [(update_phase(n), "rewrite", p) for n, p in enumerate(job.patterns[1:], start=1)]
+        phases = [(CREATE_PHASE, "create", 0)]
+        phases += [(update_phase(n), "rewrite", n) for n in range(1, len(job.patterns))]
         if job.verify:
-            phases.append((VERIFY_PHASE, "verify", job.patterns[-1]))
+            phases.append((VERIFY_PHASE, "verify", len(job.patterns) - 1))
         try:
-            for name, kind, pattern in phases:
-                # The pattern buffer is built once per phase, outside the timed part.
-                task = Task(kind, str(root), paths, pattern_buffer(pattern, job.file_size),
-                            fsync and kind != "verify")
+            for name, kind, number in phases:
+                # The pattern buffer is built once per phase, outside the timed part; fresh
+                # data differs per pass (the pass number seeds it) and per file.
+                source = None if job.content.constant else BlockSource(job.content, seed=number)
+                task = Task(kind, str(root), paths, pattern_buffer(job.patterns[number], job.file_size),
+                            fsync and kind != "verify", source)
                 self._phase(name, task, job, root, shared, on_phase, results)
                 if on_result is not None:
                     on_result(results[-1])

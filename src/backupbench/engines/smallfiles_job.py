@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backupbench.engines.content import DataContent
+
 from backupbench import units
 
 FLUSH_POLICIES: tuple[str, ...] = ("none", "fsync", "sync-end")
@@ -34,8 +36,10 @@ def phase_names(update_passes: int, verify: bool) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class SmallFilesJob:
-    """N files of S bytes in D folders: created with patterns[0], rewritten in place with
-    each further pattern, optionally read back and compared with the last."""
+    """N files of S bytes in D folders: created, then rewritten in place once per further
+    pattern, optionally read back and compared with the last pass. With content.kind ==
+    "pattern" each pass writes its byte of `patterns`; otherwise fresh data with the content's
+    ratios, different in every pass and file."""
 
     files: int
     file_size: int
@@ -44,6 +48,7 @@ class SmallFilesJob:
     threads: int
     flush: str  # one of FLUSH_POLICIES
     verify: bool = False
+    content: DataContent = DataContent("pattern")
 
     @property
     def phases(self) -> tuple[str, ...]:

@@ -33,6 +33,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Literal
 
+from backupbench.engines.content import BlockSource
+
 Kind = Literal["create", "rewrite", "verify"]
 
 # Layout of the shared int64 slots.
@@ -54,13 +56,16 @@ except OSError:  # pragma: no cover - no libc to load (not Linux)
 
 @dataclass(frozen=True)
 class Task:
-    """One phase for the workers. `buffer` is the pattern written, or expected on verify."""
+    """One phase for the workers. `buffer` is the pattern written, or expected on verify;
+    with a `source`, file i gets (or must hold) source.block(i) instead."""
 
     kind: Kind
     root: str
     paths: list[bytes]
     buffer: bytes
     fsync: bool = False
+    # Fresh data per file (its length is the buffer's); None: every file gets `buffer`.
+    source: BlockSource | None = None
 
 
 @dataclass(frozen=True)
@@ -236,18 +241,21 @@ def _worker_main(task: Task, shared: Shared, worker: int, start: int, end: int, 
 
 
 # The hot loops. Everything they touch is bound to a local first; nothing is allocated per
-# file on the normal path (the pattern buffer is built once per phase by the engine).
+# file on the normal path (the pattern buffer is built once per phase by the engine), but
+# fresh data when the content asks for it.
 
 def _create(ints: memoryview, slot: int, lat: int, task: Task, start: int, end: int) -> None:
     open_, write, close, fsync, clock = os.open, os.write, os.close, os.fsync, time.monotonic_ns
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    paths, buf, per_file_fsync = task.paths, task.buffer, task.fsync
+    paths, buf, per_file_fsync, source = task.paths, task.buffer, task.fsync, task.source
     size = len(buf)
     done_slot = slot + DONE
     i = start
     while i < end:
         if ints[STOP]:
             return
+        if source is not None:  # made before the clock starts: the file's latency is the storage's
+            buf = source.block(i, size)
         t0 = clock()
         fd = open_(paths[i], flags, 0o644)
         try:
@@ -267,13 +275,15 @@ def _rewrite(ints: memoryview, slot: int, lat: int, task: Task, start: int, end:
     """Rewrite each file in place: no O_TRUNC, the whole file written at offset 0."""
     open_, pwrite, close, fsync, clock = os.open, os.pwrite, os.close, os.fsync, time.monotonic_ns
     flags = os.O_WRONLY | os.O_CLOEXEC
-    paths, buf, per_file_fsync = task.paths, task.buffer, task.fsync
+    paths, buf, per_file_fsync, source = task.paths, task.buffer, task.fsync, task.source
     size = len(buf)
     done_slot = slot + DONE
     i = start
     while i < end:
         if ints[STOP]:
             return
+        if source is not None:
+            buf = source.block(i, size)
         t0 = clock()
         fd = open_(paths[i], flags)
         try:
@@ -293,7 +303,7 @@ def _verify(ints: memoryview, slot: int, lat: int, task: Task, start: int, end: 
     """Read each file; a mismatch is any file whose content is not exactly the buffer."""
     open_, readv, close, clock = os.open, os.readv, os.close, time.monotonic_ns
     flags = os.O_RDONLY | os.O_CLOEXEC
-    paths, expected = task.paths, task.buffer
+    paths, expected, source = task.paths, task.buffer, task.source
     size = len(expected)
     got = bytearray(size)
     spare = bytearray(1)  # filled only if the file is longer than expected
@@ -323,6 +333,8 @@ def _verify(ints: memoryview, slot: int, lat: int, task: Task, start: int, end: 
             finally:
                 close(fd)
         ints[lat + i] = clock() - t0
+        if source is not None:
+            expected = source.block(i, size)
         if n != size or got != expected:
             mismatches += 1
             ints[mismatch_slot] = mismatches

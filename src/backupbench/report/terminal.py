@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from backupbench import units
+from backupbench.engines.content import settings_label
 from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
 from backupbench.analysis.windows import backup_windows, layouts_of, restore_range
 from backupbench.report.fault_analysis import fault_reports
@@ -39,7 +40,7 @@ def target_text(run: RunRecord) -> str:
 def _fio_caption(run: RunRecord) -> str:
     settings = run.settings
     if "size" not in settings:
-        return target_text(run)
+        return ", ".join(p for p in (settings_label(settings), target_text(run)) if p)
     parts = [
         f"{units.format_size(settings.get('file_size') or settings.get('size') or 0)} test file",
         (f"{settings.get('runtime', 0):g} s per operation" if run.kind == "kb2014"
@@ -50,15 +51,15 @@ def _fio_caption(run: RunRecord) -> str:
     ]
     if settings.get("jobs", 1) > 1:
         parts.append(f"{settings['jobs']} jobs")
-    return ", ".join(p for p in [*parts, target_text(run)] if p)
+    return ", ".join(p for p in [*parts, settings_label(settings), target_text(run)] if p)
 
 
 def _files_caption(run: RunRecord) -> str:
     s = run.settings
     if "files" not in s:
-        return target_text(run)
+        return ", ".join(p for p in (settings_label(s), target_text(run)) if p)
     parts = [f"{s['files']:,} files of {units.format_size(s['file_size'])} in {s['folders']:,} folders",
-             f"{s['threads']} workers", f"flush {s['flush']}", target_text(run)]
+             f"{s['threads']} workers", f"flush {s['flush']}", settings_label(s), target_text(run)]
     return ", ".join(p for p in parts if p)
 
 
@@ -90,6 +91,27 @@ S3_COLUMNS: list[Column] = [
     ("TTFB p50", lambda f: _ms(f.get("ttfb_p50_ns"))),
     ("errors", lambda f: f"{f.get('errors', 0):,.0f}"),
 ]
+# Block-clone synthetic fulls: the clone, the changed blocks, the space they really took.
+CLONE_COLUMNS: list[Column] = [
+    ("clone ms", lambda f: _number(f.get("clone_s", 0) * 1000, "")),
+    ("clone s/TiB", lambda f: Text(_number(f.get("clone_s_per_tib"), ""), style="bold")),
+    ("changed MiB/s", lambda f: _mib(f.get("write_bw"))),
+    ("space used MiB", lambda f: _mib(f.get("fs_used_delta"))),
+    ("unshared MiB", lambda f: _mib(f.get("unique_bytes"))),
+    ("extents", lambda f: f"{f.get('extents', 0):,.0f}"),
+]
+FRAGMENTATION_COLUMN: Column = ("x slower than the original", lambda f: (
+    "-" if not f.get("fragmentation_cost") else f"{f['fragmentation_cost']:.2f}x"))
+def _s3_detail(f: dict[str, float]) -> str | Text:
+    """Object Lock's immutability check, or a mixed phase's share per request kind."""
+    if "lock_delete_refused" in f:
+        passed = f.get("lock_delete_refused") == 1 and f.get("lock_overwrite_kept") == 1 and f.get("lock_applied") == 1
+        return Text("immutable: PASS" if passed else "immutable: FAIL", style="green" if passed else "bold red")
+    kinds = [(k, f[f"{k}_ops"]) for k in ("put", "get", "list", "delete") if f.get(f"{k}_ops")]
+    return ", ".join(f"{k} {n:,.0f}" for k, n in kinds) or "-"
+
+
+S3_DETAIL_COLUMN: Column = ("check / mix", _s3_detail)
 MONITOR_COLUMNS: list[Column] = [
     ("disk %util", lambda f: _number(f.get("members_util"), "%")),
     ("disk w_await", lambda f: _number(f.get("members_w_await"), " ms")),
@@ -140,14 +162,21 @@ def table_specs(run: RunRecord) -> list[tuple[list, list[Column], str, str]]:
     measured = [op for op in run.operations if op.detail.get("state") != "rebuild"]
     s3_ops = [op for op in measured if _is_s3_phase(op)]
     file_ops = [op for op in measured if op not in s3_ops and _is_file_phase(op)]
-    fio_ops = [op for op in measured if op not in file_ops and op not in s3_ops]
+    clone_ops = [op for op in measured if "clone_s" in op.figures]
+    fio_ops = [op for op in measured if op not in file_ops and op not in s3_ops and op not in clone_ops]
     specs = []
-    if fio_ops or not (file_ops or s3_ops):
-        specs.append((fio_ops, FIO_COLUMNS, "fio pattern", _fio_caption(run)))
+    if fio_ops or not (file_ops or s3_ops or clone_ops):
+        fragmented = any("fragmentation_cost" in op.figures for op in fio_ops)
+        specs.append((fio_ops, FIO_COLUMNS + ([FRAGMENTATION_COLUMN] if fragmented else []), "fio pattern",
+                      _fio_caption(run)))
+    if clone_ops:
+        specs.append((clone_ops, CLONE_COLUMNS, "clone + changes", settings_label(run.settings)))
     if file_ops:
         specs.append((file_ops, FILE_COLUMNS, "files", _files_caption(run)))
     if s3_ops:
-        specs.append((s3_ops, S3_COLUMNS, "requests", run.target))
+        detailed = any("lock_delete_refused" in op.figures or "put_ops" in op.figures for op in s3_ops)
+        specs.append((s3_ops, S3_COLUMNS + ([S3_DETAIL_COLUMN] if detailed else []), "requests",
+                      ", ".join(p for p in (settings_label(run.settings), run.target) if p)))
     return specs
 
 

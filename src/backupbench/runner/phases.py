@@ -120,7 +120,10 @@ class PhaseRecorder:
             self.reporter.stage_finished(self.qualified(name), None)
             return
         record.figures.update(figures)
-        record.detail.update(detail or {})
+        detail = dict(detail or {})
+        # Units of a workload's own figures (names FIGURE_UNITS does not know) come in the detail.
+        record.units.update(detail.pop("units", {}))
+        record.detail.update(detail)
         self._stop_monitor(record)
         record.status, record.finished_at = COMPLETE, now_iso()
         self._save(record)

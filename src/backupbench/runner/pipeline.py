@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterator
 
 from backupbench import process, stopping
 from backupbench.devices import eligibility, facts
+from backupbench.devices.compression import content_caution, filesystem_compression
+from backupbench.engines.content import from_settings
 from backupbench.errors import BackupbenchError, Interrupted, RefusedError
 from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
@@ -161,6 +163,7 @@ class RunSession:
             self.run.host.setdefault("targets", {})[key] = found.as_dict()
         else:
             target = None
+        self._content_caution(workload, (target,) if target is not None else storage)
         if not checked:
             workload.check(target)
         monitor = monitor_plan(self.monitor_options, (target,) if target is not None else storage)
@@ -177,6 +180,18 @@ class RunSession:
         finally:
             with stopping.held():
                 workload.cleanup(target, self.run_id, self._recorder)
+
+    def _content_caution(self, workload: Workload, paths: tuple[Path, ...]) -> None:
+        """Constant data where the filesystem compresses it: say that the figures are compression's."""
+        content = from_settings(workload.settings())
+        if content is None or not content.constant:
+            return
+        for path in paths:
+            found = facts.collect_directory(path, probe_direct=False)
+            note = content_caution(found.path, filesystem_compression(found, workload.buffered), content.label,
+                                   content.constant)
+            if note and note not in self.run.notes:
+                self.run.notes.append(note)
 
     def add_operation(self, record: OperationRecord, announced: bool = False) -> None:
         """Store a record measured beside the workloads (a fault's rebuild, a member's baseline);

@@ -25,7 +25,9 @@ class PhaseHooks(Protocol):
 
     def progress(self, name: str, fraction: float, detail: str) -> None: ...
 
-    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None: ...
+    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None:
+        """The phase ended with `figures`; detail["units"] (figure name -> unit) gives the units
+        of figures the store does not know by name."""
 
     def will_create(self, artefact: dict[str, Any]) -> int | None:
         """Write down something about to be created (a file, a folder, S3 objects) in the

@@ -44,7 +44,7 @@ def phase_job(phase: Phase, options: SuiteOptions, test_file: Path) -> FioJob:
         region_size=options.region_size, iodepth=options.iodepth or 1, numjobs=options.jobs,
         ioengine=options.engine, direct=not options.buffered,
         # No fallocate: preallocating would do the allocation before the measured writes.
-        fallocate="none", comment=phase.title,
+        fallocate="none", comment=phase.title, content=options.content(),
     )
 
 

@@ -20,9 +20,10 @@ from backupbench import units
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
 from backupbench.paths import Syntax
-from backupbench.schema import Duration, PositiveSize, Size, comma_list, no_repeats, validate
+from backupbench.schema import BlockSize, Duration, PositiveSize, Size, comma_list, no_repeats, validate
 from backupbench.units import KiB
 from backupbench.workloads.base import Definition, ServedBy, narrowed
+from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
 
 # Veeam KB2014 tests with 512 KiB blocks: the size backup software typically writes.
@@ -102,7 +103,7 @@ MAX_BLOCK_SIZE = units.GiB
 MIN_FILE_SIZE = 4 * units.KiB
 
 
-class SuiteOptions(BaseModel):
+class SuiteOptions(ContentOptions):
     """Options of the fio suite: `backupbench run` flags, recipe keys of kb2014 and first-write."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -117,9 +118,10 @@ class SuiteOptions(BaseModel):
         10.0, ge=0.001, description="How long each operation runs.",
         json_schema_extra={"metavar": "DURATION", "example": "10s"},
     )
-    block_size: Size | None = Field(
-        None, description="I/O block size, a multiple of 4 KiB up to 1 GiB [default: 512k for kb2014 as in "
-        "Veeam KB2014, 1m for first-write].",
+    block_size: BlockSize | None = Field(
+        None, description="I/O block size, a multiple of 4 KiB up to 1 GiB, or Veeam's by its storage "
+        "optimization: local-16tb (4 MiB), local (1 MiB), lan (512 KiB), wan (256 KiB) [default: 512k for "
+        "kb2014 as in Veeam KB2014, 1m for first-write].",
         json_schema_extra={"metavar": "SIZE", "example": "512k"},
     )
     jobs: int = Field(
@@ -207,7 +209,7 @@ def operation_job(op: Operation, options: SuiteOptions, test_file: Path) -> FioJ
         block_size=options.block, region_size=options.region_size,
         iodepth=options.iodepth or op.iodepth, numjobs=options.jobs,
         ioengine=options.engine, direct=not options.buffered, runtime_s=options.runtime,
-        comment=f"{op.title}: {op.io_per_block_text}",
+        comment=f"{op.title}: {op.io_per_block_text}", content=options.content(),
     )
 
 
@@ -215,7 +217,7 @@ def layout_job(options: SuiteOptions, test_file: Path) -> FioJob:
     return FioJob(
         name=LAYOUT, filename=test_file, rw="write", block_size=options.block,
         region_size=options.file_size, iodepth=LAYOUT_IODEPTH, ioengine=options.engine,
-        direct=not options.buffered,
+        direct=not options.buffered, content=options.content(),
         comment="writes the whole test file once so that reads find real data",
     )
 

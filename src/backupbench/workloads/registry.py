@@ -7,7 +7,7 @@ Workload: see docs/architecture.md for a worked example) and one line here.
 from __future__ import annotations
 
 from backupbench.artefacts import Remover
-from backupbench.workloads import firstwrite, kb2014, s3, smallfiles
+from backupbench.workloads import blockclone, firstwrite, kb2014, s3, smallfiles
 from backupbench.workloads.base import Definition
 
 WORKLOADS: dict[str, Definition] = {definition.name: definition for definition in (
@@ -15,6 +15,7 @@ WORKLOADS: dict[str, Definition] = {definition.name: definition for definition i
     firstwrite.DEFINITION,
     smallfiles.DEFINITION,
     s3.DEFINITION,
+    blockclone.DEFINITION,
 )}
 
 

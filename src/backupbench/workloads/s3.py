@@ -7,20 +7,23 @@ options. Order of events, each step refusing before the next touches anything:
 
 1. check(): credentials resolved (options, --profile, environment, AWS_PROFILE/default);
    the endpoint probed within a few seconds (reachable, TLS, credentials accepted, bucket
-   exists); a missing bucket refused unless create_bucket.
+   exists, and has object lock when the run locks); a missing bucket refused unless
+   create_bucket; a compliance run says what it will leave behind.
 2. execute(): the run's prefix backupbench/<run_id>/ must be unused (else refused, and then
    nothing is ever deleted); the bucket is created if missing and allowed; then each phase
    runs through the S3Engine and reports its figures. GET reads the objects PUT wrote;
    DELETE removes every object PUT attempted.
 3. cleanup() (every exit path once the prefix was found unused): every object under the
-   prefix is deleted - nothing else - and a bucket this run created is removed if it is
-   empty again. A bucket is never emptied.
+   prefix is deleted - nothing else; with a lock every version of them, governance
+   bypassed - and a bucket this run created is removed if it is empty again. A bucket is
+   never emptied. Versions under compliance retention stay, and with them the bucket (s3_lock.py).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
@@ -28,12 +31,13 @@ from pydantic import Field, SecretStr, field_validator
 
 from backupbench import process
 from backupbench.artefacts import FAILED, GONE, NOT_OURS, REMOVED, Artefact, Outcome
-from backupbench.engines.s3 import BINARY, PhaseRun, PhaseSpec, Probe, S3Engine, S3Target
+from backupbench.engines.s3 import BINARY, PhaseRun, PhaseSpec, Probe, Removal, S3Engine, S3Target
 from backupbench.engines.s3_credentials import DEFAULT_REGION, Credentials, resolve
 from backupbench.engines.s3_records import attempted_keys, written_keys
 from backupbench.errors import BackupbenchError, EngineError, RefusedError
 from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
-from backupbench.workloads.s3_options import PHASE_TITLES, S3Options, normalise_endpoint, run_prefix
+from backupbench.workloads import s3_lock
+from backupbench.workloads.s3_options import PHASE_TITLES, S3Options, content_seed, normalise_endpoint, run_prefix
 
 log = logging.getLogger("backupbench.s3")
 
@@ -67,6 +71,7 @@ class S3Workload:
         self._failure: BaseException | None = None
         self._bucket_id: int | None = None
         self._objects_id: int | None = None
+        self._folder: Path | None = None
         # The layout whose MinIO serves the endpoint ("" for a user's endpoint): the run's
         # objects then go with that layout's drives.
         self.served_by = ""
@@ -84,6 +89,10 @@ class S3Workload:
         """Stored with the run: the options (never the keys) and the derived amounts."""
         return {**self.options.model_dump(mode="json"), "object_count": self.options.object_count,
                 "key_prefix": "backupbench/<run_id>/", "engine": BINARY}
+
+    @property
+    def locked(self) -> bool:
+        return self.options.object_lock is not None
 
     def space_needed(self) -> int:
         return self.options.data_bytes or 0
@@ -106,11 +115,14 @@ class S3Workload:
     def check(self, target: Path | None = None) -> None:
         _ = self.engine.binary  # ToolMissingError first: nothing else can work without it
         s3, creds = self.connect()
-        probe = self.engine.probe(s3, creds)
+        probe = self.engine.probe(s3, creds, object_lock=self.locked)
         if not probe.bucket_exists and not self.options.create_bucket:
             raise RefusedError(f"bucket {s3.bucket} does not exist at {s3.endpoint}",
                                "create it, or pass --create-bucket to let backupbench create it and "
                                "remove it afterwards")
+        if self.locked and probe.bucket_exists and not probe.object_lock:
+            raise s3_lock.refuse_unlocked_bucket(s3.bucket, s3.endpoint)
+        s3_lock.warn_before(self.options, s3.bucket)
         self._probe = probe
 
     # ---- the run ------------------------------------------------------------------------
@@ -124,40 +136,21 @@ class S3Workload:
     def _execute(self, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
         s3, creds = self.connect()
         prefix = run_prefix(run_id)
-        probe = self.engine.probe(s3, creds, prefix)
-        if probe.bucket_exists and probe.prefix_empty is False:
-            raise RefusedError(f"bucket {s3.bucket} already holds objects under {prefix}; they are not this "
-                               "run's and will not be touched", "use another run id")
-        if not probe.bucket_exists:
-            if not self.options.create_bucket:
-                raise RefusedError(f"bucket {s3.bucket} does not exist at {s3.endpoint}",
-                                   "create it, or pass --create-bucket")
-            self._bucket_id = hooks.will_create(bucket_artefact(s3, run_id, self.options.profile, creds.source,
-                                                                self.served_by))
-            self._created_bucket = self.engine.create_bucket(s3, creds)
-            if not self._created_bucket:
-                hooks.removed(self._bucket_id, "not ours: it was there already")
-        # From here on everything under the prefix is this run's: cleanup deletes it.
-        self._objects_id = hooks.will_create(objects_artefact(s3, prefix, self.options.profile, creds.source,
-                                                                  self.served_by))
-        self._prefix = prefix
+        probe = self._claim(s3, creds, prefix, run_id, hooks)
+        self._folder = folder
         opts = self.options
-        common = dict(prefix=prefix, object_size=opts.object_size, concurrency=opts.concurrency)
+        base = dict(prefix=prefix, object_size=opts.object_size.low, concurrency=opts.concurrency,
+                    objects_config=opts.loader_config(content_seed(run_id)))
         put: PhaseRun | None = None
         commands: list[str] = []
         try:
             for op in opts.s3_phases:
-                if op == "put":
-                    spec = PhaseSpec("put", objects=opts.object_count or 0, duration_s=opts.duration or 0.0,
-                                     **common)
-                else:
+                if op == "lock-check":
                     assert put is not None  # S3Options: phases start with put
-                    count, skip = key_set(written_keys(put.records) if op == "get" else attempted_keys(put.records))
-                    if count == 0:
-                        raise EngineError(f"no object was written, so there is nothing to {op}")
-                    spec = PhaseSpec(op, objects=count, skip=skip,
-                                     duration_s=(opts.duration or 0.0) if op == "get" else 0.0, **common)
-                hooks.started(op, PHASE_TITLES[op], opts.pattern(op))
+                    self._lock_check(s3, creds, prefix, written_keys(put.records), content_seed(run_id), hooks)
+                    continue
+                spec = self._spec(op, put, base)
+                hooks.started(op, PHASE_TITLES[op], opts.describe(op))
                 commands.append(process.render(self.engine.argv(folder / f"{op}.config.json")))
                 run = self.engine.run_phase(s3, creds, spec, folder,
                                             lambda fraction, detail, name=op: hooks.progress(name, fraction, detail))
@@ -171,11 +164,67 @@ class S3Workload:
         finally:
             (folder / "commands.txt").write_text("\n".join(commands) + "\n")
 
+    def _claim(self, s3: S3Target, creds: Credentials, prefix: str, run_id: str, hooks: PhaseHooks) -> Probe:
+        """Refuse a prefix in use or a bucket that cannot lock; create the bucket if allowed;
+        from the journal entry on, everything under the prefix is this run's."""
+        probe = self.engine.probe(s3, creds, prefix, object_lock=self.locked)
+        if probe.bucket_exists and probe.prefix_empty is False:
+            raise RefusedError(f"bucket {s3.bucket} already holds objects under {prefix}; they are not this "
+                               "run's and will not be touched", "use another run id")
+        if probe.bucket_exists and self.locked and not probe.object_lock:
+            raise s3_lock.refuse_unlocked_bucket(s3.bucket, s3.endpoint)
+        if not probe.bucket_exists:
+            if not self.options.create_bucket:
+                raise RefusedError(f"bucket {s3.bucket} does not exist at {s3.endpoint}",
+                                   "create it, or pass --create-bucket")
+            self._bucket_id = hooks.will_create(bucket_artefact(s3, run_id, self.options.profile, creds.source,
+                                                                self.served_by))
+            self._created_bucket = self.engine.create_bucket(s3, creds, object_lock=self.locked)
+            if not self._created_bucket:
+                hooks.removed(self._bucket_id, "not ours: it was there already")
+                if self.locked and not self.engine.probe(s3, creds, object_lock=True).object_lock:
+                    raise s3_lock.refuse_unlocked_bucket(s3.bucket, s3.endpoint)
+        self._objects_id = hooks.will_create(objects_artefact(s3, prefix, self.options.profile, creds.source,
+                                                                  self.served_by, versions=self.locked))
+        self._prefix = prefix
+        return probe
+
+    def _spec(self, op: str, put: PhaseRun | None, base: dict[str, Any]) -> PhaseSpec:
+        opts = self.options
+        timed = opts.duration or 0.0
+        if op == "put":
+            return PhaseSpec("put", objects=opts.object_count or 0, duration_s=timed, **base)
+        assert put is not None  # S3Options: phases start with put
+        count, skip = key_set(written_keys(put.records) if op in ("get", "mixed") else attempted_keys(put.records))
+        if count == 0:
+            raise EngineError(f"no object was written, so there is nothing to {op}")
+        if op == "mixed":
+            # New objects of the mixed phase come after every key the put phase may have stored.
+            extra = {"first_new_key": max(attempted_keys(put.records)) + 1}
+            return PhaseSpec(op, objects=count, skip=skip, duration_s=timed,
+                             **{**base, "objects_config": {**base["objects_config"], **extra}})
+        return PhaseSpec(op, objects=count, skip=skip, duration_s=timed if op == "get" else 0.0, **base)
+
+    def _lock_check(self, s3: S3Target, creds: Credentials, prefix: str, written: set[int], seed: int,
+                    hooks: PhaseHooks) -> None:
+        keys = s3_lock.checked_keys(written)
+        if not keys:
+            raise EngineError("no object was written, so there is no lock to check")
+        hooks.started("lock-check", PHASE_TITLES["lock-check"], self.options.describe("lock-check", len(keys)))
+        began = time.monotonic()
+        event = self.engine.lock_check(s3, creds, prefix, keys, self.options.object_lock or "", seed)
+        figures = s3_lock.check_figures(event, time.monotonic() - began)
+        hooks.progress("lock-check", 1.0, s3_lock.verdict(figures, list(event.get("notes") or [])))
+        hooks.finished("lock-check", figures, {"objects": [int(k) for k in keys], "notes": event.get("notes") or [],
+                                               "lock_mode": self.options.object_lock})
+
     def _detail(self, run: PhaseRun, s3: S3Target, creds: Credentials, probe: Probe) -> dict[str, Any]:
         return {"errors_by_kind": run.errors, **run.files, "endpoint": s3.endpoint, "bucket": s3.bucket,
                 "region": s3.region, "prefix": self._prefix, "credentials_from": creds.source,
                 "bucket_was_empty": probe.bucket_empty, "bucket_created": self._created_bucket,
-                "object_size": self.options.object_size, "concurrency": self.options.concurrency}
+                "object_size": self.options.object_size.as_value(), "concurrency": self.options.concurrency,
+                "data": self.options.content().label, "object_lock": self.options.object_lock,
+                "retention_s": self.options.retention}
 
     def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:
         """Delete the run's objects (its prefix only) and a bucket it created, if empty."""
@@ -183,14 +232,24 @@ class S3Workload:
         if prefix is None or self._target is None or self._creds is None:
             return
         try:
-            self.engine.delete_prefix(self._target, self._creds, prefix)
-            hooks.removed(self._objects_id)
+            if self.locked:
+                removal = self.engine.delete_versions(self._target, self._creds, prefix)
+            else:
+                removal = Removal(self.engine.delete_prefix(self._target, self._creds, prefix))
         except BackupbenchError as exc:
             failure = self._failure
             before = f" (after: {failure.one_line()})" if isinstance(failure, BackupbenchError) else ""
             raise EngineError(f"objects of this run may be left under {prefix} in bucket {self._target.bucket}: "
                               f"{exc.one_line()}{before}",
                               f"delete the prefix {prefix} with any S3 client; nothing else is this run's") from exc
+        if removal.retained:
+            line = s3_lock.left_behind(removal, self._target.bucket, prefix, self._folder)
+            hooks.removed(self._objects_id, f"kept: {line}")
+            if self._created_bucket:
+                hooks.removed(self._bucket_id, "kept: it holds objects under compliance retention")
+                self._created_bucket = False
+            return
+        hooks.removed(self._objects_id)
         if self._created_bucket:
             try:
                 self.engine.delete_bucket(self._target, self._creds)
@@ -227,9 +286,11 @@ def _where(target: S3Target, profile: str | None, source: str, layout: str) -> A
             "credentials_from": source, "layout": layout}
 
 
-def objects_artefact(target: S3Target, prefix: str, profile: str | None, source: str, layout: str = "") -> Artefact:
-    """layout: the layout whose MinIO holds them; they go with its drives."""
-    return {"kind": "s3-objects", "prefix": prefix, **_where(target, profile, source, layout)}
+def objects_artefact(target: S3Target, prefix: str, profile: str | None, source: str, layout: str = "",
+                     versions: bool = False) -> Artefact:
+    """layout: the layout whose MinIO holds them; they go with its drives. versions: a locked
+    (versioned) bucket, where every version must go."""
+    return {"kind": "s3-objects", "prefix": prefix, "versions": versions, **_where(target, profile, source, layout)}
 
 
 def bucket_artefact(target: S3Target, run_id: str, profile: str | None, source: str, layout: str = "") -> Artefact:
@@ -259,11 +320,17 @@ def remove_objects(artefact: Artefact, run_id: str, environ: Mapping[str, str] |
         return Outcome(NOT_OURS, f"{prefix!r} is not the prefix of run {run_id}")
     try:
         target, creds = _connect(artefact, environ, home)
-        deleted = S3Engine().delete_prefix(target, creds, prefix)
+        engine = S3Engine()
+        removal = (engine.delete_versions(target, creds, prefix) if artefact.get("versions")
+                   else Removal(engine.delete_prefix(target, creds, prefix)))
     except BackupbenchError as exc:
         return Outcome(FAILED, f"{exc.one_line()} (credentials were taken from {artefact.get('credentials_from')}; "
                                "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY and run backupbench cleanup again)")
-    return Outcome(REMOVED, f"{deleted:,} object(s) deleted")
+    if removal.retained:
+        # Left pending on purpose: a cleanup after the retain-until date removes them.
+        return Outcome(FAILED, f"{len(removal.retained):,} object version(s) are under compliance retention until "
+                               f"{removal.retained_until}; run backupbench cleanup after that")
+    return Outcome(REMOVED, f"{removal.deleted:,} object(s) deleted")
 
 
 def remove_bucket(artefact: Artefact, run_id: str, environ: Mapping[str, str] | None = None,
@@ -301,8 +368,8 @@ class S3Entry(S3Options):
 
 DEFINITION = Definition(
     name="s3",
-    description="objects PUT then GET (then DELETE) by many streams against an S3 endpoint (field note D); "
-                "needs --endpoint and --bucket, no PATH",
+    description="objects PUT then GET (then DELETE; or a mixed phase; with object lock, a lock check) by many "
+                "streams against an S3 endpoint (field note D); needs --endpoint and --bucket, no PATH",
     options=S3Options, recipe_entry=S3Entry, build=workload, needs_directory=False,
     removers={"s3-objects": remove_objects, "s3-bucket": remove_bucket},
     served_by_layout=lambda entry: entry.endpoint is None,

@@ -1,9 +1,13 @@
-"""The S3 object workload of field note D: write many fixed-size objects, read them back.
+"""The S3 object workload of field note D: write many objects, read them back.
 
 `concurrency` parallel streams PUT objects of `object_size` (1 MiB by default: backup tools
-cut data into blocks of a few MB), then GET them back, then (by default) DELETE them, each a
-measured phase whose name ("put", "get", "delete") is the same in live output, records and
-the store. The amount is a count of objects or, for PUT and GET, a duration.
+cut data into blocks of a few MB; a Veeam block size by name; or a range, sizes then uniform
+in it), then GET them back, then (by default) DELETE them, each a measured phase whose name
+("put", "get", "mixed", "lock-check", "delete") is the same in live output, records and the
+store. The amount is a count of objects or, for PUT, GET and mixed, a duration. What the
+bytes are is the shared content model (content_options.py: incompressible by default).
+Objects over `multipart_threshold` go up in parts. With `object_lock` every PUT carries a
+retention and a lock-check phase tries to delete and overwrite a few locked objects.
 
 Safety is in the names: every object of a run is `backupbench/<run_id>/obj-<8 digits>`, and
 nothing else is ever written, read or deleted; a bucket is never emptied. A missing bucket is
@@ -13,22 +17,32 @@ created only with `create_bucket`. Credentials are SecretStr fields excluded fro
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from backupbench import units
 from backupbench.schema import Duration, Size, comma_list
+from backupbench.workloads.content_options import ContentOptions
+from backupbench.workloads.s3_values import DEFAULT_MIX, ObjectSize, SizeRange, check_mix, mix_text, parse_mix
 
-Phase = Literal["put", "get", "delete"]
+Phase = Literal["put", "get", "mixed", "lock-check", "delete"]
+ORDER: tuple[str, ...] = ("put", "get", "mixed", "lock-check", "delete")
 PHASES: tuple[str, ...] = ("put", "get", "delete")
 PHASE_TITLES = {
     "put": "PUT objects (write the backup)",
     "get": "GET objects (read it back: restore)",
+    "mixed": "PUT, GET, LIST and DELETE mixed (a busy repository)",
+    "lock-check": "DELETE and overwrite locked objects (must be refused)",
     "delete": "DELETE objects (retention)",
 }
+LockMode = Literal["governance", "compliance"]
+# S3's limits: a single PUT up to 5 GiB, parts of 5 MiB to 5 GiB, at most 10,000 parts.
+MAX_PUT = 5 * units.GiB
+MIN_PART, MAX_PARTS = 5 * units.MiB, 10_000
 
 # Objects written when neither `objects` nor `duration` is given: 2,000 x 1 MiB = ~2 GiB.
 DEFAULT_OBJECTS = 2_000
@@ -53,6 +67,12 @@ def object_key(run_id: str, number: int) -> str:
     if number < 0:
         raise ValueError("object numbers start at 0")
     return f"{run_prefix(run_id)}obj-{number:0{KEY_DIGITS}d}"
+
+
+def content_seed(run_id: str) -> int:
+    """The seed of a run's object contents: fixed by the run id, so every phase (and a GET of
+    random sizes) knows each object's size and bytes, and no two runs write the same data."""
+    return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") >> 1
 
 
 def check_bucket_name(name: str) -> str:
@@ -90,7 +110,7 @@ def _phases(value: object) -> object:
     return tuple(items) if isinstance(items, list) else items
 
 
-class S3Options(BaseModel):
+class S3Options(ContentOptions):
     """One S3 run. Field names are the recipe keys; `--kebab-case` are the flags."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -103,10 +123,35 @@ class S3Options(BaseModel):
         description="Bucket to use; only keys under backupbench/<run>/ are ever written or deleted in it.",
         json_schema_extra={"metavar": "NAME"},
     )
-    object_size: Size = Field(
-        1 * units.MiB, ge=1, le=5 * units.GiB,
-        description="Size of each object (1MiB = 1,048,576 bytes; 1MB = 1,000,000 bytes).",
-        json_schema_extra={"metavar": "SIZE", "example": "1MiB"},
+    object_size: ObjectSize = Field(
+        SizeRange(units.MiB, units.MiB),
+        description="Size of each object (1MiB = 1,048,576 bytes; 1MB = 1,000,000 bytes), a Veeam block size "
+        "by its storage optimization (local-16tb 4 MiB, local 1 MiB, lan 512 KiB, wan 256 KiB), or a range "
+        "such as 1MiB-8MiB: sizes uniform in it, the same for the same object.",
+        json_schema_extra={"metavar": "SIZE[-SIZE]", "example": "1MiB"},
+    )
+    multipart_threshold: Size = Field(
+        64 * units.MiB, ge=MIN_PART, le=MAX_PUT,
+        description="Objects larger than this go up as multipart uploads (CreateMultipartUpload, UploadPart, "
+        "CompleteMultipartUpload).", json_schema_extra={"metavar": "SIZE"},
+    )
+    part_size: Size = Field(
+        16 * units.MiB, ge=MIN_PART, le=MAX_PUT,
+        description="Size of each part of a multipart upload (S3: 5 MiB to 5 GiB).", json_schema_extra={"metavar": "SIZE"},
+    )
+    object_lock: LockMode | None = Field(
+        None, description="S3 Object Lock mode of every PUT: governance (removable with the bypass permission) "
+        "or compliance (nobody can delete the objects before the retention ends: they and the bucket are left). "
+        "Needs --retention and a bucket with object lock (--create-bucket makes one).",
+    )
+    retention: Duration | None = Field(
+        None, ge=1, description="How long each locked object is retained from its PUT, e.g. 1d.",
+        json_schema_extra={"metavar": "DURATION"},
+    )
+    mix: Annotated[dict[str, int] | None, BeforeValidator(parse_mix),
+                   AfterValidator(lambda v: None if v is None else check_mix(v))] = Field(
+        None, description="Shares of the mixed phase's requests [default: put=45,get=45,list=5,delete=5].",
+        json_schema_extra={"metavar": "SHARES", "example": "put=45,get=45,list=5,delete=5"},
     )
     concurrency: int = Field(
         100, ge=1, le=4096,
@@ -126,9 +171,10 @@ class S3Options(BaseModel):
         json_schema_extra={"metavar": "DURATION"},
     )
     s3_phases: Annotated[tuple[Phase, ...], BeforeValidator(_phases)] = Field(  # type: ignore[valid-type]
-        PHASES, min_length=1, max_length=3,
-        description="Measured phases, in order: put, then get and/or delete. The run's objects are "
-        "removed afterwards whether or not delete is measured.",
+        PHASES, min_length=1, max_length=5,
+        description="Measured phases, in order: put, then any of get, mixed, lock-check, delete [default: "
+        "put,get,delete; with --object-lock put,get,lock-check,delete]. The run's objects are removed "
+        "afterwards whether or not delete is measured.",
         json_schema_extra={"metavar": "LIST", "example": "put,get"},
     )
     create_bucket: bool = Field(
@@ -186,20 +232,54 @@ class S3Options(BaseModel):
     def _bucket(cls, value: str) -> str:
         return check_bucket_name(value)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _lock_checked_by_default(cls, values: object) -> object:
+        if isinstance(values, dict) and values.get("object_lock") and values.get("s3_phases") is None:
+            return {**values, "s3_phases": ("put", "get", "lock-check", "delete")}
+        return values
+
     @model_validator(mode="after")
-    def _consistent(self) -> "S3Options":
+    def _s3_consistent(self) -> "S3Options":
         if self.objects is not None and self.duration is not None:
             raise ValueError("give either objects or duration, not both")
         phases = self.s3_phases
         if len(set(phases)) != len(phases):
             raise ValueError(f"s3_phases lists a phase twice: {','.join(phases)}")
         if phases[0] != "put":
-            raise ValueError("s3_phases must start with put: get and delete work on the objects the run wrote")
-        if list(phases) != sorted(phases, key=PHASES.index):
-            raise ValueError("s3_phases must be in the order put, get, delete")
+            raise ValueError("s3_phases must start with put: the other phases work on the objects the run wrote")
+        if list(phases) != sorted(phases, key=ORDER.index):
+            raise ValueError("s3_phases must be in the order " + ", ".join(ORDER))
         if (self.access_key is None) != (self.secret_key is None):
             raise ValueError("give both access_key and secret_key, or neither")
+        self._check_lock()
+        self._check_sizes()
+        if self.mix is not None and "mixed" not in phases:
+            raise ValueError("mix gives the shares of the mixed phase: add mixed to s3_phases (--s3-phases)")
         return self
+
+    def _check_lock(self) -> None:
+        if self.retention is not None and self.object_lock is None:
+            raise ValueError("retention applies to locked objects: add object_lock (--object-lock) governance or compliance")
+        if self.object_lock is not None and self.retention is None:
+            raise ValueError(f"object_lock {self.object_lock} needs a retention (--retention), e.g. 1d")
+        if "lock-check" in self.s3_phases and self.object_lock is None:
+            raise ValueError("the lock-check phase needs object_lock (--object-lock)")
+
+    def _check_sizes(self) -> None:
+        size = self.object_size
+        if size.low < 1:
+            raise ValueError("objects must be at least 1 byte")
+        # Over 5 GiB is always over the threshold (at most 5 GiB): such objects go up in parts.
+        if size.high > self.multipart_threshold and -(-size.high // self.part_size) > MAX_PARTS:
+            raise ValueError(f"{units.format_size(size.high)} in parts of {units.format_size(self.part_size)} "
+                             f"is more than S3's {MAX_PARTS:,} parts: raise part_size")
+        if size.high > 5 * units.TiB:
+            raise ValueError("S3 objects are at most 5 TiB")
+
+    @property
+    def shares(self) -> dict[str, int]:
+        return self.mix if self.mix is not None else dict(DEFAULT_MIX)
 
     @property
     def object_count(self) -> int | None:
@@ -210,13 +290,25 @@ class S3Options(BaseModel):
 
     @property
     def data_bytes(self) -> int | None:
-        """Bytes one pass over every object moves (None when timed)."""
+        """Bytes one pass over every object moves, about (None when timed)."""
         count = self.object_count
-        return None if count is None else count * self.object_size
+        return None if count is None else count * self.object_size.mean
 
-    def pattern(self, phase: str) -> str:
+    def loader_config(self, seed: int) -> dict[str, object]:
+        """What every phase tells the load generator about the objects (native/s3load Config)."""
+        content = self.content()
+        return {"seed": seed, "data": content.kind, "compress": content.compress, "dedupe": content.dedupe,
+                "pattern": content.pattern, "object_size_max": self.object_size.high,
+                "multipart_threshold": self.multipart_threshold, "part_size": self.part_size,
+                "lock_mode": (self.object_lock or "").upper(), "retention_s": self.retention or 0.0,
+                "mix": self.shares}
+
+    def describe(self, phase: str, checked: int = 0) -> str:
         """One line saying what a phase does, as stored with the operation."""
-        amount = (f"{self.object_count:,} objects" if self.object_count is not None
-                  else f"for {self.duration:g} s")
-        return (f"{phase.upper()} {units.format_size(self.object_size)} objects, {amount}, "
-                f"{self.concurrency} streams")
+        if phase == "lock-check":
+            return f"DELETE and overwrite {checked} {self.object_lock}-locked objects: must be refused"
+        amount = (f"{self.object_count:,} {'requests' if phase == 'mixed' else 'objects'}"
+                  if self.object_count is not None else f"for {self.duration:g} s")
+        what = f"MIXED {mix_text(self.shares)} of" if phase == "mixed" else phase.upper()
+        lock = f", {self.object_lock} lock {units.format_duration(self.retention or 0)}" if self.object_lock and phase in ("put", "mixed") else ""
+        return f"{what} {self.object_size} objects, {amount}, {self.concurrency} streams{lock}"

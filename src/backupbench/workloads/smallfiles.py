@@ -33,32 +33,18 @@ from backupbench import artefacts, units
 from backupbench.engines.smallfiles import FOLDER_PREFIX, SmallFilesEngine
 from backupbench.engines.smallfiles_job import SmallFilesJob, phase_names
 from backupbench.engines.smallfiles_results import PhaseResult
-from backupbench.schema import Size, comma_list
+from backupbench.schema import Pattern, Size, comma_list, parse_byte
 from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
+from backupbench.workloads.content_options import ContentOptions
 
 Flush = Literal["none", "fsync", "sync-end"]  # engines.smallfiles_job.FLUSH_POLICIES
-
-def _pattern(value: object) -> object:
-    """One byte: an int, or text in hex with 0x ('0xff') or decimal ('255')."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a byte pattern: {value!r}")
-    if isinstance(value, str):
-        text = value.strip().lower()
-        try:
-            return int(text, 16) if text.startswith("0x") else int(text, 10)
-        except ValueError:
-            raise ValueError(f"not a byte pattern: {value!r} (use e.g. 0x00, 0xff, 85)") from None
-    return value
-
 
 def _patterns(value: object) -> object:
     items = comma_list(value)
     if isinstance(items, (list, tuple)):
-        return tuple(_pattern(item) for item in items)
+        return tuple(parse_byte(item) for item in items)
     return items
 
-
-Pattern = Annotated[int, BeforeValidator(_pattern), Field(ge=0, le=255)]
 
 
 def _count(value: Any) -> int | None:
@@ -76,7 +62,7 @@ def _default_threads() -> int:
     return os.cpu_count() or 1
 
 
-class SmallFilesSpec(BaseModel):
+class SmallFilesSpec(ContentOptions):
     """One small-file run. Field names are the recipe keys; `--kebab-case` are the flags."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -98,8 +84,9 @@ class SmallFilesSpec(BaseModel):
     )
     patterns: Annotated[tuple[Pattern, ...], BeforeValidator(_patterns)] = Field(
         (0x00, 0xFF, 0x55, 0xAA), min_length=1, max_length=256,
-        description="Byte written over each whole file: the first creates the files, each "
-        "further one is an update pass rewriting every file in place.",
+        description="One entry per pass: the first creates the files, each further one is an update pass "
+        "rewriting every file in place. With data = 'pattern' each pass writes its byte over the whole file "
+        "(field note E); otherwise each pass writes fresh data of the chosen kind.",
         json_schema_extra={"metavar": "LIST", "example": "0x00,0xff,0x55,0xaa"},
     )
     threads: int = Field(
@@ -131,6 +118,9 @@ class SmallFilesSpec(BaseModel):
 
     @model_validator(mode="after")
     def _sane(self) -> "SmallFilesSpec":
+        if self.pattern is not None:
+            raise ValueError("pattern: the small-file workload takes one byte per pass: set patterns = "
+                             "[0x00, 0xff, ...] with data = 'pattern'")
         if self.folders > self.files:
             raise ValueError(f"folders ({self.folders:,}) cannot exceed files ({self.files:,})")
         return self
@@ -152,12 +142,12 @@ class SmallFilesSpec(BaseModel):
     def job(self) -> SmallFilesJob:
         """What the engine is asked to do."""
         return SmallFilesJob(self.files, self.file_size, self.folders, self.patterns, self.threads, self.flush,
-                             self.verify)
+                             self.verify, self.content())
 
 
 PRESETS: dict[str, SmallFilesSpec] = {
     # Field note E as written: 104,857 x 100 KiB = 10 GiB in 1,048 folders, 0x00 then 3 updates.
-    "field-note-e": SmallFilesSpec(),
+    "field-note-e": SmallFilesSpec(data="pattern"),
     # The same shape, 2,000 x 100 KiB (~195 MiB) in 20 folders: a smoke run in seconds.
     "quick": SmallFilesSpec(files=2_000, folders=20),
 }

@@ -1,0 +1,111 @@
+package main
+
+// Objects over the multipart threshold go up as backup tools send large files: one
+// CreateMultipartUpload, UploadPart for every part_size bytes (in order, on the worker's
+// connection: the streams are the parallelism), CompleteMultipartUpload. One record covers
+// the whole upload. A failed upload is aborted, so its parts do not linger.
+
+import (
+	"context"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type initiated struct {
+	UploadId string `xml:"UploadId"`
+}
+
+func (ph *phase) putMultipart(ctx context.Context, name string, key int64, shape Shape, buf []byte, rec *Record) {
+	rec.Start = time.Since(ph.start).Nanoseconds()
+	header := lockHeader(ph.cfg, http.Header{})
+	if needsChecksum(ph.cfg) {
+		header.Set("X-Amz-Checksum-Algorithm", "CRC32C")
+	}
+	status, data, _, err := ph.client.Exchange(ctx, http.MethodPost, name, map[string]string{"uploads": ""}, []byte{}, header)
+	var started initiated
+	if err == nil && status >= 300 {
+		err = responseError(&http.Response{StatusCode: status}, data)
+	}
+	if err == nil && (xml.Unmarshal(data, &started) != nil || started.UploadId == "") {
+		err = &OpError{Kind: "protocol", Message: "no UploadId in the answer"}
+	}
+	if err != nil {
+		fail(rec, err, ph.start)
+		rec.Status = int32(status)
+		return
+	}
+	var done strings.Builder
+	done.WriteString(`<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`)
+	part := 1
+	for off := int64(0); off < shape.Size; off, part = off+ph.cfg.PartSize, part+1 {
+		end := min(off+ph.cfg.PartSize, shape.Size)
+		etag, sum, err := ph.uploadPart(ctx, name, key, shape, started.UploadId, part, off, end, buf)
+		if err != nil {
+			ph.client.AbortUpload(context.WithoutCancel(ctx), name, started.UploadId)
+			fail(rec, err, ph.start)
+			return
+		}
+		fmt.Fprintf(&done, "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag>", part, etag)
+		if sum != "" {
+			fmt.Fprintf(&done, "<ChecksumCRC32C>%s</ChecksumCRC32C>", sum)
+		}
+		done.WriteString("</Part>")
+	}
+	done.WriteString("</CompleteMultipartUpload>")
+	status, data, _, err = ph.client.Exchange(ctx, http.MethodPost, name, map[string]string{"uploadId": started.UploadId},
+		[]byte(done.String()), http.Header{"Content-Type": {"application/xml"}})
+	// Complete can answer 200 and still fail: the error is then in the body.
+	if err == nil && (status >= 300 || strings.Contains(string(data), "<Error>")) {
+		err = responseError(&http.Response{StatusCode: max(status, 500)}, data)
+	}
+	rec.Status = int32(status)
+	rec.End = time.Since(ph.start).Nanoseconds()
+	if err != nil {
+		ph.client.AbortUpload(context.WithoutCancel(ctx), name, started.UploadId)
+		fail(rec, err, ph.start)
+		return
+	}
+	rec.Bytes = shape.Size
+}
+
+func (ph *phase) uploadPart(ctx context.Context, name string, key int64, shape Shape, upload string, part int,
+	off, end int64, buf []byte) (string, string, error) {
+	body := ph.content.Body(key, shape, off, end, ph.stamp)
+	var header http.Header
+	sum := ""
+	if needsChecksum(ph.cfg) {
+		sum = crc32cOf(body, buf)
+		header = http.Header{"X-Amz-Checksum-Crc32c": {sum}}
+	}
+	query := map[string]string{"partNumber": strconv.Itoa(part), "uploadId": upload}
+	req, err := ph.client.Request(ctx, http.MethodPut, name, query, body, end-off, header)
+	if err != nil {
+		return "", "", err
+	}
+	req.GetBody = func() (io.ReadCloser, error) {
+		return io.NopCloser(ph.content.Body(key, shape, off, end, ph.stamp)), nil
+	}
+	resp, err := ph.client.Do(req, nil)
+	if err != nil {
+		return "", "", err
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return "", "", classify(err)
+	}
+	if resp.StatusCode >= 300 {
+		return "", "", responseError(resp, data)
+	}
+	return resp.Header.Get("ETag"), sum, nil
+}
+
+func (c *Client) AbortUpload(ctx context.Context, key, upload string) error {
+	_, _, err := c.Simple(ctx, http.MethodDelete, key, map[string]string{"uploadId": upload}, nil, nil)
+	return err
+}
