@@ -20,7 +20,7 @@ STAGES = [
     {"layouts", "workloads"},
     {"recipe"},
     {"plan"},
-    {"runner"},
+    {"runner", "agent"},
     {"analysis", "sizing"},
     {"report"},
     {"cli", "__main__"},

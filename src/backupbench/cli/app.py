@@ -15,12 +15,14 @@ from backupbench.cli.common import finished_runs, stderr
 from backupbench.cli.export_cmd import export_fio_command
 from backupbench.cli.history_cmd import history_command, show_command
 from backupbench.cli.monitor_cmd import monitor_command
+from backupbench.cli.agent_cmd import agent_command
 from backupbench.cli.devices_cmd import devices_command
 from backupbench.cli.lab_cmd import lab_command
 from backupbench.cli.size_cmd import size_command
 from backupbench.cli.report_cmd import report_command
 from backupbench.cli.recipe_cmds import apply_command, cleanup_command, plan_command
 from backupbench.cli.run_cmd import run_command
+from backupbench.cli.hosts_cmd import hosts_command
 from backupbench.errors import BackupbenchError
 from backupbench.results.model import COMPLETE, VOID
 
@@ -48,6 +50,8 @@ app.add_command(report_command)
 app.add_command(plan_command)
 app.add_command(apply_command)
 app.add_command(cleanup_command)
+app.add_command(hosts_command)
+app.add_command(agent_command)
 
 
 def _fail(message: str, code: int, debug: bool) -> int:

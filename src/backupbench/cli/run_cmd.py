@@ -10,10 +10,12 @@ import click
 from backupbench.cli import options as cli_options
 from backupbench.cli.common import baseline_option, finished_runs, open_store, print_json, results_option, stderr, stdout
 from backupbench.cli.progress import QuietReporter, RichReporter
+from backupbench.engines.fio_client import parse_hosts
 from backupbench.errors import InputError
 from backupbench.monitor.options import MonitorOptions
 from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
+from backupbench.runner import hosts as on_hosts
 from backupbench.runner.pipeline import RunRequest, execute, run_as_dict
 from backupbench.workloads.base import Definition
 from backupbench.workloads.registry import WORKLOADS
@@ -61,11 +63,14 @@ def _with_workload_options(command: Callable) -> Callable:
 @_with_workload_options
 @cli_options.click_options(MonitorOptions)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
+@click.option("--hosts", default=None, metavar="H1,H2[:PORT]",
+              help="Run kb2014/first-write on these hosts' fio servers (fio --server, port 8765 by default; "
+                   "see backupbench hosts), all at once; PATH is then the directory on every host.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @baseline_option
 @results_option
-def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, quiet: bool,
-                baseline_ref: str | None, results: Path | None, **values: object) -> None:
+def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, hosts: str | None,
+                quiet: bool, baseline_ref: str | None, results: Path | None, **values: object) -> None:
     """Run a backup workload against PATH, sampling the host; keep and show the figures.
 
     Without PATH, a scratch directory is made in the current directory and removed afterwards.
@@ -80,16 +85,20 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
     # Resolve the baseline before measuring, so a typo fails in a second, not after the run.
     baseline = open_store(results)[1].load_run(baseline_ref) if baseline_ref else None
     chosen = definition.build(options, None)
+    if hosts is not None:  # fio's client/server mode: the run is driven from here, PATH is on the hosts
+        chosen = on_hosts.on_hosts(workload, chosen, parse_hosts(hosts), None if path is None else str(path))
+        path = None
     request = RunRequest(
         workload=chosen, results=results_dir(results), target=path,
         scratch_parent=Path.cwd(), monitor=monitor, host_facts=chosen.engine_versions(),
         on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)),
     )
+    run = execute if hosts is None else (lambda req, rep: on_hosts.execute(req, chosen, rep))
     if quiet:
-        record = execute(request, QuietReporter())
+        record = run(request, QuietReporter())
     else:
         with RichReporter(stderr) as reporter:
-            record = execute(request, reporter)
+            record = run(request, reporter)
     if as_json:
         print_json(run_as_dict(record))
     else:

@@ -5,6 +5,7 @@ are what the failed member held, remembered from the samples taken while it was 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -73,6 +74,9 @@ class BtrfsReader:
     held: dict[int, int] = field(default_factory=dict)
 
     def __call__(self) -> RebuildState:
+        if not os.path.ismount(self.mount_point):
+            # The fault's own moment: unmounted to fail a member, about to be mounted degraded.
+            return RebuildState(False, True, None, None, None)
         show = _output(["btrfs", "filesystem", "show", "--raw", self.mount_point])
         # While present, and again once replaced (then: what the replace copied).
         for devid, member in members(show).items():

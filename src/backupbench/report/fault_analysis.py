@@ -49,6 +49,7 @@ class FaultReport:
     member_bw: float | None
     model_rebuild: Expected | None
     record: OperationRecord  # the `<layout>/rebuild` operation: its samples, phases and clock
+    member_write_bw: float | None = None
 
     @property
     def rebuilds(self) -> bool:
@@ -123,7 +124,7 @@ def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
             fault.get("speed_limit_max"))
     return FaultReport(name, rebuild.detail.get("target", ""), rebuild.detail.get("failed", []),
                        rebuild.detail.get("rebuild_load", ""), dict(rebuild.figures), rows, member_bw, model_rebuild,
-                       rebuild)
+                       rebuild, member.figures.get("write_bw") if member else None)
 
 
 def fault_reports(run: RunRecord) -> list[FaultReport]:

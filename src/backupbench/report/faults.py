@@ -63,7 +63,8 @@ def rebuild_line(report: FaultReport) -> str:
         parts.append(f"model {units.format_duration(report.model_rebuild.value)} "
                      f"({_percent(report.rebuild_error)}; {report.model_rebuild.why})")
     if report.member_bw:
-        parts.append(f"one member reads {units.format_rate(report.member_bw)}")
+        writes = f", writes {units.format_rate(report.member_write_bw)}" if report.member_write_bw else ""
+        parts.append(f"one member reads {units.format_rate(report.member_bw)}{writes}")
     if "copyback_seconds" in figures:
         bw = f" at {units.format_rate(figures['copyback_bw'])}" if figures.get("copyback_bw") else ""
         parts.append(f"copied back onto {report.record.detail.get('copy_back', '?')} in "

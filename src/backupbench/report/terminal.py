@@ -158,8 +158,8 @@ def table_specs(run: RunRecord) -> list[tuple[list, list[Column], str, str]]:
     """One table per kind of phase (fio operations, small-file phases, S3 phases): its
     operations, columns, pattern heading and caption. The terminal and the HTML report
     render the same tables from this."""
-    # A fault's rebuild is drawn in its own table (report/faults.py).
-    measured = [op for op in run.operations if op.detail.get("state") != "rebuild"]
+    # A fault's rebuild and its member baseline are drawn in its own table (report/faults.py).
+    measured = [op for op in run.operations if op.detail.get("state") not in ("rebuild", "member")]
     s3_ops = [op for op in measured if _is_s3_phase(op)]
     file_ops = [op for op in measured if op not in s3_ops and _is_file_phase(op)]
     clone_ops = [op for op in measured if "clone_s" in op.figures]

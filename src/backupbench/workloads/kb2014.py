@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from backupbench import units
+from backupbench.engines import fio_client
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
 from backupbench.paths import Syntax
@@ -258,4 +259,6 @@ DEFINITION = Definition(
     description="Veeam KB2014 backup operations: active full, synthetic full, reverse incremental, restores "
                 "(field note C)",
     path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload,
+    # With --hosts the test files are on the fio servers: removed by a job sent to each.
+    removers={fio_client.REMOTE_FILE: fio_client.remove_remote_file},
 )

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Benchmark: the agent's own CPU while it serves its monitor samples once a second.
+
+Starts `backupbench agent` on 127.0.0.1 (a free port, a fresh token file and root in a temp
+folder), lets it settle, then for --seconds (default 30) asks it for the samples since the
+last one once a second, as a controller does, and reads the agent process's CPU time
+(utime + stime, /proc/PID/stat) before and after. Prints the agent's CPU as a percentage of
+one core: its 1 s sampler, its HTTP server, its answers. Goal: < 1 %.
+
+    .venv/bin/python bench/agent_overhead.py [--seconds 30]
+
+The agent is stopped (SIGTERM, then SIGKILL) and the temp folder removed on every way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from backupbench.agent.client import AgentClient  # noqa: E402
+
+GOAL_PCT = 1.0
+BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
+SETTLE_S = 3.0
+
+
+def cpu_seconds(pid: int) -> float:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rfind(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_agent(folder: Path) -> tuple[subprocess.Popen, str, str]:
+    token = secrets.token_hex(32)
+    token_file = folder / "token"
+    token_file.write_text(token)
+    os.chmod(token_file, 0o600)
+    (folder / "root").mkdir()
+    proc = subprocess.Popen([BACKUPBENCH, "agent", "--listen", "127.0.0.1:0", "--token-file", str(token_file),
+                             "--root", str(folder / "root")], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    line = proc.stdout.readline().decode() if ready else ""
+    if "listening on" not in line:
+        proc.kill()
+        proc.wait(timeout=10)
+        raise SystemExit(f"the agent did not start: {line!r}")
+    return proc, line.split("listening on ")[1].split()[0], token
+
+
+def measure(client: AgentClient, pid: int, seconds: int) -> tuple[float, int]:
+    since, got = 0, 0
+    cpu0, t0 = cpu_seconds(pid), time.monotonic()
+    for tick in range(1, seconds + 1):
+        answer = client.monitor(since)
+        got += len(answer["samples"])
+        since = answer["last"]
+        time.sleep(max(0.0, t0 + tick - time.monotonic()))
+    cpu1, t1 = cpu_seconds(pid), time.monotonic()
+    return (cpu1 - cpu0) / (t1 - t0) * 100.0, got
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=30)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bb-agent-bench-") as tmp:
+        proc, address, token = start_agent(Path(tmp))
+        try:
+            client = AgentClient(address, token)
+            time.sleep(SETTLE_S)   # past the imports and the first samples
+            percent, got = measure(client, proc.pid, args.seconds)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+    print(f"agent CPU while serving monitor samples once a second for {args.seconds} s: {percent:.2f} % of one core "
+          f"({got} samples served; goal < {GOAL_PCT:g} %): {'ok' if percent < GOAL_PCT else 'OVER'}")
+    return 0 if percent < GOAL_PCT else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The controller's side: call an agent, with a timeout, and get typed errors back.
+
+    agent = AgentClient("10.0.0.5:7480", token)
+    agent.hello()
+    job = agent.s3_run(endpoint=..., bucket=..., prefix="backupbench/<run-id>/", objects=1000, ...)
+    result = agent.wait(job["job_id"], timeout=600)
+
+Errors: AgentUnreachable (no connection, no answer in time), AgentAuthError (401: wrong
+token), AgentRefused (any other 4xx: the one line the agent said), AgentJobFailed (a job
+that ended failed or stopped). merge_s3 puts the S3 results of N agents into one.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from typing import Any
+
+from backupbench import __version__
+from backupbench.agent.protocol import API_PATH
+from backupbench.agent.startup import parse_listen
+from backupbench.errors import EngineError, InputError, RefusedError
+
+DEFAULT_TIMEOUT_S = 10.0
+POLL_S = 0.5
+
+
+class AgentUnreachable(EngineError):
+    """The agent could not be reached or did not answer in time."""
+
+
+class AgentAuthError(InputError):
+    """The agent refused the token."""
+
+
+class AgentRefused(RefusedError):
+    """The agent refused the request (unknown kind, bad value, path outside its root, busy)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class AgentJobFailed(EngineError):
+    """A job ended failed or stopped; `.job` is its last status."""
+
+    def __init__(self, message: str, job: dict[str, Any]):
+        super().__init__(message)
+        self.job = job
+
+
+class AgentClient:
+    def __init__(self, address: str, token: str | bytes, timeout: float = DEFAULT_TIMEOUT_S):
+        self.host, self.port = parse_listen(address)
+        self.address = address
+        self._token = token.decode() if isinstance(token, bytes) else token
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"AgentClient({self.address!r})"   # never the token
+
+    def call(self, kind: str, **fields: Any) -> tuple[int, dict[str, Any]]:
+        """One request; the status and the decoded answer. Only transport errors raise here."""
+        body = json.dumps({"kind": kind, **fields}).encode()
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            conn.request("POST", API_PATH, body=body, headers={
+                "Authorization": f"Bearer {self._token}", "Content-Type": "application/json"})
+            response = conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            reason = "no answer in time" if isinstance(exc, (socket.timeout, TimeoutError)) else str(exc) or type(exc).__name__
+            raise AgentUnreachable(f"agent {self.address}: {reason}",
+                                   "check that `backupbench agent` runs there and --listen matches") from None
+        finally:
+            conn.close()
+        try:
+            answer = json.loads(data) if data else {}
+        except ValueError:
+            raise AgentUnreachable(f"agent {self.address} did not answer with JSON (status {response.status})",
+                                   "is it a backupbench agent?") from None
+        return response.status, answer if isinstance(answer, dict) else {}
+
+    def request(self, kind: str, **fields: Any) -> dict[str, Any]:
+        status, answer = self.call(kind, **fields)
+        if status == 401:
+            raise AgentAuthError(f"agent {self.address} refused the token", "use the agent's --token-file content")
+        if status >= 400:
+            raise AgentRefused(f"agent {self.address} refused {kind}: {answer.get('error', status)}", status)
+        return answer
+
+    # ---- the requests -----------------------------------------------------------------------
+    def hello(self) -> dict[str, Any]:
+        return self.request("hello", version=__version__)
+
+    def monitor(self, since: int = 0) -> dict[str, Any]:
+        return self.request("monitor", since=since)
+
+    def smallfiles_run(self, **fields: Any) -> dict[str, Any]:
+        return self.request("smallfiles-run", **fields)
+
+    def s3_run(self, **fields: Any) -> dict[str, Any]:
+        return self.request("s3-run", **fields)
+
+    def status(self, job_id: str) -> dict[str, Any]:
+        return self.request("status", job_id=job_id)
+
+    def stop(self, job_id: str) -> dict[str, Any]:
+        return self.request("stop", job_id=job_id)
+
+    def wait(self, job_id: str, timeout: float, poll: float = POLL_S) -> dict[str, Any]:
+        """Poll until the job ends; its result, or AgentJobFailed. On timeout the job is asked
+        to stop and AgentUnreachable is raised."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.status(job_id)
+            if job["state"] == "done":
+                return job
+            if job["state"] in ("failed", "stopped"):
+                raise AgentJobFailed(f"agent {self.address}: job {job_id} {job['state']}: {job['error']}", job)
+            if time.monotonic() >= deadline:
+                self.stop(job_id)
+                raise AgentUnreachable(f"agent {self.address}: job {job_id} did not end within {timeout:g} s "
+                                       "(asked to stop)")
+            time.sleep(poll)
+
+
+def merge_s3(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """The S3 phases of N agents as one: operations, bytes and errors add up; the time is the
+    longest agent's runtime, so rates are what the N clients achieved together (a lower
+    bound when their phases did not start at the same moment)."""
+    merged: dict[str, dict[str, float]] = {}
+    for result in results:
+        for phase in result["phases"]:
+            figures = phase["figures"]
+            into = merged.setdefault(phase["op"], {"ops": 0.0, "bytes": 0.0, "errors": 0.0, "runtime": 0.0})
+            into["ops"] += figures.get("ops", 0.0)
+            into["bytes"] += figures.get("bytes", 0.0)
+            into["errors"] += figures.get("errors", 0.0)
+            into["runtime"] = max(into["runtime"], figures.get("runtime", 0.0))
+    for into in merged.values():
+        runtime = into["runtime"]
+        into["objects_per_s"] = into["ops"] / runtime if runtime > 0 else 0.0
+        into["effective_bw"] = into["bytes"] / runtime if runtime > 0 else 0.0
+    return merged

@@ -1,0 +1,216 @@
+"""What an agent accepts, as pydantic models, and the wire form of what it answers (pure).
+
+Every request is one JSON object POSTed to API_PATH, naming its `kind`. There are six kinds
+and no others: an agent that understood more would be a remote shell in waiting.
+
+- hello            {version}                      -> the agent's version and its host's facts
+- monitor          {since}                        -> the 1 s samples with a sequence number > since
+- smallfiles-run   {run_id, subfolder, files, ...} -> {job_id}: the small-file engine under ROOT/subfolder
+- s3-run           {endpoint, bucket, prefix, ops, objects, ..., access_key, secret_key}
+                                                  -> {job_id}: the S3 load generator, phase by phase
+- status           {job_id}                       -> the job's state, progress and, once done, its figures
+- stop             {job_id}                       -> the job is asked to stop (the engine cleans up)
+
+Every model forbids extra keys and coerces nothing (strict): a key the agent does not know
+is a mistake or a probe, and either way the answer is 400 and one line. A subfolder is
+checked here for its form (relative, no '..', no hidden or odd names); that it does not
+reach out of the root through a symlink is checked where the file system is, in runs.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, ValidationError, field_validator
+
+from backupbench import units
+from backupbench.engines.content import DataContent, DataKind
+from backupbench.engines.smallfiles_job import FLUSH_POLICIES, SmallFilesJob
+from backupbench.errors import InputError
+
+API_PATH = "/v1"
+PROTOCOL_VERSION = 1
+# Requests are small JSON objects; 1 MiB leaves room for any real one and bounds a hostile one.
+MAX_BODY_BYTES = 1 * units.MiB
+# What one monitor answer carries at most (10 minutes of samples): the rest on the next call.
+MAX_SAMPLES_PER_ANSWER = 600
+
+_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+# One component of a subfolder: starts with a letter or digit, so never '.', '..' or hidden.
+_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# The load generator writes and deletes only under backupbench/<run-id>/ (native/s3load).
+_PREFIX = r"^backupbench/[A-Za-z0-9][A-Za-z0-9._-]{0,99}/$"
+_BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+_ENDPOINT = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?/?$")
+
+
+class ProtocolError(InputError):
+    """A request the agent will not take: unknown kind, extra key, bad value, bad path."""
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Hello(_Request):
+    kind: Literal["hello"]
+    version: str = Field(max_length=40)
+
+
+class Monitor(_Request):
+    kind: Literal["monitor"]
+    since: int = Field(0, ge=0)
+
+
+def check_subfolder(value: str) -> str:
+    """A relative path of plain names: no absolute path, no '..', no '.', no empty part."""
+    if not value or len(value) > 255:
+        raise ValueError("must be 1 to 255 characters")
+    if value.startswith("/"):
+        raise ValueError("must be relative to the agent's root, not absolute")
+    for part in value.split("/"):
+        if part == "..":
+            raise ValueError("must not contain '..'")
+        if not _PART.match(part):
+            raise ValueError(f"part {part!r} is not a plain name (letters, digits, '.', '_', '-'; "
+                             "not starting with '.')")
+    return value
+
+
+class _Content(_Request):
+    data: DataKind = "pattern"
+    compress: int = Field(0, ge=0, le=99)
+    dedupe: int = Field(0, ge=0, le=100)
+    pattern: int = Field(0xAA, ge=0, le=255)
+
+    def content(self) -> DataContent:
+        return DataContent(self.data, self.compress, self.dedupe, self.pattern)
+
+
+class SmallFilesRun(_Content):
+    kind: Literal["smallfiles-run"]
+    run_id: str = Field(pattern=_ID)
+    subfolder: str
+    files: int = Field(ge=1, le=10_000_000)
+    file_size: int = Field(ge=1, le=64 * units.MiB)
+    folders: int = Field(1, ge=1, le=100_000)
+    patterns: tuple[Annotated[int, Field(ge=0, le=255)], ...] = Field((0xAA,), min_length=1, max_length=16)
+    threads: int = Field(1, ge=1, le=64)
+    flush: Literal[FLUSH_POLICIES] = "none"  # type: ignore[valid-type]
+    verify: bool = False
+
+    @field_validator("subfolder")
+    @classmethod
+    def _subfolder(cls, value: str) -> str:
+        return check_subfolder(value)
+
+    def job(self) -> SmallFilesJob:
+        return SmallFilesJob(files=self.files, file_size=self.file_size, folders=self.folders,
+                             patterns=self.patterns, threads=self.threads, flush=self.flush,
+                             verify=self.verify, content=self.content())
+
+
+S3Op = Literal["put", "get", "delete"]
+
+
+class S3Run(_Content):
+    kind: Literal["s3-run"]
+    endpoint: str = Field(max_length=300)
+    bucket: str = Field(pattern=_BUCKET)
+    region: str = Field("us-east-1", pattern=r"^[a-z0-9-]{1,40}$")
+    prefix: str = Field(pattern=_PREFIX)
+    ops: tuple[S3Op, ...] = Field(("put", "get"), min_length=1, max_length=3)
+    objects: int = Field(ge=1, le=1_000_000)
+    object_size: int = Field(ge=1, le=5 * units.GiB)
+    concurrency: int = Field(8, ge=1, le=256)
+    request_timeout: float = Field(60.0, gt=0, le=600)
+    connect_timeout: float = Field(3.0, gt=0, le=60)
+    # The credentials stay SecretStr from here on: never in a repr, a log line or an answer.
+    access_key: SecretStr = Field(min_length=1, max_length=256)
+    secret_key: SecretStr = Field(min_length=1, max_length=256)
+    session_token: SecretStr | None = Field(None, max_length=4096)
+    data: DataKind = "incompressible"
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        if not _ENDPOINT.match(value):
+            raise ValueError("must be http(s)://HOST[:PORT] (no path, query or user)")
+        return value.rstrip("/")
+
+    @field_validator("ops")
+    @classmethod
+    def _ops(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if value[0] != "put" or len(set(value)) != len(value):
+            raise ValueError("must start with put and name each op once (put, get, delete)")
+        if "delete" in value and value[-1] != "delete":
+            raise ValueError("delete must be the last op")
+        return value
+
+
+class Status(_Request):
+    kind: Literal["status"]
+    job_id: str = Field(pattern=_ID)
+
+
+class Stop(_Request):
+    kind: Literal["stop"]
+    job_id: str = Field(pattern=_ID)
+
+
+Request = Annotated[Union[Hello, Monitor, SmallFilesRun, S3Run, Status, Stop], Field(discriminator="kind")]
+KINDS = ("hello", "monitor", "smallfiles-run", "s3-run", "status", "stop")
+_ADAPTER: TypeAdapter = TypeAdapter(Request)
+
+
+def _where(loc: tuple) -> str:
+    # pydantic puts the union's tag first: ('s3-run', 'bucket') -> 'bucket'.
+    parts = [str(p) for p in loc[1:]] if loc and loc[0] in KINDS else [str(p) for p in loc]
+    return ".".join(parts) or "kind"
+
+
+def _line(error: dict[str, Any]) -> str:
+    kind = error.get("type", "")
+    where = _where(tuple(error.get("loc", ())))
+    if kind == "extra_forbidden":
+        return f"unknown key {where!r}"
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        return f"kind must be one of {', '.join(KINDS)}"
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    return f"{where}: {message}"
+
+
+def parse_request(body: bytes) -> Hello | Monitor | SmallFilesRun | S3Run | Status | Stop:
+    """The request in `body`, or ProtocolError with one line saying why not. The message
+    never quotes a value: a value may be a secret."""
+    if len(body) > MAX_BODY_BYTES:
+        raise ProtocolError(f"request body is over {MAX_BODY_BYTES:,} bytes")
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ProtocolError("request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise ProtocolError("request body must be a JSON object")
+    try:
+        # JSON mode: strict, yet a JSON array is a tuple.
+        return _ADAPTER.validate_json(body)
+    except ValidationError as exc:
+        raise ProtocolError(_line(exc.errors(include_input=False)[0])) from None
+
+
+# ---- answers ------------------------------------------------------------------------------------
+
+def sample_dict(seq: int, sample: Any) -> dict[str, Any]:
+    """One monitor.rates.Sample as JSON-ready data, with its sequence number."""
+    return {"seq": seq, "wall": sample.wall, "elapsed_s": sample.elapsed_s, "interval_s": sample.interval_s,
+            "cpu": asdict(sample.cpu) if sample.cpu is not None else None,
+            "memory": asdict(sample.memory) if sample.memory is not None else None,
+            "load": asdict(sample.load) if sample.load is not None else None,
+            "disks": {name: asdict(rates) for name, rates in sample.disks.items()}}
+
+
+def error_body(message: str) -> dict[str, str]:
+    return {"error": message.splitlines()[0] if message else "error"}

@@ -1,0 +1,199 @@
+"""A fio workload (kb2014, first-write) run on several hosts at once through fio's client/server
+mode (engines/fio_client.py): `backupbench run --hosts H1,H2 PATH`.
+
+Each phase is one `fio --client` run on every host still answering. The operation's figures
+are the hosts' total (bandwidth and IOPS summed; p99 latency the worst host's, as fio's client
+mode gives no histogram to merge); each host's own figures are in detail["hosts"]. A host lost
+during a phase is named in detail["lost_hosts"] and in the run's notes, and left out of the
+later phases: the run goes on with the others. Each host's test file is journalled before the
+first phase and removed at the end by a cleanup job sent to that host.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from backupbench import units
+from backupbench.devices import facts
+from backupbench.engines.fio import FioEngine
+from backupbench.engines.fio_client import (ClientResult, Host, ServerInfo, check_servers, remote_file,
+                                            remote_path, remove_on_host, run_clients)
+from backupbench.errors import EngineError, InputError
+from backupbench.results.model import RunRecord, new_run_id
+from backupbench.results.store import Store
+from backupbench.runner.phases import Reporter
+from backupbench.runner.pipeline import RunRequest, RunSession, journalled, open_journal
+from backupbench.workloads.base import PhaseHooks, Workload
+from backupbench.workloads.fio_workload import FioPhase, FioWorkload, TAG
+
+# Workloads made of fio jobs on one test file: the only ones fio's servers can run for us.
+HOST_WORKLOADS = ("kb2014", "first-write")
+# Beyond a time-based phase's runtime: connecting, laying out, fio's own 5 s lost-host timeout.
+PHASE_GRACE_S = 120.0
+# A phase without a runtime (laying out the file) at a pessimistic 10 MiB/s per host.
+SLOWEST_BPS = 10 * units.MiB
+P99_NOTE = "p99 latency of the total is the worst host's: fio's client mode gives no histograms to merge"
+
+
+def test_file(path: PurePosixPath, run_id: str, host: Host) -> PurePosixPath:
+    # One file per host even in one directory: hosts may share a repository (NFS, SMB).
+    return path / f"{TAG}-{run_id}-{host.file_tag}.dat"
+
+
+def phase_timeout(phase: FioPhase) -> float:
+    job = phase.job
+    if job.runtime_s is not None:
+        return job.runtime_s + PHASE_GRACE_S
+    return PHASE_GRACE_S + job.region_size * job.numjobs / SLOWEST_BPS
+
+
+@dataclass
+class HostsWorkload:
+    """The Workload (workloads/base.py) of a fio workload run on every host of `hosts`."""
+
+    inner: FioWorkload
+    hosts: tuple[Host, ...]
+    path: PurePosixPath
+    binary: str = "fio"
+    # Lost hosts, cleanup failures: the run's notes (added by `execute` below).
+    notes: list[str] = field(default_factory=list)
+    lost: dict[str, str] = field(default_factory=dict)
+    servers: dict[str, ServerInfo] = field(default_factory=dict)
+    needs_directory: bool = field(default=False, init=False)  # PATH is on the hosts, not here
+    test_file_cautions: bool = field(default=False, init=False)
+    _journal_ids: dict[Host, int | None] = field(default_factory=dict, init=False, repr=False)
+    _stopped_mid_phase: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def kind(self) -> str:
+        return self.inner.kind
+
+    @property
+    def buffered(self) -> bool:
+        return self.inner.buffered
+
+    @property
+    def space_fix(self) -> str:
+        return self.inner.space_fix
+
+    def target_label(self, target: Path | None) -> str:
+        return f"{','.join(h.name for h in self.hosts)}:{self.path}"
+
+    def engine_versions(self) -> dict[str, str]:
+        """The local fio and every server's; refuses (RefusedError) naming each host down."""
+        local = FioEngine(self.binary).version()
+        self.servers = check_servers(self.hosts, local, self.binary)
+        return {"fio": local, **{f"fio@{name}": info.fio_version for name, info in self.servers.items()}}
+
+    def phases(self) -> tuple[str, ...]:
+        return self.inner.phases()
+
+    def settings(self) -> dict[str, Any]:
+        return {**self.inner.settings(), "hosts": [h.name for h in self.hosts], "host_path": str(self.path)}
+
+    def space_needed(self) -> int:
+        return self.inner.space_needed()
+
+    def check(self, target: Path | None) -> None:
+        if not self.servers:
+            self.engine_versions()
+
+    def execute(self, target: Path | None, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
+        files = {host: test_file(self.path, run_id, host) for host in self.hosts}
+        for host, path in files.items():
+            self._journal_ids[host] = hooks.will_create(remote_file(host, path, run_id))
+        per_host = {host: self.inner.phases_for(Path(str(path))) for host, path in files.items()}
+        commands: list[str] = []
+        try:
+            for index, phase in enumerate(per_host[self.hosts[0]]):
+                active = [h for h in self.hosts if h.name not in self.lost]
+                jobs = [(h, per_host[h][index]) for h in active]
+                self._stopped_mid_phase = True
+                result = self._run_phase(phase, jobs, folder, hooks, commands)
+                self._stopped_mid_phase = False
+                self._record(phase, result, hooks)
+        finally:
+            (folder / "commands.txt").write_text("\n".join(commands) + "\n")
+
+    def _run_phase(self, phase: FioPhase, jobs: list[tuple[Host, FioPhase]], folder: Path, hooks: PhaseHooks,
+                   commands: list[str]) -> ClientResult:
+        name = phase.job.name
+        hooks.started(name, f"{phase.title} (on {len(jobs)} hosts)", phase.job.pattern,
+                      measured=phase.score is not None)
+        job_files = [(h, p.job.write(folder / f"{name}.{h.file_tag}.fio")) for h, p in jobs]
+        try:
+            run = run_clients(job_files, folder / f"{name}.json", phase_timeout(phase), self.binary,
+                              lambda f: hooks.progress(name, f, ""), phase.job.runtime_s)
+        except EngineError as exc:
+            raise EngineError(f"{name}: {exc.message}", exc.fix) from exc
+        commands.append(" ".join(run.argv))
+        return run.result
+
+    def _record(self, phase: FioPhase, result: ClientResult, hooks: PhaseHooks) -> None:
+        name = phase.job.name
+        for host, why in result.lost.items():
+            if host not in self.lost:
+                self.lost[host] = why
+                self.notes.append(f"host {host} lost during {name}: {why}; the run went on without it")
+        self.notes += [f"{name}: {note}" for note in result.notes if f"{name}: {note}" not in self.notes]
+        score = phase.score or (lambda summary: {})
+        figures = {**score(result.total), "hosts_reporting": float(len(result.per_host))}
+        detail = {"job_file": f"{name}.<host>.fio", "raw": f"{name}.json", "buffered": not phase.job.direct,
+                  "hosts": {host: score(summary) for host, summary in result.per_host.items()},
+                  "lost_hosts": dict(result.lost), "p99_total": P99_NOTE, "units": {"hosts_reporting": "hosts"}}
+        hooks.finished(name, figures, detail)
+
+    def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:
+        """A cleanup job on every host, lost ones too (their server may be back, e.g. restarted
+        by systemd). After a phase was cut short, twice: a server still stopping its job could
+        otherwise create the file again after the first."""
+        failures: dict[Host, str] = {}
+        for attempt in range(2 if self._stopped_mid_phase else 1):
+            if attempt:
+                time.sleep(1.0)
+            failures = {}
+            for host in self._journal_ids:
+                try:
+                    remove_on_host(host, test_file(self.path, run_id, host), self.binary)
+                except EngineError as exc:
+                    failures[host] = exc.message
+        for host, artefact_id in self._journal_ids.items():
+            if host in failures:
+                # Stays in the journal: `backupbench cleanup` tries again once the host is back.
+                self.notes.append(f"left behind: {failures[host]}")
+            else:
+                hooks.removed(artefact_id)
+
+
+def on_hosts(workload_name: str, built: Workload, hosts: tuple[Host, ...], path: str | None) -> HostsWorkload:
+    """`built` (a kb2014 or first-write workload) on `hosts`; InputError for any other."""
+    if workload_name not in HOST_WORKLOADS or not isinstance(built, FioWorkload):
+        raise InputError(f"--hosts applies to --workload {' or '.join(HOST_WORKLOADS)}, not {workload_name}",
+                         "drop --hosts, or choose a fio workload")
+    if path is None:
+        raise InputError("--hosts needs PATH: the directory to test on every host (absolute, as the hosts see it)")
+    return HostsWorkload(built, hosts, remote_path(path))
+
+
+def execute(request: RunRequest, workload: HostsWorkload, reporter: Reporter) -> RunRecord:
+    """`backupbench run --hosts`: pipeline.execute for a workload on other hosts, whose lost
+    hosts and cleanup failures go into the run's notes before the run is closed."""
+    host = {**facts.collect_host(), **(request.host_facts or {})}
+    run_id = new_run_id()
+    Store(request.results / "results.db")  # a --results that is no directory fails first, in one line
+    with journalled(open_journal(request.results, run_id)) as journal:
+        # Refused before a run is opened: a host down leaves nothing in the store.
+        workload.check(None)
+        # The monitor samples this machine's disks, which carry none of the hosts' I/O.
+        monitor = request.monitor.model_copy(update={"no_monitor": True})
+        session = RunSession(request.results, workload.kind, workload.target_label(None), workload.settings(),
+                             host, reporter, monitor, run_id, journal, request.on_closed)
+        with session:
+            try:
+                session.measure(workload, None, checked=True)
+            finally:
+                session.run.notes += [note for note in workload.notes if note not in session.run.notes]
+        return session.run

@@ -1,0 +1,246 @@
+"""`backupbench run --hosts` for real: two fio servers, each in a network namespace of its own
+reached over a veth pair (10.231.N.1 here, 10.231.N.2 there), no mocks.
+
+Traffic goes only to the addresses inside the namespaces this test makes. The namespaces share
+this machine's mount namespace, so both servers see the test's directory: each host writes its
+own file there (as hosts sharing one NFS repository would), and the directory must be empty at
+the end. Every namespace, veth pair and server is removed by the fixture, even on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from backupbench.engines import fio_client
+from backupbench.errors import EngineError
+
+pytestmark = pytest.mark.root
+PORT = 8765
+RUN_TIMEOUT_S = 180
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
+
+
+@dataclass
+class Servers:
+    """Namespaces TAG-N (N = 1, 2), each with fio --server=ip:10.231.X.2,8765 on a veth pair
+    10.231.X.0/30; X comes from the test's pid, so concurrent test runs pick other subnets."""
+
+    tag: str
+    first_octet: int
+    addresses: dict[int, str] = field(default_factory=dict)
+    servers: dict[int, subprocess.Popen] = field(default_factory=dict)
+    namespaces: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+    def make(self, n: int) -> None:
+        ns, here, there = f"{self.tag}-{n}", f"{self.tag}{n}h", f"{self.tag}{n}n"
+        net = f"10.231.{self.first_octet + n - 1}"
+        in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
+        assert f" {net}." not in in_use, f"{net}.0/30 is in use on this machine"
+        _ip("netns", "add", ns)
+        self.namespaces.append(ns)
+        _ip("link", "add", here, "type", "veth", "peer", "name", there)
+        self.links.append(here)
+        _ip("link", "set", there, "netns", ns)
+        _ip("addr", "add", f"{net}.1/30", "dev", here)
+        _ip("link", "set", here, "up")
+        _ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/30", "dev", there)
+        _ip("netns", "exec", ns, "ip", "link", "set", there, "up")
+        _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        self.addresses[n] = f"{net}.2"
+        self.start(n)
+
+    def start(self, n: int) -> None:
+        """The server, in a session of its own: it forks a child per connection, and kill()
+        must take those children (the jobs) too."""
+        argv = ["ip", "netns", "exec", f"{self.tag}-{n}", "fio", f"--server=ip:{self.addresses[n]},{PORT}"]
+        self.servers[n] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True)
+        host = fio_client.Host(self.addresses[n], PORT)
+        for _ in range(50):  # bounded: up to ~10 s for the server to listen
+            try:
+                fio_client.probe(host, timeout_s=5)
+                return
+            except EngineError:
+                time.sleep(0.2)
+        raise AssertionError(f"fio server in {self.tag}-{n} did not answer")
+
+    def kill(self, n: int) -> None:
+        server = self.servers.pop(n, None)
+        if server is not None and server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+        if server is not None:
+            server.wait(timeout=20)
+
+    def teardown(self) -> list[str]:
+        problems = []
+        for n in list(self.servers):
+            self.kill(n)
+        for ns in self.namespaces:
+            done = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, timeout=20)
+            if done.returncode:
+                problems.append(f"ip netns del {ns}: {done.stderr.strip()}")
+        for link in self.links:  # gone with its peer's namespace; make sure
+            subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=20)
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
+        problems += [f"namespace {ns} still there" for ns in self.namespaces if ns in listed]
+        return problems
+
+
+@pytest.fixture
+def servers():
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None:
+        pytest.skip("needs root, ip (iproute2) and fio for the network namespaces and servers")
+    made = Servers(tag=f"bb{os.getpid() % 100000}", first_octet=100 + (os.getpid() % 70) * 2)
+    try:
+        made.make(1)
+        made.make(2)
+        yield made
+    finally:
+        problems = made.teardown()
+        assert not problems, problems
+
+
+def _cli(args: list[str], results: Path, cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
+    return subprocess.Popen([sys.executable, "-m", "backupbench", *args], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _run_args(servers: Servers, target: Path, runtime: str) -> list[str]:
+    return ["run", "--hosts", ",".join(servers.addresses.values()), str(target),
+            "--operations", "active-full,restore-random", "--size", "32MiB", "--runtime", runtime,
+            "--json", "--quiet", "--no-monitor"]
+
+
+def _wait_for_phase(results: Path, phase: str, host: str) -> None:
+    """Until the phase's job file for `host` is written: fio's client starts right after."""
+    for _ in range(600):  # bounded: 60 s
+        if list(results.rglob(f"{phase}.{host}-{PORT}.fio")):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{phase} never started")
+
+
+def test_two_hosts_figures_per_host_and_their_sum(servers, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    child = _cli(_run_args(servers, target, "2s"), tmp_path / "results", tmp_path)
+    out, err = child.communicate(timeout=RUN_TIMEOUT_S)
+    assert child.returncode == 0, err
+    run = json.loads(out)
+    hosts = set(servers.addresses.values())
+    assert run["status"] == "complete" and run["settings"]["hosts"] == sorted(hosts)
+    assert {run["host"][f"fio@{h}"] for h in hosts} == {"fio-3.33"}
+    ops = {op["name"]: op for op in run["operations"]}
+    assert set(ops) == {"active-full", "restore-random"}
+    for name, direction in (("active-full", "write_bw"), ("restore-random", "read_bw")):
+        op = ops[name]
+        per_host = op["detail"]["hosts"]
+        assert set(per_host) == hosts and op["detail"]["lost_hosts"] == {}
+        assert all(figures[direction] > 0 for figures in per_host.values())
+        assert op["figures"][direction] == pytest.approx(sum(f[direction] for f in per_host.values()))
+        assert op["figures"]["hosts_reporting"] == 2
+        worst = max(f[direction.replace("_bw", "_p99_lat")] for f in per_host.values())
+        assert op["figures"][direction.replace("_bw", "_p99_lat")] == worst
+    assert list(target.iterdir()) == []
+
+
+def test_a_host_without_a_server_is_refused_by_name(servers, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    args = _run_args(servers, target, "1s")
+    args[2] = f"{servers.addresses[1]},{servers.addresses[2]}:{PORT + 1}"  # nothing listens there
+    child = _cli(args, tmp_path / "results", tmp_path)
+    out, err = child.communicate(timeout=RUN_TIMEOUT_S)
+    assert child.returncode == 3, err
+    assert f"{servers.addresses[2]}:{PORT + 1} is not reachable" in err and out == ""
+    assert list(target.iterdir()) == []
+    check = _cli(["hosts", "check", args[2], "--json"], tmp_path / "results", tmp_path)
+    out, err = check.communicate(timeout=RUN_TIMEOUT_S)
+    rows = {row["host"]: row for row in json.loads(out)["hosts"]}
+    assert check.returncode == 3 and f"not usable: {servers.addresses[2]}:{PORT + 1}" in err
+    assert rows[servers.addresses[1]]["reachable"] and rows[servers.addresses[1]]["fio"] == "fio-3.33"
+    assert not rows[f"{servers.addresses[2]}:{PORT + 1}"]["reachable"]
+
+
+def test_a_server_lost_mid_run_leaves_the_other_host_running(servers, tmp_path):
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    child = _cli(_run_args(servers, target, "8s"), results, tmp_path)
+    try:
+        _wait_for_phase(results, "active-full", servers.addresses[2])
+        time.sleep(2)  # into the phase's I/O, not its connecting
+        servers.kill(2)
+        # Back as systemd's Restart= would bring it: the run's cleanup job reaches it again.
+        servers.start(2)
+        out, err = child.communicate(timeout=RUN_TIMEOUT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, err
+    run = json.loads(out)
+    lost, kept = servers.addresses[2], servers.addresses[1]
+    ops = {op["name"]: op for op in run["operations"]}
+    assert run["status"] == "complete"
+    assert lost in ops["active-full"]["detail"]["lost_hosts"]
+    assert any(note.startswith(f"host {lost} lost during active-full") for note in run["notes"])
+    for op in ops.values():
+        assert set(op["detail"]["hosts"]) == {kept} and op["figures"]["hosts_reporting"] == 1
+    assert ops["restore-random"]["figures"]["read_bw"] == ops["restore-random"]["detail"]["hosts"][kept]["read_bw"]
+    assert list(target.iterdir()) == []
+
+
+def test_ctrl_c_stops_every_host_and_removes_every_file(servers, tmp_path):
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    child = _cli(_run_args(servers, target, "30s"), results, tmp_path)
+    try:
+        _wait_for_phase(results, "active-full", servers.addresses[2])
+        time.sleep(1)
+        assert len(list(target.iterdir())) == 2  # both hosts' test files are there
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 130, err
+    assert list(target.iterdir()) == []
+    # The servers' job children are gone: each server (`ip netns exec` execs fio in place) is
+    # alone in its session again.
+    for n, server in servers.servers.items():
+        for _ in range(100):  # bounded: 10 s for fio to end its jobs after the client's quit
+            if _session_members(server.pid) == {server.pid}:
+                break
+            time.sleep(0.1)
+        assert _session_members(server.pid) == {server.pid}, n
+
+
+def _session_members(sid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()
+            if int(fields[3]) == sid and fields[0] != "Z":
+                found.add(int(entry.name))
+    return found
+
