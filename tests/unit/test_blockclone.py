@@ -75,10 +75,20 @@ def test_registered_and_usable_in_a_recipe():
 
 
 def test_flags_do_not_collide_with_other_workloads():
-    mine = set(BlockCloneOptions.model_fields)
+    # The data-content keys are shared on purpose: one --data flag for every workload.
+    from backupbench.workloads.content_options import ContentOptions
+
+    mine = set(BlockCloneOptions.model_fields) - set(ContentOptions.model_fields)
     for name, definition in WORKLOADS.items():
         if name != "block-clone":
             assert not mine & set(definition.options.model_fields), name
+
+
+def test_the_data_content_reaches_the_full_and_the_changes():
+    work = blockclone.full_job(options(full_size="64MiB", compress=50), Path("/r/full.dat")).text()
+    assert "buffer_compress_percentage=50" in work and "randseed=" in work
+    assert "buffer_pattern=0x55" in blockclone.change_job(options(full_size="64MiB", pattern="0x55"), 1,
+                                                           Path("/r/i1.dat")).text()
 
 
 # ---- phases and fio jobs ---------------------------------------------------------------------

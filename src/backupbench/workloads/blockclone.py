@@ -36,6 +36,7 @@ from backupbench.engines.fio_json import FioSummary
 from backupbench.errors import RefusedError
 from backupbench.paths import Syntax, for_program
 from backupbench.schema import Duration, PositiveSize, Size
+from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads.fio_workload import base_figures
 
@@ -65,7 +66,7 @@ def _percent(value: object) -> object:
 Percent = Annotated[float, BeforeValidator(_percent)]
 
 
-class BlockCloneOptions(BaseModel):
+class BlockCloneOptions(ContentOptions):
     """`backupbench run --workload block-clone` flags and the recipe keys of `kind = "block-clone"`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -160,8 +161,8 @@ def seeded(seed: int) -> tuple[tuple[str, str], ...]:
 def full_job(options: BlockCloneOptions, path: Path) -> DataJob:
     return DataJob(name=FULL, filename=path, rw="write", block_size=options.clone_block_size,
                    region_size=options.file_size, fallocate="none",
-                   comment="the full backup: written once, sequentially, fresh random data",
-                   extra=(("refill_buffers", "1"), *seeded(options.change_seed)))
+                   comment="the full backup: written once, sequentially", content=options.content(),
+                   extra=seeded(options.change_seed))
 
 
 def change_job(options: BlockCloneOptions, index: int, path: Path) -> DataJob:
@@ -169,9 +170,8 @@ def change_job(options: BlockCloneOptions, index: int, path: Path) -> DataJob:
         name=f"increment-{index}", filename=path, rw="randwrite", block_size=options.clone_block_size,
         region_size=options.file_size, fallocate="none",
         comment=f"the changed blocks of synthetic full {index}: {options.change_rate:g}% of the file, "
-                "each block once, new random data",
-        extra=(("io_size", units.fio_size(options.change_bytes)), ("refill_buffers", "1"),
-               *seeded(options.change_seed + index)))
+                "each block once, new data", content=options.content(),
+        extra=(("io_size", units.fio_size(options.change_bytes)), *seeded(options.change_seed + index)))
 
 
 def restore_job(options: BlockCloneOptions, name: str, rw: str, path: Path, what: str) -> FioJob:
