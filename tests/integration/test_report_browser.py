@@ -130,3 +130,98 @@ def test_report_makes_no_network_request(written_report, tmp_path):
     chromium(tmp_path, leaky.as_uri(), "--dump-dom", f"--log-net-log={leaky_log}",
              "--net-log-capture-mode=Everything", name="leaky-profile")
     assert sorted(page_requests(leaky_log)) == ["http://img.example.invalid/a.png", "https://cdn.example.invalid/b.css"]
+
+
+# ---------------------------------------------------------------------------------------------
+# A multi-host run (`run --hosts`, issue 15), stored by hand the way runner/hosts.py stores one:
+# each operation's figures the hosts' total, each host's own in detail["hosts"].
+
+MiB = 2**20
+SLOW_RED = (0xC6 / 255, 0x28 / 255, 0x28 / 255)       # report/hosts.py: slow rows and bar edges
+# The third host's bars (charts.PALETTE[2]): no other chart of this run draws a third series.
+HOST_GREEN = (0x00 / 255, 0x9E / 255, 0x73 / 255)
+
+
+def _host(mib: float, p99_ms: float, way: str) -> dict[str, float]:
+    return {"effective_bw": mib * MiB, f"{way}_bw": mib * MiB, f"{way}_iops": mib * 2, f"{way}_p99_lat": p99_ms * 1e6}
+
+
+def _host_op(name: str, pattern: str, way: str, hosts: dict[str, dict[str, float]], lost: dict[str, str]):
+    from backupbench.results.model import COMPLETE, OperationRecord
+
+    figures = {k: sum(h[k] for h in hosts.values()) for k in ("effective_bw", f"{way}_bw", f"{way}_iops")}
+    figures[f"{way}_p99_lat"] = max(h[f"{way}_p99_lat"] for h in hosts.values())
+    figures["hosts_reporting"] = float(len(hosts))
+    return OperationRecord(name, pattern, COMPLETE, "2026-11-24T00:00:00+00:00", "2026-11-24T00:00:30+00:00",
+                           figures, {"hosts": hosts, "lost_hosts": lost, "p99_total": "p99 of the total: worst host's"},
+                           {"hosts_reporting": "hosts"})
+
+
+@pytest.fixture
+def multi_host_report(cli, tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
+    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
+    from backupbench.results.model import COMPLETE, RunRecord
+    from backupbench.results.store import Store
+
+    run = RunRecord("20261124T000000-0badc0de", "kb2014", "10.0.0.5,10.0.0.6,10.0.0.7:/backup",
+                    {"hosts": ["10.0.0.5", "10.0.0.6", "10.0.0.7"], "host_path": "/backup"}, status=COMPLETE,
+                    started_at="2026-11-24T00:00:00+00:00", finished_at="2026-11-24T00:01:00+00:00",
+                    notes=["host 10.0.0.7 lost during restore-random: connection refused; the run went on without it"])
+    run.operations = [
+        _host_op("active-full", "write qd1", "write", {"10.0.0.5": _host(500, 4.0, "write"),
+                 "10.0.0.6": _host(390, 9.5, "write"), "10.0.0.7": _host(510, 3.8, "write")}, {}),
+        _host_op("restore-random", "randread qd4", "read", {"10.0.0.5": _host(200, 2.0, "read"),
+                 "10.0.0.6": _host(180, 2.5, "read")}, {"10.0.0.7": "connection refused"}),
+    ]
+    store = Store(cli.results / "results.db")
+    store.create_run(run)
+    for seq, op in enumerate(run.operations):
+        store.save_operation(run.run_id, seq, op)
+    store.finish_run(run)
+    done = report(cli, run.run_id, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    path = Path(done.stdout.strip())
+    assert path == tmp_path / f"report-{run.run_id}.html" and path.is_file()
+    return run.run_id, path
+
+
+def _near(pixels, colour, tolerance: float = 0.06):
+    import numpy
+
+    return (numpy.abs(pixels - numpy.array(colour)) < tolerance).all(axis=2)
+
+
+def test_multi_host_report_shows_hosts_slow_host_and_chart_in_chromium(multi_host_report, tmp_path):
+    import matplotlib.image
+
+    run_id, path = multi_host_report
+    dom = chromium(tmp_path, path.as_uri(), "--dump-dom").stdout
+    assert f"Hosts of run {run_id}" in dom
+    assert "host 10.0.0.6 is 22% under the median in active-full" in dom
+    assert "-22% SLOW" in dom and "median of 3 hosts" in dom and "connection refused" in dom
+    assert 'aria-label="Each operation per host against the median"' in dom
+    # speed, latency, hosts; no monitor timelines (the monitor sampled none of the hosts' disks)
+    assert dom.count("<svg ") == 3, dom.count("<svg ")
+    assert "<script" not in dom and "<link" not in dom
+
+    shot = tmp_path / "hosts.png"
+    chromium(tmp_path, path.as_uri(), f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT * 2}")
+    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    assert _near(pixels, SLOW_RED).sum() > 300, "the slow host is not marked in red"
+    assert _near(pixels, HOST_GREEN).sum() > 3_000, "no per-host bars drawn"
+
+    net_log = tmp_path / "hosts-net.json"
+    chromium(tmp_path, path.as_uri(), "--dump-dom", f"--log-net-log={net_log}", "--net-log-capture-mode=Everything",
+             name="hosts-profile")
+    assert page_requests(net_log) == []
+
+
+def test_show_prints_the_hosts_table_and_slow_note(multi_host_report, cli):
+    run_id, _ = multi_host_report
+    shown = cli("show", run_id, env={"COLUMNS": "140"})
+    assert shown.returncode == 0, shown.stderr
+    assert f"Hosts of run {run_id}" in shown.stdout
+    assert "note: host 10.0.0.6 is 22% under the median in active-full" in shown.stdout
+    assert shown.stdout.index("Hosts of run") < shown.stdout.index("note: host 10.0.0.6")

@@ -21,6 +21,7 @@ from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effe
 from backupbench.report import charts
 from backupbench.report import html_page as page
 from backupbench.report.html_page import e
+from backupbench.report.hosts import hosts_chart_html, hosts_html
 from backupbench.report.terminal import layout_cells, monitor_columns, table_specs, target_text
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
@@ -152,9 +153,10 @@ def charts_html(run: RunRecord) -> str:
     latency = _chart(charts.latency_figure(run), "latency", "p99 latency per operation",
                      "p99 of fio's total latency (submission + completion), per-file or per-request "
                      "latency for small-file and S3 phases.")
-    if not (speed or latency):
+    hosts = hosts_chart_html(run)
+    if not (speed or latency or hosts):
         return "<p>No completed operation to chart.</p>\n"
-    return speed + latency
+    return speed + latency + hosts
 
 
 def timelines_html(run: RunRecord, folder: Path) -> str:
@@ -229,7 +231,8 @@ def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = No
     commands.txt) lives; backup_size (bytes) adds backup windows; baseline adds slowdowns."""
     folder = run_folder(Path(results_dir), run.run_id)
     body = [_header(run)]
-    results = operations_html(run) + layouts_html(run) + notes_html(run) + summary_html(run, backup_size)
+    results = (operations_html(run) + hosts_html(run) + layouts_html(run) + notes_html(run)
+               + summary_html(run, backup_size))
     body.append(page.section("Results", results, "results"))
     faults = faults_html(run, folder)
     if faults:

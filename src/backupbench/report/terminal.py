@@ -14,6 +14,7 @@ from backupbench.analysis.compare import first_write_penalty, layout_matrix, slo
 from backupbench.analysis.windows import backup_windows, layouts_of, restore_range
 from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.faults import comparison_rows, fault_table
+from backupbench.report.hosts import hosts_renderables
 from backupbench.results.model import COMPLETE, RunRecord
 
 
@@ -283,10 +284,12 @@ def layout_cells(matrix, phase: str) -> list[str]:
 
 
 def run_report(run: RunRecord, backup_size: int | None = None, baseline: RunRecord | None = None) -> RenderableType:
-    parts: list[RenderableType] = [*operations_tables(run), *summary_lines(run, backup_size)]
+    tables = operations_tables(run)
+    # A multi-host run's Hosts table right under the totals it breaks down.
+    parts: list[RenderableType] = [*tables, *hosts_renderables(run), *summary_lines(run, backup_size)]
     comparison = layouts_table(run)
     if comparison is not None:
-        parts.insert(len(operations_tables(run)), comparison)
+        parts.insert(len(tables), comparison)
     if baseline is not None:
         parts.append(slowdown_table(run, baseline))
     return Group(*parts)

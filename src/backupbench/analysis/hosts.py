@@ -1,0 +1,125 @@
+"""Per-host figures of a multi-host run (`run --hosts`, distributed S3 agents), and which hosts
+were slow.
+
+Such a run stores each operation's figures as the hosts' total, and each host's own figures
+in detail["hosts"] = {host label: figures}; hosts lost during the operation are in
+detail["lost_hosts"] = {host label: reason} (runner/hosts.py). Pure: RunRecord in, data out.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from backupbench.results.model import OperationRecord, RunRecord
+
+# A host is slow when its headline figure is more than this far under the hosts' median
+# (issue 15): far enough past run-to-run noise on shared storage to be worth a look.
+SLOW_FRACTION = 0.15
+# The figure a host is judged by, first one the hosts have: fio and S3 phases carry
+# effective_bw; a phase without bytes (an S3 delete or list) only its request rate.
+HEADLINE_FIGURES = ("effective_bw", "objects_per_s", "files_per_s")
+# p99 latency figures, in ns: fio's read and write (the worse is shown), S3's per request,
+# the small-file engine's per file.
+P99_FIGURES = ("read_p99_lat", "write_p99_lat", "lat_p99_ns", "file_p99_lat")
+
+
+def p99_of(figures: dict[str, Any]) -> float | None:
+    """The worst p99 latency (ns) among the figures, or None."""
+    values = [float(figures[k]) for k in P99_FIGURES if isinstance(figures.get(k), (int, float))]
+    return max(values) if values else None
+
+
+@dataclass(frozen=True)
+class HostRow:
+    host: str
+    value: float                 # the headline figure (B/s, objects/s or files/s)
+    p99_ns: float | None
+    under_median: float          # fraction under the median: 0.22 = 22% under; negative = over
+    slow: bool
+
+
+@dataclass(frozen=True)
+class OperationHosts:
+    """One operation of a multi-host run: its hosts, their median, the total."""
+
+    operation: str
+    figure: str                  # which headline figure (HEADLINE_FIGURES)
+    hosts: list[HostRow]         # hosts that reported, in stored order
+    median: float | None         # of the hosts that reported
+    total: float | None          # the operation's own figure: the hosts' total
+    total_p99_ns: float | None   # the worst host's for fio (no histograms to merge)
+    lost: dict[str, str] = field(default_factory=dict)  # lost during this operation: reason
+    absent: list[str] = field(default_factory=list)     # known to the run, not in this operation
+
+    @property
+    def slow(self) -> list[HostRow]:
+        return [row for row in self.hosts if row.slow]
+
+
+def _headline(hosts: dict[str, Any]) -> str | None:
+    for name in HEADLINE_FIGURES:
+        if any(isinstance(f, dict) and isinstance(f.get(name), (int, float)) for f in hosts.values()):
+            return name
+    return None
+
+
+def is_multi_host(op: OperationRecord) -> bool:
+    return isinstance(op.detail.get("hosts"), dict) and bool(op.detail["hosts"] or op.detail.get("lost_hosts"))
+
+
+def run_hosts(run: RunRecord) -> list[str]:
+    """Every host the run's operations name (reported or lost), first seen first."""
+    seen: list[str] = []
+    for op in run.operations:
+        if is_multi_host(op):
+            names = [*op.detail["hosts"], *(op.detail.get("lost_hosts") or {})]
+            seen += [str(name) for name in names if str(name) not in seen]
+    return seen
+
+
+def operation_hosts(op: OperationRecord, known: list[str]) -> OperationHosts:
+    """One operation's hosts against their median. `known`: every host of the run, so that a
+    host lost in an earlier operation shows as absent rather than silently missing."""
+    per_host: dict[str, Any] = op.detail.get("hosts") or {}
+    lost = {str(h): str(why) for h, why in (op.detail.get("lost_hosts") or {}).items()}
+    figure = _headline(per_host) or HEADLINE_FIGURES[0]
+    values = {str(h): float(f[figure]) for h, f in per_host.items()
+              if isinstance(f, dict) and isinstance(f.get(figure), (int, float))}
+    # The conventional median (mean of the middle two for an even count), not stats.nearest_rank:
+    # with two hosts the nearest rank is the slower host itself, which could then never be slow.
+    median = statistics.median(values.values()) if values else None
+    rows = []
+    for host, value in values.items():
+        under = (median - value) / median if median else 0.0
+        rows.append(HostRow(host, value, p99_of(per_host[host]), under, under > SLOW_FRACTION))
+    absent = [h for h in known if h not in values and h not in lost]
+    total = op.figures.get(figure)
+    return OperationHosts(op.name, figure, rows, median, total, p99_of(op.figures), lost, absent)
+
+
+def host_breakdown(run: RunRecord) -> list[OperationHosts]:
+    """Every operation of the run that has per-host figures, in run order; [] for a
+    single-host run."""
+    known = run_hosts(run)
+    return [operation_hosts(op, known) for op in run.operations if is_multi_host(op)]
+
+
+def slow_hosts(breakdown: list[OperationHosts]) -> dict[str, list[tuple[str, float]]]:
+    """{host: [(operation, fraction under the median), ...]} for every host slow somewhere,
+    hosts and operations in run order."""
+    found: dict[str, list[tuple[str, float]]] = {}
+    for op in breakdown:
+        for row in op.slow:
+            found.setdefault(row.host, []).append((op.operation, row.under_median))
+    return found
+
+
+def lost_hosts(breakdown: list[OperationHosts]) -> dict[str, tuple[str, str]]:
+    """{host: (operation it was lost during, reason)}, the first time each was lost."""
+    found: dict[str, tuple[str, str]] = {}
+    for op in breakdown:
+        for host, why in op.lost.items():
+            found.setdefault(host, (op.operation, why))
+    return found

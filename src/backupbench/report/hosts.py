@@ -1,0 +1,204 @@
+"""A multi-host run's hosts (analysis/hosts.py) drawn: the terminal's Hosts table and its
+`note:` lines, the same table in HTML, and a bar chart of each operation per host against the
+hosts' median.
+
+No per-host timeline is drawn: a multi-host run stores each host's figures for the whole
+phase, not samples over time (the monitor samples only the machine that ran backupbench, which
+carries none of the hosts' I/O). Drawing one from phase totals would invent a shape.
+"""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from backupbench import units
+from backupbench.report import html_page as page
+from backupbench.report.html_page import e
+from backupbench.analysis.hosts import SLOW_FRACTION, OperationHosts, host_breakdown, lost_hosts, slow_hosts
+from backupbench.results.model import RunRecord
+
+# figure -> (column heading, divisor)
+HEADINGS = {"effective_bw": ("effective MiB/s", units.MiB), "objects_per_s": ("objects/s", 1.0),
+            "files_per_s": ("files/s", 1.0)}
+SLOW, LOST, SUM = "slow", "lost", "sum"
+Row = tuple[list[str], str]   # cells, and what kind of row (SLOW, LOST, SUM or "")
+
+
+def _value(op: OperationHosts, value: float | None, named: bool = False) -> str:
+    if value is None:
+        return "-"
+    heading, divisor = HEADINGS.get(op.figure, (op.figure, 1.0))
+    unit = f" {heading}" if named and op.figure != "effective_bw" else ""
+    return f"{value / divisor:,.1f}{unit}"
+
+
+def _ms(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e6:,.2f} ms"
+
+
+def operation_rows(op: OperationHosts, named: bool = False) -> list[Row]:
+    """The Hosts table's rows of one operation: each host, lost and absent hosts, the median
+    and the total. The terminal and the HTML report draw the same rows. named: say the unit
+    of a figure other than MiB/s (see `mixed`)."""
+    rows: list[Row] = []
+    for row in op.hosts:
+        percent = round(-row.under_median * 100)
+        against = (f"{percent:+d}%" if percent else "0%") + (" SLOW" if row.slow else "")
+        rows.append(([row.host, _value(op, row.value, named), _ms(row.p99_ns), against], SLOW if row.slow else ""))
+    for host, why in op.lost.items():
+        rows.append(([host, "lost", "-", why], LOST))
+    for host in op.absent:
+        rows.append(([host, "-", "-", "not in this operation"], LOST))
+    count = len(op.hosts)
+    rows.append(([f"median of {count} host{'s' * (count != 1)}", _value(op, op.median, named), "-", ""], SUM))
+    rows.append((["total", _value(op, op.total, named), _ms(op.total_p99_ns), ""], SUM))
+    return [([op.operation if i == 0 else "", *cells], kind) for i, (cells, kind) in enumerate(rows)]
+
+
+def mixed(breakdown: list[OperationHosts]) -> bool:
+    """Whether operations are judged by different figures (MiB/s, and objects/s for an S3
+    phase moving no bytes): then each cell that is not MiB/s names its unit."""
+    return len({op.figure for op in breakdown}) > 1
+
+
+def headings(breakdown: list[OperationHosts]) -> list[str]:
+    figure = breakdown[0].figure if breakdown and not mixed(breakdown) else "effective_bw"
+    return ["operation", "host", HEADINGS.get(figure, (figure, 1.0))[0], "p99 latency", "against median"]
+
+
+def caption(run: RunRecord, breakdown: list[OperationHosts]) -> str:
+    parts = [f"slow: more than {SLOW_FRACTION:.0%} under the median of the hosts that reported"]
+    # What the runner says the total's p99 is (runner/hosts.py: the worst host's), verbatim.
+    said = next((str(op.detail["p99_total"]) for op in run.operations if op.detail.get("p99_total")), "")
+    if said:
+        parts.append(said)
+    lost = lost_hosts(breakdown)
+    if lost:
+        parts.append("lost: " + "; ".join(f"{h} during {op} ({why})" for h, (op, why) in lost.items()))
+    return "; ".join(parts)
+
+
+def slow_notes(breakdown: list[OperationHosts]) -> list[str]:
+    """One line per slow host: 'host 10.0.0.6 is 22% under the median in active-full' (and
+    ', 18% in restore-random' for each further operation it was slow in)."""
+    notes = []
+    for host, where in slow_hosts(breakdown).items():
+        (first_op, first), rest = where[0], where[1:]
+        more = "".join(f", {under:.0%} in {op}" for op, under in rest)
+        notes.append(f"host {host} is {first:.0%} under the median in {first_op}{more}")
+    return notes
+
+
+STYLES = {SLOW: "bold red", LOST: "yellow", SUM: "bold"}
+
+
+def hosts_table(run: RunRecord, breakdown: list[OperationHosts]) -> Table:
+    table = Table(title=f"Hosts of run {run.run_id}", title_justify="left", caption=caption(run, breakdown),
+                  caption_justify="left")
+    for index, heading in enumerate(headings(breakdown)):
+        # Numbers right-aligned; the last column holds a reason when a host was lost.
+        table.add_column(heading, justify="right" if 2 <= index <= 3 else "left")
+    for op in breakdown:
+        rows = operation_rows(op, mixed(breakdown))
+        for index, (cells, kind) in enumerate(rows):
+            table.add_row(*[Text(c, style=STYLES.get(kind, "")) if i else c for i, c in enumerate(cells)],
+                          end_section=index == len(rows) - 1)
+    return table
+
+
+def hosts_renderables(run: RunRecord) -> list[RenderableType]:
+    """The Hosts table and a `note:` per slow host; nothing for a single-host run."""
+    breakdown = host_breakdown(run)
+    if not breakdown:
+        return []
+    return [hosts_table(run, breakdown), *[Text(f"note: {n}", style="yellow") for n in slow_notes(breakdown)]]
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML (the chart imports matplotlib only when drawn: the terminal report never needs it)
+
+
+def hosts_html(run: RunRecord) -> str:
+    """The Hosts table (slow rows bold red, lost ones marked) and the slow hosts as a callout."""
+    breakdown = host_breakdown(run)
+    if not breakdown:
+        return ""
+    # Inline style for the slow rows: the page's CSS (html_page.py) has no red text class.
+    classes = {SLOW: ' class="strong" style="color:#c62828"', LOST: ' class="status"', SUM: ' class="strong"'}
+    rows = [[e(cells[0]), e(cells[1]), *[f"<span{classes.get(kind, '')}>{e(c)}</span>" for c in cells[2:]]]
+            for op in breakdown for cells, kind in operation_rows(op, mixed(breakdown))]
+    table = page.table(headings(breakdown), rows, caption=f"Hosts of run {run.run_id}", numeric_from=2,
+                       css="hosts")
+    notes = slow_notes(breakdown)
+    title = f"Slow hosts (more than {SLOW_FRACTION:.0%} under the median)"
+    slow = page.callout(notes, title, bad=True) if notes else ""
+    return table + f'<p class="table-note">{e(caption(run, breakdown))}</p>\n' + slow
+
+
+def hosts_chart_html(run: RunRecord) -> str:
+    from backupbench.report import charts
+
+    breakdown = host_breakdown(run)
+    figure = hosts_figure(breakdown) if breakdown else None
+    if figure is None:
+        return ""
+    caption_text = ("Each operation per host, dashed: the median of the hosts that reported; hatched red-edged "
+                    f"bars are more than {SLOW_FRACTION:.0%} under it. Whole-phase figures: no per-host "
+                    "time series is recorded, so no per-host timeline is drawn.")
+    return page.figure(charts.inline_svg(figure, "hosts", "Each operation per host against the median"),
+                       caption_text)
+
+
+def hosts_figure(breakdown: list[OperationHosts]):
+    """Horizontal bars: one row per operation, one bar per host that reported (a host keeps
+    its colour throughout), a dashed median across each row, slow hosts hatched with a red
+    edge. None when no host reported anything."""
+    from backupbench.report import charts
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    ops = [op for op in breakdown if op.hosts]
+    if not ops:
+        return None
+    # One axis, one unit: operations judged by another figure (an S3 delete's objects/s
+    # among MiB/s) are left to the table.
+    ops = [op for op in ops if op.figure == ops[0].figure]
+    hosts = list(dict.fromkeys(row.host for op in ops for row in op.hosts))
+    divisor = HEADINGS.get(ops[0].figure, ("", 1.0))[1]
+    slots = max(len(op.hosts) for op in ops)
+    thickness = 0.8 / slots
+    with charts.style():
+        fig = Figure(figsize=(charts.WIDTH_IN, min(11.0, 1.6 + 0.3 * sum(len(op.hosts) for op in ops))),
+                     layout="constrained")
+        ax = fig.add_subplot()
+        for y, op in enumerate(ops):
+            for slot, row in enumerate(op.hosts):
+                colour = charts.PALETTE[hosts.index(row.host) % len(charts.PALETTE)]
+                bar = ax.barh(y + (slot - (len(op.hosts) - 1) / 2) * thickness, row.value / divisor,
+                              height=thickness * 0.92, color=colour, hatch="//" if row.slow else None,
+                              edgecolor="#c62828" if row.slow else colour, linewidth=1.4 if row.slow else 0)
+                text = f"{row.value / divisor:,.1f}" + (f" (-{row.under_median:.0%})" if row.slow else "")
+                # On white: the median line may run through a label.
+                ax.bar_label(bar, labels=[text], padding=3, fontsize=7.5, zorder=4,
+                             bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6})
+            if op.median is not None:
+                ax.vlines(op.median / divisor, y - 0.45, y + 0.45, colors="#000000", linestyles="dashed",
+                          linewidth=1.2, zorder=3)
+        # Drawn apart from the bars: the legend shows each host's colour, not its first bar's
+        # (which may be hatched as slow).
+        handles = [Line2D([], [], color="#000000", linestyle="dashed", label="median of hosts"),
+                   *[Patch(color=charts.PALETTE[i % len(charts.PALETTE)], label=h) for i, h in enumerate(hosts)],
+                   Patch(facecolor="white", edgecolor="#c62828", hatch="//", label="slow host")]
+        # A host lost in the operation has no bar: the row says so rather than leave a gap unexplained.
+        ax.set_yticks(range(len(ops)), labels=[op.operation + "".join(f"\n({h} lost)" for h in op.lost) for op in ops])
+        ax.set_ylim(len(ops) - 0.5, -0.5)   # first operation on top
+        unit = HEADINGS.get(ops[0].figure, (ops[0].figure, 1.0))[0]
+        ax.set_xlabel(f"{unit} per host (higher is better)")
+        ax.set_title("Each operation per host", loc="left")
+        ax.grid(axis="y", visible=False)
+        ax.margins(x=0.18)
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 5))
+        return fig

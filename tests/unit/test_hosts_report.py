@@ -1,0 +1,207 @@
+"""Reports of multi-host runs (issue 15): per-host figures against the hosts' median, slow and
+lost hosts, in the terminal and the HTML page. Runs are made here, shaped as runner/hosts.py
+stores them (figures = the hosts' total, detail["hosts"] = each host's figures)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from backupbench.analysis.hosts import host_breakdown, lost_hosts, slow_hosts
+from backupbench.report.hosts import hosts_renderables, slow_notes
+from backupbench.report.terminal import run_report
+from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+MiB = 2**20
+P99_NOTE = "p99 latency of the total is the worst host's: fio's client mode gives no histograms to merge"
+
+
+def fio_host(effective_mib: float, p99_ms: float, way: str = "write") -> dict[str, float]:
+    """A host's figures as runner/hosts.py scores them; the other direction's p99 is half."""
+    other = "read" if way == "write" else "write"
+    return {f"{way}_bw": effective_mib * MiB, "effective_bw": effective_mib * MiB, f"{way}_iops": effective_mib * 2,
+            f"{way}_p99_lat": p99_ms * 1e6, f"{other}_p99_lat": p99_ms * 0.5e6}
+
+
+def host_op(name: str, hosts: dict[str, dict[str, float]], lost: dict[str, str] | None = None,
+            pattern: str = "write qd1") -> OperationRecord:
+    """An operation as runner/hosts.py records it: total = sum, p99 = worst host's."""
+    total = {name: sum(f.get(name, 0) for f in hosts.values()) for name in ("effective_bw", "read_bw", "write_bw",
+                                                                 "read_iops", "write_iops")}
+    total.update({name: max((f.get(name, 0) for f in hosts.values()), default=0)
+                  for name in ("read_p99_lat", "write_p99_lat")})
+    total["hosts_reporting"] = float(len(hosts))
+    return OperationRecord(name=name, pattern=pattern, status=COMPLETE, figures=total,
+                           detail={"hosts": hosts, "lost_hosts": lost or {}, "p99_total": P99_NOTE})
+
+
+def multi_host_run() -> RunRecord:
+    """Three hosts; 10.0.0.6 is 22% under the median in active-full; 10.0.0.7 is lost during
+    restore-random and absent from sequential-read."""
+    ops = [
+        host_op("active-full", {"10.0.0.5": fio_host(500, 4.0), "10.0.0.6": fio_host(390, 9.5),
+                                "10.0.0.7": fio_host(510, 3.8)}),
+        host_op("restore-random", {"10.0.0.5": fio_host(200, 2.0, "read"), "10.0.0.6": fio_host(180, 2.5, "read")},
+                lost={"10.0.0.7": "connection refused"}, pattern="randread qd4"),
+        host_op("sequential-read", {"10.0.0.5": fio_host(800, 1.0, "read"), "10.0.0.6": fio_host(600, 1.2, "read")},
+                pattern="read qd1"),
+    ]
+    return RunRecord(run_id="20261124T000000-abcd0123", kind="kb2014", target="10.0.0.5,10.0.0.6,10.0.0.7:/backup",
+                     settings={"hosts": ["10.0.0.5", "10.0.0.6", "10.0.0.7"]}, status=COMPLETE, operations=ops,
+                     notes=["host 10.0.0.7 lost during restore-random: connection refused; the run went on without it"])
+
+
+def rendered(renderable, width: int = 160) -> str:
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
+    console.print(renderable)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------------
+# analysis/hosts.py
+
+
+def test_breakdown_sets_each_host_against_the_median_of_those_that_reported():
+    active, restore, sequential = host_breakdown(multi_host_run())
+    assert [r.host for r in active.hosts] == ["10.0.0.5", "10.0.0.6", "10.0.0.7"]
+    assert active.median == 500 * MiB
+    assert active.total == 1400 * MiB
+    assert active.total_p99_ns == 9.5e6
+    slow = active.slow
+    assert [r.host for r in slow] == ["10.0.0.6"] and slow[0].under_median == pytest.approx(0.22)
+    # p99 per host: the worse of read and write
+    assert {r.host: r.p99_ns for r in active.hosts}["10.0.0.6"] == 9.5e6
+    # The lost host is not in the median: 200 and 180 -> 190, and 180 is only 5% under it.
+    assert restore.median == 190 * MiB and restore.slow == []
+    assert restore.lost == {"10.0.0.7": "connection refused"} and restore.absent == []
+    # 600 against a median of 700 is 14% under: not slow. The host lost before is absent, not lost again.
+    assert sequential.slow == [] and sequential.lost == {} and sequential.absent == ["10.0.0.7"]
+
+
+def test_two_hosts_the_slower_can_be_slow():
+    # With two hosts the median is their mean: a nearest-rank median would be the slower host itself.
+    run = RunRecord("r", "kb2014", "t", {}, operations=[
+        host_op("active-full", {"a": fio_host(100, 1), "b": fio_host(70, 1)})])
+    (op,) = host_breakdown(run)
+    assert op.median == 85 * MiB
+    assert [r.host for r in op.slow] == ["b"]
+
+
+@pytest.mark.parametrize("value, slow", [(85.0, False), (84.9, True), (120.0, False)])
+def test_slow_means_more_than_15_percent_under_the_median(value, slow):
+    run = RunRecord("r", "kb2014", "t", {}, operations=[
+        host_op("active-full", {"a": fio_host(100, 1), "b": fio_host(100, 1), "c": fio_host(value, 1)})])
+    (op,) = host_breakdown(run)
+    assert op.median == 100 * MiB
+    assert [r.host for r in op.slow] == (["c"] if slow else [])
+
+
+def test_s3_agents_shape_is_read_the_same_way():
+    # The distributed S3 run: agents by label, effective_bw, objects_per_s and lat_p99_ns.
+    agents = {f"agent-{i}": {"effective_bw": bw * MiB, "objects_per_s": bw / 4, "lat_p99_ns": p99 * 1e6}
+              for i, (bw, p99) in enumerate([(300, 20), (310, 22), (200, 80)], 1)}
+    op = OperationRecord("put", "PUT 4MiB", COMPLETE,
+                         figures={"effective_bw": 810 * MiB, "objects_per_s": 202.5, "lat_p99_ns": 70e6},
+                         detail={"hosts": agents})
+    (found,) = host_breakdown(RunRecord("r", "s3", "bucket", {}, operations=[op]))
+    assert found.figure == "effective_bw" and found.median == 300 * MiB
+    assert [(r.host, r.p99_ns) for r in found.slow] == [("agent-3", 80e6)]
+    assert found.total_p99_ns == 70e6
+
+
+def test_phase_without_bytes_is_judged_by_its_request_rate():
+    agents = {"a": {"objects_per_s": 1000.0}, "b": {"objects_per_s": 500.0}, "c": {"objects_per_s": 990.0}}
+    op = OperationRecord("delete", "DELETE", COMPLETE, figures={"objects_per_s": 2490.0}, detail={"hosts": agents})
+    (found,) = host_breakdown(RunRecord("r", "s3", "bucket", {}, operations=[op]))
+    assert found.figure == "objects_per_s" and [r.host for r in found.slow] == ["b"]
+
+
+def test_single_host_runs_have_no_breakdown():
+    op = OperationRecord("active-full", "write qd1", COMPLETE, figures={"effective_bw": 100.0},
+                         detail={"job_file": "x"})
+    run = RunRecord("r", "kb2014", "/repo", {}, operations=[op])
+    assert host_breakdown(run) == [] and hosts_renderables(run) == []
+    assert "Hosts" not in rendered(run_report(run))
+
+
+def test_slow_and_lost_hosts_by_host():
+    breakdown = host_breakdown(multi_host_run())
+    assert list(slow_hosts(breakdown)) == ["10.0.0.6"]
+    assert lost_hosts(breakdown) == {"10.0.0.7": ("restore-random", "connection refused")}
+
+
+def test_host_lost_in_every_operation_gives_no_median():
+    op = host_op("active-full", {}, lost={"a": "timeout", "b": "timeout"})
+    op.figures = {"hosts_reporting": 0.0}
+    (found,) = host_breakdown(RunRecord("r", "kb2014", "t", {}, operations=[op]))
+    assert found.hosts == [] and found.median is None and found.total is None and found.slow == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Terminal
+
+
+def test_note_line_per_slow_host_names_how_much_and_where():
+    run = multi_host_run()
+    run.operations[2].detail["hosts"]["10.0.0.6"] = fio_host(500, 1.2, "read")   # 23% under 650 as well
+    assert slow_notes(host_breakdown(run)) == [
+        "host 10.0.0.6 is 22% under the median in active-full, 23% in sequential-read"]
+
+
+def test_run_report_prints_the_hosts_table_under_the_operations_table():
+    text = rendered(run_report(multi_host_run()))
+    assert text.index("Run 20261124T000000-abcd0123") < text.index("Hosts of run") < text.index("note: host 10.0.0.6")
+    assert "note: host 10.0.0.6 is 22% under the median in active-full" in text
+    assert text.count("note: host 10.0.0.6 is") == 1
+    lines = text.splitlines()
+    slow_row = next(line for line in lines if "10.0.0.6" in line and "390.0" in line)
+    assert "9.50 ms" in slow_row and "-22% SLOW" in slow_row
+    assert any("median of 3 hosts" in line and "500.0" in line for line in lines)
+    assert any("total" in line and "1,400.0" in line for line in lines)
+    lost_row = next(line for line in lines if "10.0.0.7" in line and "connection refused" in line)
+    assert "lost" in lost_row
+    assert any("10.0.0.5" in line and "500.0" in line and " 0%" in line for line in lines)
+    assert any("10.0.0.7" in line and "not in this operation" in line for line in lines)
+    assert "lost: 10.0.0.7 during restore-random (connection refused)" in " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+
+def test_html_report_has_the_hosts_table_slow_callout_and_chart(tmp_path):
+    pytest.importorskip("matplotlib")
+    from backupbench.report import html
+
+    run = multi_host_run()
+    run.operations[0].detail["hosts"]['<b onmouseover="x">'] = fio_host(505, 4.0)
+    page = html.render(run, results_dir=tmp_path)
+    assert "Hosts of run 20261124T000000-abcd0123" in page
+    assert "host 10.0.0.6 is 22% under the median in active-full" in page
+    assert 'aria-label="Each operation per host against the median"' in page
+    assert "&lt;b onmouseover=&quot;x&quot;&gt;" in page and '<b onmouseover="x">' not in page
+    assert page.count("<svg ") == 3   # speed, latency, hosts
+
+
+def test_hosts_chart_is_left_out_when_no_host_reported():
+    pytest.importorskip("matplotlib")
+    from backupbench.report.hosts import hosts_chart_html, hosts_figure
+
+    op = host_op("active-full", {}, lost={"a": "timeout"})
+    op.figures = {}
+    run = RunRecord("r", "kb2014", "t", {}, operations=[op])
+    assert hosts_figure(host_breakdown(run)) is None and hosts_chart_html(run) == ""
+
+
+def test_operations_judged_by_different_figures_name_their_unit():
+    put = OperationRecord("put", "PUT", COMPLETE, figures={"effective_bw": 300 * MiB},
+                          detail={"hosts": {"a": {"effective_bw": 100 * MiB}, "b": {"effective_bw": 200 * MiB}}})
+    delete = OperationRecord("delete", "DELETE", COMPLETE, figures={"objects_per_s": 300.0},
+                             detail={"hosts": {"a": {"objects_per_s": 100.0}, "b": {"objects_per_s": 200.0}}})
+    text = rendered(hosts_renderables(RunRecord("r", "s3", "bucket", {}, operations=[put, delete]))[0])
+    lines = text.splitlines()
+    assert "effective MiB/s" in text
+    assert any(line.startswith("│ put") and "100.0 " in line and "objects/s" not in line for line in lines)
+    assert any("delete" in line and "100.0 objects/s" in line for line in lines)
