@@ -8,19 +8,26 @@ inside that, and removes it whatever happens.
 
 S3: the agent claims its prefix only if the bucket exists and nothing is under it yet
 (someone else's objects are never touched), runs the phases in order, and at the end deletes
-every object under the prefix, also after a failure or a stop.
+every object under the prefix, also after a failure or a stop. A job asked to `keep` them
+(a controller splitting the phases over jobs, to start each phase on N agents at once)
+leaves them only if it succeeded, and only for `keep_s`: a `resume` job for that prefix
+takes them over, else a timer deletes them, so a controller that vanished leaves nothing.
+Each phase's result carries its exact per-request latencies (protocol.pack_sorted).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from backupbench.agent.jobs import Control
-from backupbench.agent.protocol import S3Run, SmallFilesRun
-from backupbench.engines.s3 import PhaseSpec, S3Engine, S3Target
+from backupbench.agent.protocol import S3Run, SmallFilesRun, pack_sorted
+from backupbench.engines.s3 import PhaseRun, PhaseSpec, S3Engine, S3Target
 from backupbench.engines.s3_credentials import Credentials
 from backupbench.engines.smallfiles import SmallFilesEngine
 from backupbench.errors import BackupbenchError, EngineError, RefusedError
@@ -94,35 +101,105 @@ def _spec(request: S3Run, op: str, written: set[int]) -> PhaseSpec:
                      objects_config=config)
 
 
+@dataclass
+class _Kept:
+    written: set[int]
+    timer: threading.Timer
+
+
+# Prefixes a job kept for a later job of the same controller, with what the PUT wrote.
+_KEPT: dict[str, _Kept] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+def _keep(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials, written: set[int]) -> None:
+    def expire() -> None:
+        with _KEPT_LOCK:
+            if _KEPT.get(request.prefix) is not kept:
+                return   # resumed meanwhile
+            del _KEPT[request.prefix]
+        try:
+            engine.delete_prefix(target, creds, request.prefix, timeout=600.0)
+        except BackupbenchError:
+            pass   # the controller journalled the prefix: its cleanup can still remove them
+    kept = _Kept(written, threading.Timer(request.keep_s, expire))
+    kept.timer.daemon = True
+    with _KEPT_LOCK:
+        _KEPT[request.prefix] = kept
+    kept.timer.start()
+
+
+def _resume(request: S3Run) -> set[int]:
+    with _KEPT_LOCK:
+        kept = _KEPT.pop(request.prefix, None)
+    if kept is None:
+        raise RefusedError(f"no objects kept under {request.prefix} by an earlier job of this agent",
+                           "resume only a prefix a job with keep left (within its keep_s)")
+    kept.timer.cancel()
+    return kept.written
+
+
+def _claim(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials) -> set[int]:
+    """The object numbers already written under the prefix (a resumed job's), after refusing
+    a missing bucket or a prefix someone else uses."""
+    probe = engine.probe(target, creds, request.prefix)
+    if not probe.bucket_exists:
+        raise RefusedError(f"bucket {request.bucket} does not exist at {request.endpoint}", "create it first")
+    if request.resume:
+        return _resume(request)
+    if probe.prefix_empty is False:
+        raise RefusedError(f"bucket {request.bucket} already holds objects under {request.prefix}; they are not "
+                           "this job's and will not be touched", "use another run id in the prefix")
+    return set()
+
+
+def _wait_start(began: float, request: S3Run, control: Control) -> None:
+    # In slices, through control.progress: a stop takes effect while waiting too.
+    while (left := began + request.start_in - time.monotonic()) > 0:
+        control.progress(request.ops[0], 0.0, f"starting in {left:.1f} s")
+        time.sleep(min(left, 0.05))
+
+
+def _phase_result(op: str, run: PhaseRun, started: float) -> dict[str, Any]:
+    ok = [r for r in run.records if r.ok]
+    result = {"op": op, "figures": run.figures, "errors": run.errors, "started_wall": started,
+              "lat_ns": pack_sorted(sorted(r.end_ns - r.start_ns for r in ok))}
+    if op == "get":
+        result["ttfb_ns"] = pack_sorted(sorted(r.first_byte_ns - r.start_ns for r in ok if r.first_byte_ns >= 0))
+    return result
+
+
 def run_s3(request: S3Run, control: Control, engine: S3Engine | None = None) -> dict[str, Any]:
+    began = time.monotonic()
     engine = engine or S3Engine()
     target = S3Target(request.endpoint, request.bucket, request.region,
                       request_timeout=request.request_timeout, connect_timeout=request.connect_timeout)
     creds = _credentials(request)
-    probe = engine.probe(target, creds, request.prefix)
-    if not probe.bucket_exists:
-        raise RefusedError(f"bucket {request.bucket} does not exist at {request.endpoint}", "create it first")
-    if probe.prefix_empty is False:
-        raise RefusedError(f"bucket {request.bucket} already holds objects under {request.prefix}; they are not "
-                           "this job's and will not be touched", "use another run id in the prefix")
+    written = _claim(request, engine, target, creds)
     phases: list[dict[str, Any]] = []
     removed: int | str = 0
+    kept = False
     try:
+        _wait_start(began, request, control)
         with tempfile.TemporaryDirectory(prefix="backupbench-agent-s3-") as tmp:
-            written: set[int] = set()
             for op in request.ops:
                 spec = _spec(request, op, written)
                 if spec.objects == 0:
                     raise EngineError(f"no object was written, so there is nothing to {op}")
+                started = time.time()
                 run = engine.run_phase(target, creds, spec, Path(tmp),
                                        lambda fraction, detail, name=op: control.progress(name, fraction, detail))
                 if op == "put":
                     written = {r.key for r in run.records if r.ok}
-                phases.append({"op": op, "figures": run.figures, "errors": run.errors})
+                phases.append(_phase_result(op, run, started))
+        if request.keep:
+            _keep(request, engine, target, creds, written)
+            kept = True
     finally:
-        # Whatever happened, the objects under the prefix go: they are this job's alone.
-        try:
-            removed = engine.delete_prefix(target, creds, request.prefix, timeout=600.0)
-        except BackupbenchError as exc:
-            removed = f"not removed: {exc.one_line()}"
-    return {"phases": phases, "removed": removed, "prefix": request.prefix}
+        # Unless kept for a later job: the objects under the prefix go, they are this job's alone.
+        if not kept:
+            try:
+                removed = engine.delete_prefix(target, creds, request.prefix, timeout=600.0)
+            except BackupbenchError as exc:
+                removed = f"not removed: {exc.one_line()}"
+    return {"phases": phases, "removed": "kept" if kept else removed, "prefix": request.prefix}

@@ -15,6 +15,7 @@ from backupbench.errors import InputError
 from backupbench.monitor.options import MonitorOptions
 from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
+from backupbench.runner import agents as on_agents
 from backupbench.runner import hosts as on_hosts
 from backupbench.runner.pipeline import RunRequest, execute, run_as_dict
 from backupbench.workloads.base import Definition
@@ -66,11 +67,17 @@ def _with_workload_options(command: Callable) -> Callable:
 @click.option("--hosts", default=None, metavar="H1,H2[:PORT]",
               help="Run kb2014/first-write on these hosts' fio servers (fio --server, port 8765 by default; "
                    "see backupbench hosts), all at once; PATH is then the directory on every host.")
+@click.option("--agents", default=None, metavar="ADDR:PORT,...",
+              help="Run --workload s3 from these backupbench agents at once (objects and streams split "
+                   "over them), one merged result; see backupbench agent.")
+@click.option("--agent-token-file", type=click.Path(path_type=Path), default=None,
+              help="File holding the token the agents were started with (--agents).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @baseline_option
 @results_option
 def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, hosts: str | None,
-                quiet: bool, baseline_ref: str | None, results: Path | None, **values: object) -> None:
+                agents: str | None, agent_token_file: Path | None, quiet: bool, baseline_ref: str | None,
+                results: Path | None, **values: object) -> None:
     """Run a backup workload against PATH, sampling the host; keep and show the figures.
 
     Without PATH, a scratch directory is made in the current directory and removed afterwards.
@@ -88,12 +95,18 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
     if hosts is not None:  # fio's client/server mode: the run is driven from here, PATH is on the hosts
         chosen = on_hosts.on_hosts(workload, chosen, parse_hosts(hosts), None if path is None else str(path))
         path = None
+    if agents is not None:  # the s3 workload from agents: the run is driven from here
+        if hosts is not None:
+            raise InputError("--agents and --hosts do not go together", "choose one")
+        chosen = on_agents.on_agents(workload, chosen, agents, agent_token_file)
     request = RunRequest(
         workload=chosen, results=results_dir(results), target=path,
         scratch_parent=Path.cwd(), monitor=monitor, host_facts=chosen.engine_versions(),
         on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)),
     )
     run = execute if hosts is None else (lambda req, rep: on_hosts.execute(req, chosen, rep))
+    if agents is not None:
+        run = lambda req, rep: on_agents.execute(req, chosen, rep)  # noqa: E731
     if quiet:
         record = run(request, QuietReporter())
     else:

@@ -17,15 +17,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from backupbench import units
-from backupbench.devices import facts
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_client import (ClientResult, Host, ServerInfo, check_servers, remote_file,
                                             remote_path, remove_on_host, run_clients)
 from backupbench.errors import EngineError, InputError
-from backupbench.results.model import RunRecord, new_run_id
-from backupbench.results.store import Store
+from backupbench.results.model import RunRecord
 from backupbench.runner.phases import Reporter
-from backupbench.runner.pipeline import RunRequest, RunSession, journalled, open_journal
+from backupbench.runner.pipeline import RunRequest, execute_remote
 from backupbench.workloads.base import PhaseHooks, Workload
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, TAG
 
@@ -179,21 +177,4 @@ def on_hosts(workload_name: str, built: Workload, hosts: tuple[Host, ...], path:
 
 
 def execute(request: RunRequest, workload: HostsWorkload, reporter: Reporter) -> RunRecord:
-    """`backupbench run --hosts`: pipeline.execute for a workload on other hosts, whose lost
-    hosts and cleanup failures go into the run's notes before the run is closed."""
-    host = {**facts.collect_host(), **(request.host_facts or {})}
-    run_id = new_run_id()
-    Store(request.results / "results.db")  # a --results that is no directory fails first, in one line
-    with journalled(open_journal(request.results, run_id)) as journal:
-        # Refused before a run is opened: a host down leaves nothing in the store.
-        workload.check(None)
-        # The monitor samples this machine's disks, which carry none of the hosts' I/O.
-        monitor = request.monitor.model_copy(update={"no_monitor": True})
-        session = RunSession(request.results, workload.kind, workload.target_label(None), workload.settings(),
-                             host, reporter, monitor, run_id, journal, request.on_closed)
-        with session:
-            try:
-                session.measure(workload, None, checked=True)
-            finally:
-                session.run.notes += [note for note in workload.notes if note not in session.run.notes]
-        return session.run
+    return execute_remote(request, workload, reporter)

@@ -17,7 +17,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from backupbench import process, stopping
 from backupbench.devices import eligibility, facts
@@ -282,4 +282,31 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
                              reporter, request.monitor, run_id, journal, request.on_closed)
         with session:
             session.measure(workload, target, checked=True)
+        return session.run
+
+
+class RemoteWorkload(Workload, Protocol):
+    """A workload that runs on other machines (fio servers, agents): what it learns about
+    them as it goes (a host lost, a file left behind) is in `notes`."""
+
+    notes: list[str]
+
+
+def execute_remote(request: RunRequest, workload: RemoteWorkload, reporter: Reporter) -> RunRecord:
+    """`backupbench run --hosts / --agents`: execute for a workload on other machines. It is
+    checked (every host reachable) before a run is opened, this machine's monitor is off (it
+    carries none of their I/O), and the workload's notes join the run's before it is closed."""
+    host = {**facts.collect_host(), **(request.host_facts or {}), **workload.engine_versions()}
+    run_id = new_run_id()
+    Store(request.results / "results.db")  # a --results that is no directory fails first, in one line
+    with journalled(open_journal(request.results, run_id)) as journal:
+        workload.check(None)
+        monitor = request.monitor.model_copy(update={"no_monitor": True})
+        session = RunSession(request.results, workload.kind, workload.target_label(None), workload.settings(), host,
+                             reporter, monitor, run_id, journal, request.on_closed)
+        with session:
+            try:
+                session.measure(workload, None, checked=True)
+            finally:
+                session.run.notes += [note for note in workload.notes if note not in session.run.notes]
         return session.run

@@ -1,0 +1,380 @@
+"""The S3 workload from N client hosts at once, through `backupbench agent`s:
+`backupbench run --workload s3 --endpoint URL --bucket B --agents A1:PORT,A2:PORT --agent-token-file F`.
+
+Why per-phase jobs: an agent's s3-run runs its phases back to back, so agents finishing their
+PUTs at different moments would start their GETs at different moments, overlapping one agent's
+GET with another's PUT. So each phase is one job per agent, started on all at the same moment
+(`start_in` leaves each time for its pre-flight checks); the objects are kept between the jobs
+(keep/resume) and deleted by the last one.
+
+Prefixes: one per agent, `backupbench/<run-id>.<label>/`, so counts and keys never collide (not
+`backupbench/<run-id>/<label>/`: the load generator writes and deletes exactly one level below
+backupbench/, native/s3load/main.go prefixRe). Each is journalled before the first PUT; the
+controller deletes them all at the end, lost agents' too.
+
+Figures: one operation per phase; ops, bytes and errors summed; rates over the common wall time
+(first agent's start to last agent's end, by the agents' clocks, which NTP keeps within
+milliseconds); latency percentiles of every request of every agent together (the agents return
+their exact sorted latencies), not averages of percentiles. Each agent's own figures are in
+detail["hosts"]; an agent lost mid-run in detail["lost_hosts"] and the run's notes, and the
+others go on. The options describe the whole run: objects and streams are split evenly over the
+agents, so a run from N agents does what the same run from this host does.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from backupbench import __version__, stopping
+from backupbench.agent.client import AgentClient, AgentUnreachable
+from backupbench.agent.protocol import pack_sorted, unpack_sorted
+from backupbench.agent.startup import parse_listen
+from backupbench.errors import BackupbenchError, EngineError, InputError, RefusedError
+from backupbench.results.model import RunRecord
+from backupbench.runner.phases import Reporter
+from backupbench.runner.pipeline import RunRequest, execute_remote
+from backupbench.stats import nearest_rank
+from backupbench.workloads.base import PhaseHooks
+from backupbench.workloads.s3 import S3Workload, objects_artefact
+from backupbench.workloads.s3_options import PHASE_TITLES
+
+AGENT_PHASES = ("put", "get", "delete")
+# Time every agent has to check the endpoint before the common start.
+START_LEAD_S = 2.0
+POLL_S = 0.5
+# An agent that does not answer this many polls in a row is lost (each poll is bounded by
+# the client's timeout, so losing one takes seconds, not minutes).
+LOST_AFTER = 4
+# Beyond a phase's transfer at a pessimistic rate: starting, checking, the last requests.
+PHASE_GRACE_S = 120.0
+SLOWEST_BPS = 2 * 1024 * 1024
+STOP_WAIT_S = 60.0
+# How long an agent keeps a phase's objects for the next phase's job: the controller sends it
+# within a second; if it never does (the controller was killed) the agent deletes them.
+KEEP_S = 60.0
+MERGE_NOTE = "latency percentiles of every agent's requests together; rates over the common wall time"
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    address: str
+    label: str
+
+
+def parse_agents(text: str) -> tuple[AgentRef, ...]:
+    """ADDR:PORT,ADDR:PORT -> the agents, each labelled by its address (a valid key part)."""
+    found: list[AgentRef] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        host, port = parse_listen(item)
+        label = f"{host.replace(':', '_')}-{port}"
+        if any(ref.label == label for ref in found):
+            raise InputError(f"--agents names {item} twice")
+        found.append(AgentRef(item, label))
+    if not found:
+        raise InputError("--agents is empty", "e.g. --agents 10.0.0.5:7480,10.0.0.6:7480")
+    return tuple(found)
+
+
+def agent_prefix(run_id: str, label: str) -> str:
+    return f"backupbench/{run_id}.{label}/"
+
+
+def split(total: int, parts: int) -> list[int]:
+    """total as `parts` near-equal shares, the larger ones first."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def refuse_unsupported(workload: S3Workload) -> None:
+    """One line for an option an agent's s3-run cannot do (protocol.S3Run has no key for it)."""
+    opts = workload.options
+    stray = [phase for phase in opts.s3_phases if phase not in AGENT_PHASES]
+    checks = [(bool(stray), f"--s3-phases {','.join(stray)}"), (opts.duration is not None, "--duration"),
+              (opts.object_lock is not None, "--object-lock"), (not opts.object_size.fixed, "a --object-size range"),
+              (opts.object_size.high > opts.multipart_threshold, "multipart (--object-size over the threshold)"),
+              (opts.insecure_tls or opts.ca_file is not None, "--insecure-tls/--ca-file"),
+              (opts.create_bucket, "--create-bucket")]
+    for bad, name in checks:
+        if bad:
+            raise InputError(f"{name} does not apply to a run with --agents", "drop it (agents run put, get, "
+                             "delete of a fixed object count and size on an existing bucket over http)")
+    if (opts.object_count or 0) < 1:
+        raise InputError("--agents needs an object count (--objects)")
+
+
+# ---- merging (pure) --------------------------------------------------------------------------
+
+def merge_phase(op: str, phases: dict[str, dict[str, Any]]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """One phase of every agent that finished it -> (merged figures, each agent's figures)."""
+    starts = {label: float(p["started_wall"]) for label, p in phases.items()}
+    first = min(starts.values())
+    per_host: dict[str, dict[str, float]] = {}
+    for label, phase in phases.items():
+        per_host[label] = {**phase["figures"], "start_offset_s": starts[label] - first}
+    runtimes = [f["runtime"] for f in per_host.values()]
+    wall = max(max(f["start_offset_s"] + f["runtime"] for f in per_host.values()), max(runtimes))
+    merged = {name: sum(f.get(name, 0.0) for f in per_host.values()) for name in ("ops", "errors", "bytes")}
+    merged.update(runtime=wall, effective_bw=merged["bytes"] / wall if wall > 0 else 0.0,
+                  objects_per_s=merged["ops"] / wall if wall > 0 else 0.0, hosts_reporting=float(len(phases)))
+    latencies = list(heapq.merge(*(unpack_sorted(p["lat_ns"]) for p in phases.values())))
+    for p in (50, 90, 99):
+        merged[f"lat_p{p}_ns"] = nearest_rank(latencies, p)
+    if op == "get":
+        ttfb = list(heapq.merge(*(unpack_sorted(p.get("ttfb_ns") or pack_sorted([])) for p in phases.values())))
+        merged["ttfb_p50_ns"], merged["ttfb_p99_ns"] = nearest_rank(ttfb, 50), nearest_rank(ttfb, 99)
+    return merged, per_host
+
+
+# ---- the workload ------------------------------------------------------------------------------
+
+@dataclass
+class AgentsWorkload:
+    """The Workload (workloads/base.py) of the s3 workload run from every agent of `agents`."""
+
+    inner: S3Workload
+    agents: tuple[AgentRef, ...]
+    token: str
+    notes: list[str] = field(default_factory=list)
+    lost: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    kind: str = field(default="s3", init=False)
+    needs_directory: bool = field(default=False, init=False)
+    buffered: bool = field(default=False, init=False)
+    test_file_cautions: bool = field(default=False, init=False)
+    space_fix: str = field(default="", init=False)
+    _ids: dict[str, int | None] = field(default_factory=dict, init=False, repr=False)
+    _run_id: str = field(default="", init=False, repr=False)
+
+    def client(self, ref: AgentRef) -> AgentClient:
+        return AgentClient(ref.address, self.token)
+
+    def target_label(self, target: Path | None) -> str:
+        return f"{self.inner.target_label(None)} from {len(self.agents)} agents"
+
+    def engine_versions(self) -> dict[str, str]:
+        return {**self.inner.engine_versions(), **{f"backupbench@{k}": v for k, v in self.versions.items()}}
+
+    def phases(self) -> tuple[str, ...]:
+        return self.inner.phases()
+
+    def shares(self) -> dict[str, tuple[int, int]]:
+        """label -> (objects, streams) of that agent."""
+        opts = self.inner.options
+        n = len(self.agents)
+        objects, streams = split(opts.object_count or 0, n), split(opts.concurrency, n)
+        return {ref.label: (objects[i], max(1, streams[i])) for i, ref in enumerate(self.agents)}
+
+    def settings(self) -> dict[str, Any]:
+        return {**self.inner.settings(), "agents": [r.address for r in self.agents],
+                "per_agent": {k: {"objects": o, "concurrency": c} for k, (o, c) in self.shares().items()},
+                "key_prefix": "backupbench/<run_id>.<agent>/"}
+
+    def space_needed(self) -> int:
+        return self.inner.space_needed()
+
+    def check(self, target: Path | None = None) -> None:
+        """Every agent reachable, taking the token, on our version; then the endpoint from here.
+        RefusedError naming the first agent that is not."""
+        for ref in self.agents:
+            try:
+                hello = self.client(ref).hello()
+            except BackupbenchError as exc:   # the client's errors name the agent already
+                raise RefusedError(exc.message, exc.fix or "") from exc
+            version = str(hello.get("version", "?"))
+            if version != __version__:
+                raise RefusedError(f"agent {ref.address} runs backupbench {version}, this is {__version__}",
+                                   "install the same version on every agent host")
+            self.versions[ref.label] = version
+        self.inner.check(None)
+
+    # ---- the run ------------------------------------------------------------------------------
+    def execute(self, target: Path | None, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
+        s3, creds = self.inner.connect()
+        self._run_id = run_id
+        for ref in self.agents:
+            self._ids[ref.label] = hooks.will_create(objects_artefact(
+                s3, agent_prefix(run_id, ref.label), self.inner.options.profile, creds.source))
+        ops = self.phases()
+        for index, op in enumerate(ops):
+            active = [ref for ref in self.agents if ref.label not in self.lost]
+            if not active:
+                raise EngineError(f"every agent was lost before {op}: " + "; ".join(self.lost.values()))
+            hooks.started(op, PHASE_TITLES[op], f"{self.inner.options.describe(op)} from {len(active)} agents")
+            jobs = self._start(op, index == 0, index == len(ops) - 1, active)
+            finished = self._follow(op, jobs, hooks)
+            if not finished:
+                raise EngineError(f"no agent finished {op}: " + "; ".join(self.lost.values()))
+            self._record(op, finished, hooks)
+
+    def _request(self, ref: AgentRef, op: str, first: bool, last: bool) -> dict[str, Any]:
+        opts, (s3, creds) = self.inner.options, self.inner.connect()
+        objects, streams = self.shares()[ref.label]
+        content = opts.content()
+        return {"endpoint": s3.endpoint, "bucket": s3.bucket, "region": s3.region,
+                "prefix": agent_prefix(self._run_id, ref.label), "ops": [op], "objects": objects,
+                "object_size": opts.object_size.low, "concurrency": streams,
+                "request_timeout": float(opts.request_timeout), "connect_timeout": float(opts.connect_timeout),
+                "access_key": creds.access_key.get_secret_value(), "secret_key": creds.secret_key.get_secret_value(),
+                "session_token": creds.session_token.get_secret_value() if creds.session_token else None,
+                "data": content.kind, "compress": content.compress, "dedupe": content.dedupe,
+                "pattern": content.pattern, "keep": not last, "keep_s": KEEP_S, "resume": not first}
+
+    def _start(self, op: str, first: bool, last: bool, active: list[AgentRef]) -> dict[str, str]:
+        """The phase's job on every active agent, sent at once; label -> job id. An agent that
+        cannot take it is lost."""
+        start_at = time.monotonic() + START_LEAD_S
+
+        def send(ref: AgentRef) -> tuple[AgentRef, str | BackupbenchError]:
+            try:
+                fields = {**self._request(ref, op, first, last), "start_in": max(0.0, start_at - time.monotonic())}
+                return ref, str(self.client(ref).s3_run(**fields)["job_id"])
+            except BackupbenchError as exc:
+                return ref, exc
+        with ThreadPoolExecutor(max_workers=len(active)) as pool:
+            sent = list(pool.map(send, active))
+        jobs: dict[str, str] = {}
+        for ref, outcome in sent:
+            if isinstance(outcome, BackupbenchError):
+                self._lose(ref, op, outcome.one_line())
+            else:
+                jobs[ref.label] = outcome
+        return jobs
+
+    def _lose(self, ref: AgentRef, op: str, why: str) -> None:
+        if ref.label not in self.lost:
+            self.lost[ref.label] = why
+            self.notes.append(f"agent {ref.address} lost during {op}: {why}; the run went on without it")
+
+    def _follow(self, op: str, jobs: dict[str, str], hooks: PhaseHooks) -> dict[str, dict[str, Any]]:
+        """Poll every job until each is done or its agent lost; the finished phases by label.
+        On a stop (Ctrl-C) every job is asked to stop, and waited for, before it goes on up."""
+        refs = {ref.label: ref for ref in self.agents}
+        pending, finished = dict(jobs), {}
+        misses = {label: 0 for label in jobs}
+        fractions = {label: 0.0 for label in jobs}
+        deadline = time.monotonic() + self._phase_timeout()
+        try:
+            while pending:
+                stopping.check()
+                for label, job_id in list(pending.items()):
+                    job = self._poll(refs[label], job_id, op, misses)
+                    if job is None:
+                        if label in self.lost:
+                            del pending[label]
+                        continue
+                    fractions[label] = float(job.get("fraction") or 0.0)
+                    if job["state"] == "done":
+                        finished[label] = job["result"]["phases"][0]
+                        del pending[label]
+                    elif job["state"] in ("failed", "stopped"):
+                        self._lose(refs[label], op, f"job {job['state']}: {job.get('error')}")
+                        del pending[label]
+                hooks.progress(op, sum(fractions.values()) / len(fractions),
+                               f"{len(finished)}/{len(jobs)} agents done")
+                if pending and time.monotonic() > deadline:
+                    self._stop_all(pending, refs, wait=False)
+                    for label in pending:
+                        self._lose(refs[label], op, f"{op} did not end within {self._phase_timeout():g} s")
+                    pending = {}
+                time.sleep(POLL_S if pending else 0)
+        except BaseException:
+            self._stop_all(pending, refs, wait=True)
+            raise
+        return finished
+
+    def _poll(self, ref: AgentRef, job_id: str, op: str, misses: dict[str, int]) -> dict[str, Any] | None:
+        try:
+            job = self.client(ref).status(job_id)
+        except AgentUnreachable as exc:
+            misses[ref.label] += 1
+            if misses[ref.label] >= LOST_AFTER:
+                self._lose(ref, op, exc.one_line())
+            return None
+        except BackupbenchError as exc:   # e.g. 404: the agent restarted and forgot the job
+            self._lose(ref, op, exc.one_line())
+            return None
+        misses[ref.label] = 0
+        return job
+
+    def _stop_all(self, pending: dict[str, str], refs: dict[str, AgentRef], wait: bool) -> None:
+        """Every pending job asked to stop; with wait, until each ended (its agent deleted its objects)."""
+        for label, job_id in pending.items():
+            try:
+                self.client(refs[label]).stop(job_id)
+            except BackupbenchError:
+                pass
+        deadline = time.monotonic() + (STOP_WAIT_S if wait else 0.0)
+        left = dict(pending)
+        while left and time.monotonic() < deadline:
+            for label, job_id in list(left.items()):
+                try:
+                    if self.client(refs[label]).status(job_id)["state"] != "running":
+                        del left[label]
+                except BackupbenchError:
+                    del left[label]
+            time.sleep(POLL_S if left else 0)
+
+    def _phase_timeout(self) -> float:
+        opts = self.inner.options
+        per_agent = max(objects for objects, _ in self.shares().values()) * opts.object_size.low
+        return PHASE_GRACE_S + START_LEAD_S + per_agent / SLOWEST_BPS + float(opts.request_timeout)
+
+    def _record(self, op: str, finished: dict[str, dict[str, Any]], hooks: PhaseHooks) -> None:
+        figures, per_host = merge_phase(op, finished)
+        s3, creds = self.inner.connect()
+        detail = {"hosts": per_host, "lost_hosts": dict(self.lost), "endpoint": s3.endpoint, "bucket": s3.bucket,
+                  "prefixes": {ref.label: agent_prefix(self._run_id, ref.label) for ref in self.agents},
+                  "credentials_from": creds.source, "merged": MERGE_NOTE,
+                  "errors_by_kind": _errors(finished), "units": {"hosts_reporting": "hosts"}}
+        hooks.finished(op, figures, detail)
+
+    def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:
+        """Every agent's prefix deleted from here: a lost or stopped agent may have left objects."""
+        if not self._ids:
+            return
+        s3, creds = self.inner.connect()
+        for ref in self.agents:
+            artefact_id = self._ids.pop(ref.label, None)
+            prefix = agent_prefix(run_id, ref.label)
+            try:
+                deleted = self.inner.engine.delete_prefix(s3, creds, prefix)
+            except BackupbenchError as exc:
+                # Stays in the journal; the note says where they are.
+                self.notes.append(f"objects may be left under {prefix} in bucket {s3.bucket}: {exc.one_line()}")
+                continue
+            hooks.removed(artefact_id, f"removed ({deleted:,} left by the agent deleted here)")
+
+
+def _errors(finished: dict[str, dict[str, Any]]) -> dict[str, int]:
+    return dict(sum((Counter(phase.get("errors") or {}) for phase in finished.values()), Counter()))
+
+
+def on_agents(workload_name: str, built: object, agents: str, token_file: Path | None) -> AgentsWorkload:
+    """`built` (an s3 workload) from the agents of --agents; InputError for anything else."""
+    if workload_name != "s3" or not isinstance(built, S3Workload):
+        raise InputError(f"--agents applies to --workload s3, not {workload_name}", "drop --agents")
+    if token_file is None:
+        raise InputError("--agents needs --agent-token-file: the token the agents were started with")
+    try:
+        token = token_file.read_text().strip()
+    except OSError as exc:
+        raise InputError(f"--agent-token-file {token_file}: {exc.strerror}") from None
+    if not token:
+        raise InputError(f"--agent-token-file {token_file} is empty")
+    refuse_unsupported(built)
+    refs = parse_agents(agents)
+    if (built.options.object_count or 0) < len(refs):
+        raise InputError(f"--objects {built.options.object_count} is fewer than the {len(refs)} agents",
+                         "give every agent at least one object")
+    return AgentsWorkload(built, refs, token)
+
+
+def execute(request: RunRequest, workload: AgentsWorkload, reporter: Reporter) -> RunRecord:
+    return execute_remote(request, workload, reporter)
