@@ -228,6 +228,16 @@ def test_missing_bucket_is_refused_without_create_bucket(minio_single):
     assert not S3Admin.of(minio_single).bucket_exists("no-such-bucket")
 
 
+def test_removing_a_prefix_from_a_bucket_that_is_not_there_removes_nothing(minio_single, monkeypatch):
+    from backupbench.engines import s3 as s3_engine
+
+    monkeypatch.setattr(s3_engine, "NO_SUCH_BUCKET_PAUSE_S", 0.0)
+    workload = S3Workload(options(minio_single, "no-such-bucket"))
+    target, creds = workload.connect()
+    assert workload.engine.delete_prefix(target, creds, "backupbench/20261124T000000-abcd1234/") == 0
+    assert not S3Admin.of(minio_single).bucket_exists("no-such-bucket")
+
+
 # ---- bad input: fails fast, one line, no secret ------------------------------------------------
 
 def failure(workload: S3Workload) -> tuple[Exception, float]:

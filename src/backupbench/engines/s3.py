@@ -173,6 +173,10 @@ def error_for(event: dict[str, Any], target: S3Target, source: str, doing: str) 
 
 # ---- the engine --------------------------------------------------------------------------------
 
+NO_SUCH_BUCKET_TRIES = 3
+NO_SUCH_BUCKET_PAUSE_S = 2.0
+
+
 class S3Engine:
     name = "s3"
 
@@ -200,7 +204,8 @@ class S3Engine:
 
     # ---- un-measured operations: bounded, typed errors ------------------------------------
     def _call(self, config: dict[str, Any], creds: Credentials, target: S3Target, doing: str,
-              timeout: float) -> dict[str, Any]:
+              timeout: float, absent_ok: bool = False) -> dict[str, Any]:
+        """The loader's last event; absent_ok: a NoSuchBucket answer is {"bucket_absent": True}."""
         with tempfile.TemporaryDirectory(prefix="backupbench-s3-") as tmp:
             config_path = Path(tmp) / "config.json"
             config_path.write_text(json.dumps(config))
@@ -216,6 +221,8 @@ class S3Engine:
         if result.returncode == 0 and events:
             return events[-1]
         errors = [e for e in events if e.get("event") == "error"]
+        if errors and absent_ok and errors[-1].get("kind") == "NoSuchBucket":
+            return {"bucket_absent": True}
         if errors:
             event = {**errors[-1], "message": mask(str(errors[-1].get("message", "")), creds.secrets())}
             raise error_for(event, target, creds.source, doing)
@@ -267,9 +274,18 @@ class S3Engine:
 
     def delete_prefix(self, target: S3Target, creds: Credentials, prefix: str, timeout: float = 3600.0) -> int:
         """Delete every object under `prefix` (backupbench/<run-id>/ only); returns how many.
-        Raises EngineError if some are left."""
-        event = self._call({**target.config(), "op": "delete-prefix", "prefix": prefix}, creds, target,
-                           f"removing the objects under {prefix}", timeout=timeout)
+        Raises EngineError if some are left. A bucket that does not exist holds nothing of ours;
+        but a MinIO missing a drive has answered NoSuchBucket for a moment (seen once in a fault
+        run), so that answer is believed only when it is given three times."""
+        for attempt in range(NO_SUCH_BUCKET_TRIES):
+            event = self._call({**target.config(), "op": "delete-prefix", "prefix": prefix}, creds, target,
+                               f"removing the objects under {prefix}", timeout=timeout, absent_ok=True)
+            if not event.get("bucket_absent"):
+                break
+            if attempt + 1 < NO_SUCH_BUCKET_TRIES:
+                time.sleep(NO_SUCH_BUCKET_PAUSE_S)
+        else:
+            return 0
         if event.get("left") or event.get("failed"):
             raise EngineError(f"{event.get('failed', 0)} objects under {prefix} in bucket {target.bucket} "
                               "could not be deleted")
