@@ -161,9 +161,10 @@ class RunSession:
                 self.run.notes += eligibility.directory_cautions(
                     found, workload.space_needed(), workload.buffered, self.run.host.get("memory_bytes"))
             self.run.host.setdefault("targets", {})[key] = found.as_dict()
+            self._content_caution(workload, found, ())
         else:
             target = None
-        self._content_caution(workload, (target,) if target is not None else storage)
+            self._content_caution(workload, None, storage)
         if not checked:
             workload.check(target)
         monitor = monitor_plan(self.monitor_options, (target,) if target is not None else storage)
@@ -181,13 +182,15 @@ class RunSession:
             with stopping.held():
                 workload.cleanup(target, self.run_id, self._recorder)
 
-    def _content_caution(self, workload: Workload, paths: tuple[Path, ...]) -> None:
-        """Constant data where the filesystem compresses it: say that the figures are compression's."""
+    def _content_caution(self, workload: Workload, known: facts.DirectoryFacts | None,
+                         storage: tuple[Path, ...]) -> None:
+        """Constant data where the filesystem compresses it: say that the figures are compression's.
+        `known`: the target's facts, collected already; else the storage an S3 workload lands on."""
         content = from_settings(workload.settings())
         if content is None or not content.constant:
             return
-        for path in paths:
-            found = facts.collect_directory(path, probe_direct=False)
+        places = [known] if known is not None else [facts.collect_directory(p, probe_direct=False) for p in storage]
+        for found in places:
             note = content_caution(found.path, filesystem_compression(found, workload.buffered), content.label,
                                    content.constant)
             if note and note not in self.run.notes:
