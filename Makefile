@@ -1,15 +1,18 @@
-# The two set-up commands: `make run` and `make test` (Debian, as root).
+# The two set-up commands: `make run` and `make test` (Debian/Ubuntu, or Rocky/RHEL 9, as root;
+# docs/install.md), and `make dist`, the offline bundle.
 VENV := .venv
 BIN := $(VENV)/bin
 
 
-.PHONY: deps deps-run run test bench bench-all clean
+.PHONY: deps deps-run run test bench bench-all dist clean
 
-# What `make run` needs: Debian packages and the venv.
+# What `make run` needs and nothing more: fio, util-linux, the filesystem and LVM tools, a
+# Python >= 3.10 and the venv with backupbench (apt or dnf; docs/install.md).
 deps-run:
 	@bash scripts/install-deps.sh
 
-# Everything the tests need besides: the lab VM's host packages; MinIO and the S3 load generator (Go);
+# Everything only the tests need besides: iostat, a browser and font, the test extras (pytest,
+# hypothesis, vermin, tomli); the lab VM's host packages; MinIO and the S3 load generator (Go);
 # ZFS for the lab guest (Debian's contrib/backports packages, the module built once with DKMS).
 deps: deps-run
 	@bash scripts/install-deps.sh --test
@@ -38,5 +41,11 @@ bench-all: deps
 	$(BIN)/python bench/rebuild.py
 	$(BIN)/python bench/signal_trials.py
 
+# The offline bundle for servers with no package index: dist/backupbench-<version>-offline.tar.gz
+# (wheels for CPython 3.10-3.12, the static S3 loader, install.sh). DIST_FLAGS=--with-minio adds
+# MinIO (~110 MB); BACKUPBENCH_DIST_PYTHONS="3.11" narrows the Pythons.
+dist: deps-run
+	@bash scripts/make-dist.sh $(DIST_FLAGS)
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info .tools
+	rm -rf $(VENV) build dist src/*.egg-info .tools

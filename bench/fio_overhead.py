@@ -36,7 +36,8 @@ def effective(op: str, read_bw: float, write_bw: float) -> float:
 def through_backupbench(op: str, directory: Path, size: str, runtime: str, results: Path) -> float:
     data = json.loads(backupbench("run", str(directory), "--operations", op, "--size", size,
                                   "--runtime", runtime, "--json", results=results))
-    return data["operations"][0]["figures"]["effective_bw"]
+    # The versioned --json document (docs/results.md): figures are {name, value, unit} entries.
+    return next(f["value"] for f in data["phases"][0]["figures"] if f["name"] == "effective_bw")
 
 
 def through_fio(job_file: Path, op: str, test_file: Path) -> float:

@@ -113,7 +113,9 @@ def run(args: argparse.Namespace, work: Path, env: dict[str, str], token_file: P
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise SystemExit(f"run with {agents} agents failed: {done.stderr}")
-    return {op["name"]: op["figures"] for op in json.loads(done.stdout)["operations"]}
+    # The versioned --json document (docs/results.md): figures are {name, value, unit} entries.
+    return {phase["name"]: {f["name"]: f["value"] for f in phase["figures"] if "device" not in f}
+            for phase in json.loads(done.stdout)["phases"]}
 
 
 def bench(args: argparse.Namespace, work: Path) -> bool:

@@ -19,8 +19,9 @@
 //	delete-prefix  delete every object under the prefix, and only those (every version of
 //	               them with "versions"; objects under compliance retention are reported)
 //
-// Anything that writes or deletes objects needs a prefix backupbench/<run-id>/: this program
-// refuses to touch any other key. Exit codes: 0 done (per-request errors are in the records),
+// Anything that writes or deletes objects needs a prefix backupbench/<run-id>/ or
+// backupbench/<run-id>/<label>/ (one per agent of a run from several hosts, so the run's own
+// prefix covers every agent's objects): this program refuses to touch any other key. Exit codes: 0 done (per-request errors are in the records),
 // 2 bad config, 3 an S3 or network error ended the op (an "error" event names it),
 // 130 interrupted (SIGINT/SIGTERM; the records so far are still written).
 package main
@@ -85,7 +86,8 @@ func (cfg *Config) content() *Content {
 }
 
 var (
-	prefixRe = regexp.MustCompile(`^backupbench/[A-Za-z0-9][A-Za-z0-9._-]{0,99}/$`)
+	// A part starts with a letter or digit, so never '.', '..' or empty.
+	prefixRe = regexp.MustCompile(`^backupbench/[A-Za-z0-9][A-Za-z0-9._-]{0,99}/(?:[A-Za-z0-9][A-Za-z0-9._-]{0,99}/)?$`)
 	bucketRe = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 )
 
@@ -99,7 +101,7 @@ func validateConfig(cfg *Config) error {
 	switch cfg.Op {
 	case "probe", "create-bucket", "delete-bucket":
 		if cfg.Prefix != "" && !prefixRe.MatchString(cfg.Prefix) {
-			return fmt.Errorf("prefix %q is not backupbench/<run-id>/", cfg.Prefix)
+			return fmt.Errorf("prefix %q is not backupbench/<run-id>/ or backupbench/<run-id>/<label>/", cfg.Prefix)
 		}
 		return nil
 	case "put", "get", "delete", "delete-prefix", "mixed", "lock-check":
@@ -108,7 +110,8 @@ func validateConfig(cfg *Config) error {
 	}
 	// Never write or delete outside backupbench/<run-id>/.
 	if !prefixRe.MatchString(cfg.Prefix) {
-		return fmt.Errorf("prefix %q is not backupbench/<run-id>/: refusing to touch other keys", cfg.Prefix)
+		return fmt.Errorf("prefix %q is not backupbench/<run-id>/ or backupbench/<run-id>/<label>/: "+
+			"refusing to touch other keys", cfg.Prefix)
 	}
 	if cfg.Op == "delete-prefix" {
 		return nil
@@ -294,7 +297,8 @@ func probe(ctx context.Context, cfg *Config, client *Client) error {
 }
 
 // deletePrefix lists the prefix page by page and deletes what it lists, 1000 keys per
-// request; it checks each key carries the prefix before deleting it.
+// request; it checks each key carries the prefix before deleting it. The listing has no
+// delimiter, so it is recursive: a run's prefix takes its agents' prefixes below it too.
 func deletePrefix(ctx context.Context, cfg *Config, client *Client) error {
 	deleted, failed := 0, 0
 	var firstErr error

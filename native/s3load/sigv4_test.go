@@ -60,16 +60,3 @@ func TestKeyListSkips(t *testing.T) {
 		t.Fatal(keyName("backupbench/r/", 42))
 	}
 }
-
-func TestPrefixGuard(t *testing.T) {
-	for _, bad := range []string{"", "/", "backupbench/", "other/run/", "backupbench/../", "backupbench/a/b/"} {
-		cfg := &Config{Op: "delete-prefix", Bucket: "bkt", Prefix: bad}
-		if validateConfig(cfg) == nil {
-			t.Errorf("prefix %q accepted", bad)
-		}
-	}
-	cfg := &Config{Op: "delete-prefix", Bucket: "bkt", Prefix: "backupbench/20240101T000000-ab12/"}
-	if err := validateConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-}

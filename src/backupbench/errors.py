@@ -75,3 +75,10 @@ class Interrupted(BackupbenchError):
     """Ctrl-C or SIGTERM arrived; the run was stopped and cleaned up."""
 
     exit_code = 130
+
+
+class ExpectationMissed(BackupbenchError):
+    """A run missed a figure it was expected to reach (`--expect`): the run itself is complete
+    and stored; the exit code tells a CI gate it failed."""
+
+    exit_code = 5

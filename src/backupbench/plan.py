@@ -1,8 +1,10 @@
-"""recipe -> ordered steps: for each layout its checks, provisioning, workloads and teardown.
+"""recipe -> ordered steps: for each layout its checks, provisioning, workloads and teardown;
+for a recipe with [hosts], each workload and the machines it runs on.
 
 Planning runs no command that changes anything: each layout is planned once (its actions
 and the requirements it declares), then the host is asked only for what those need, and
-every device for what is on it. Refusals become reasons printed with the plan.
+every device for what is on it. Refusals become reasons printed with the plan. Other
+machines are not asked anything: `apply` checks every one before the first workload.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from backupbench.devices.block import eligible, recheck_before_write
 from backupbench.devices.blockfacts import BlockFacts
+from backupbench.errors import BackupbenchError
 from backupbench.layouts import capabilities
 from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
 from backupbench.layouts.registry import plan_layout
 from backupbench.paths import PathRefused, Syntax, for_program
+from backupbench.recipe import hosts as hosts_spec
 from backupbench.recipe.model import Recipe
 from backupbench.schema import DirectoryPath
 from backupbench.workloads.registry import WORKLOADS
@@ -29,6 +33,10 @@ from backupbench.workloads.registry import WORKLOADS
 LAB_ENV = "BACKUPBENCH_LAB"
 # device path -> the reasons it may not be formatted (empty: usable)
 DeviceCheck = Callable[[str], list[str]]
+# recipe -> why its [hosts] workloads cannot run (empty: they can)
+RemoteCheck = Callable[[Recipe], list[str]]
+# What a [hosts] recipe's workload runs through (RemoteStep.through).
+FIO_SERVERS, AGENTS = "fio servers", "backupbench agents"
 
 
 class PlanOptions(BaseModel):
@@ -50,15 +58,41 @@ class LayoutStep:
         return [action for action in reversed(self.layout.actions) if action.undo]
 
 
+@dataclass(frozen=True)
+class RemoteStep:
+    """One workload of a [hosts] recipe: where it runs, through what, and on what."""
+
+    group: str                   # its phases are stored as <group>/<phase>; "" for a recipe's only workload
+    kind: str
+    phases: tuple[str, ...]
+    machines: tuple[str, ...]    # fio servers (host names) or agents (ADDR:PORT)
+    through: str                 # "fio servers" or "backupbench agents"
+    works_on: str                # the directory on every host, or the bucket at its endpoint
+
+    def lines(self) -> list[str]:
+        stored = f"{self.group}/<phase>" if self.group else "<phase>"
+        towards = "from" if self.through == AGENTS else "on"
+        return [f"{self.kind} {towards} {len(self.machines)} {self.through}: {', '.join(self.machines)}",
+                f"works on {self.works_on}", f"phases: {', '.join(self.phases)} (stored as {stored})"]
+
+    def as_dict(self) -> dict:
+        return {"group": self.group, "kind": self.kind, "phases": list(self.phases), "machines": list(self.machines),
+                "through": self.through, "works_on": self.works_on}
+
+
 @dataclass
 class Plan:
     recipe: Recipe
     run_id: str
     steps: list[LayoutStep]
+    remote: list[RemoteStep] = field(default_factory=list)
+    # Why a [hosts] recipe's workloads cannot run as asked (checks of a later stage: runner/apply_hosts.py).
+    remote_refusals: list[str] = field(default_factory=list)
 
     @property
     def refusals(self) -> list[str]:
-        return [f"{step.layout.name}: {reason}" for step in self.steps for reason in step.refusals]
+        return ([f"{step.layout.name}: {reason}" for step in self.steps for reason in step.refusals]
+                + [f"hosts: {reason}" for reason in self.remote_refusals])
 
 
 class DeviceChecks:
@@ -129,9 +163,44 @@ def _fault_refusals(layout: LayoutPlan, in_lab: bool) -> list[str]:
             "(backupbench lab RECIPE)"]
 
 
+def workload_group(recipe: Recipe, index: int) -> str:
+    """What a [hosts] recipe's workload is stored under: nothing when it is the only one
+    (its operations are named as `run --hosts` names them), else '<n>-<kind>'."""
+    return "" if len(recipe.workload) == 1 else f"{index + 1}-{recipe.workload[index].kind}"
+
+
+def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
+    """Each workload of a [hosts] recipe and where it runs; refusals of a workload that cannot be built."""
+    hosts = recipe.hosts
+    if hosts is None:
+        return [], []
+    steps, refusals = [], []
+    for index, entry in enumerate(recipe.workload):
+        try:
+            phases = WORKLOADS[entry.kind].build(entry, None).phases()
+        except BackupbenchError as exc:
+            refusals.append(f"workload[{index}] ({entry.kind}): {exc.one_line()}")
+            continue
+        if entry.kind in hosts_spec.FIO_SERVER_WORKLOADS:
+            where = (tuple(host.name for host in hosts.hosts()), FIO_SERVERS,
+                     f"{hosts.path} on every host (one test file per host, removed at the end)")
+        else:
+            where = (hosts.agents, AGENTS,
+                     f"bucket {entry.bucket} at {entry.endpoint} (one key prefix per agent, removed at the end)")
+        steps.append(RemoteStep(workload_group(recipe, index), entry.kind, phases, *where))
+    return steps, refusals
+
+
 def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck,
           mount_root: Path = DEFAULT_MOUNT_ROOT, layouts: list[LayoutPlan] | None = None,
-          device_kind: Callable[[str], str | None] = lambda _device: None, in_lab: bool = False) -> Plan:
+          device_kind: Callable[[str], str | None] = lambda _device: None, in_lab: bool = False,
+          remote_check: RemoteCheck = lambda _recipe: []) -> Plan:
+    """remote_check: refusals of a [hosts] recipe's workloads found by checks this stage cannot
+    make (runner/apply_hosts.refusals: agent addresses, what agents cannot do)."""
+    if recipe.hosts is not None:
+        remote, refusals = remote_steps(recipe)
+        # Both may fail to build the same workload: say it once.
+        return Plan(recipe, run_id, [], remote, list(dict.fromkeys(refusals + remote_check(recipe))))
     steps = []
     checked: dict[str, list[str]] = {}
     for spec, layout in zip(recipe.layout, layouts or plan_layouts(recipe, run_id, mount_root)):
@@ -154,13 +223,18 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
     return Plan(recipe, run_id, steps)
 
 
-def make(recipe: Recipe, run_id: str, options: PlanOptions) -> tuple[Plan, DeviceChecks]:
+def make(recipe: Recipe, run_id: str, options: PlanOptions,
+         remote_check: RemoteCheck = lambda _recipe: []) -> tuple[Plan, DeviceChecks]:
     """The plan on this host: layouts planned once, the host asked only for the tools and
     kernel features they declare, every device checked (read-only)."""
+    checks = DeviceChecks()
+    if recipe.hosts is not None:  # nothing is built here: nothing of this host to ask
+        nothing = capabilities.HostCapabilities(frozenset(), frozenset())
+        return build(recipe, run_id, nothing, checks.reasons, remote_check=remote_check), checks
     mount_root = Path(options.mount_root)
     layouts = plan_layouts(recipe, run_id, mount_root)
     tools = tuple(dict.fromkeys(tool for layout in layouts for tool in capabilities.tools_of(layout.requirements)))
     caps = capabilities.collect(which=capabilities.which, tools=tools)
-    checks = DeviceChecks()
     in_lab = os.environ.get(LAB_ENV) == "1"
-    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts, checks.kind_of, in_lab), checks
+    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts, checks.kind_of, in_lab,
+                 remote_check), checks

@@ -18,6 +18,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sysconfig
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -32,15 +33,19 @@ from backupbench.hostfiles import HostFiles
 log = logging.getLogger("backupbench.process")
 
 # Debian package that provides each tool we call; used for the install hint.
-INSTALL_HINTS = {
-    "fio": "apt-get install fio",
-    "iostat": "apt-get install sysstat",
-    "losetup": "apt-get install mount",
-    "mkfs.xfs": "apt-get install xfsprogs",
-    "mkfs.btrfs": "apt-get install btrfs-progs",
-    "mkfs.ext4": "apt-get install e2fsprogs",
-    "qemu-system-x86_64": "apt-get install qemu-system-x86",
+# command -> (Debian/Ubuntu package, Rocky/RHEL package or None where RHEL ships none)
+_PACKAGES = {
+    "fio": ("fio", "fio"),
+    "iostat": ("sysstat", "sysstat"),
+    "losetup": ("mount", "util-linux"),
+    "mkfs.xfs": ("xfsprogs", "xfsprogs"),
+    "mkfs.btrfs": ("btrfs-progs", None),
+    "mkfs.ext4": ("e2fsprogs", "e2fsprogs"),
+    "qemu-system-x86_64": ("qemu-system-x86", "qemu-kvm"),
 }
+INSTALL_HINTS = {cmd: f"apt-get install {deb}" + (f" (Rocky/RHEL: dnf install {rpm})" if rpm else " (RHEL has none)")
+                 for cmd, (deb, rpm) in _PACKAGES.items()}
+
 
 _SECRET_FLAGS = ("--secret-key", "--access-key", "--password", "--secret")
 
@@ -80,9 +85,12 @@ PROJECT_TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "bin"
 
 
 def project_tool(name: str, env_var: str | None = None, explicit: str | Path | None = None) -> str:
-    """A tool the project builds itself: `explicit`, then $env_var, then .tools/bin, then PATH."""
+    """A tool the project builds itself: `explicit`, then $env_var, then .tools/bin, then the
+    environment's bin (an installed bundle), then PATH."""
     candidates = [Path(p) for p in (explicit, os.environ.get(env_var) if env_var else None) if p]
     candidates.append(PROJECT_TOOLS / name)
+    # An installed backupbench (the offline bundle's install.sh) keeps them beside its own entry point.
+    candidates.append(Path(sysconfig.get_path("scripts")) / name)
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
             return str(path)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from backupbench.agent.client import AgentAuthError, AgentClient, AgentJobFailed, AgentRefused, merge_s3
+from backupbench.agent.client import AgentAuthError, AgentClient, AgentJobFailed, AgentRefused
+from backupbench.runner.agents_merge import merge_phase
 from s3_fixtures import S3Admin, minio_single, require_s3_tools  # noqa: F401
 
 BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
@@ -243,7 +244,9 @@ def test_s3_run_puts_and_gets_objects_and_removes_them(local, request):
         assert phases["put"]["ops"] == 40 and phases["get"]["ops"] == 40
         assert phases["put"]["errors"] == 0 and phases["get"]["bytes"] == 40 * 8192
         assert done["result"]["removed"] == 40 and admin.keys("agentbench") == []
-        assert merge_s3([done["result"], done["result"]])["get"]["ops"] == 80
+        get = next(p for p in done["result"]["phases"] if p["op"] == "get")
+        merged, per_host = merge_phase("get", {"a": get, "b": get})
+        assert merged["ops"] == 80 and merged["bytes"] == 2 * 40 * 8192 and set(per_host) == {"a", "b"}
     finally:
         admin.delete_bucket("agentbench")
     assert server.secret_key not in agent.log.read_text()

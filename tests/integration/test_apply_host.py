@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from backupbench.results.document import phase_figures
+
 pytestmark = pytest.mark.real
 LOOP_SIZE = 320 * 2**20  # XFS and btrfs raid1 both fit in this
 
@@ -58,16 +60,17 @@ def test_apply_xfs_ext4_and_btrfs_then_tear_down(cli, tmp_path, loops):
 
     result = cli("apply", str(recipe), "--yes", "--mount-root", str(mount_root), "--json")
     assert result.returncode == 0, result.stderr
-    run = json.loads(result.stdout)
+    document = json.loads(result.stdout)
+    run = document["run"]
     assert run["status"] == "complete"
-    names = [op["name"] for op in run["operations"]]
+    names = [op["name"] for op in document["phases"]]
     assert names == [f"{layout}/{op}" for layout in ("xfs", "ext4", "btrfs") for op in ("active-full", "restore-random")]
-    assert all(op["figures"]["effective_bw"] > 0 for op in run["operations"])
+    assert all(phase_figures(op)["effective_bw"] > 0 for op in document["phases"])
     targets = run["host"]["targets"]
     assert targets["xfs"]["fs_type"] == "xfs" and targets["ext4"]["fs_type"] == "ext4"
     assert targets["btrfs"]["fs_type"] == "btrfs"
     assert targets["xfs"]["mode"] == "0700" and targets["xfs"]["owner_uid"] == 65534  # nobody
-    run_dir = cli.results / "runs" / run["run_id"]
+    run_dir = cli.results / "runs" / run["id"]
     assert (run_dir / "btrfs" / "active-full.json").exists()
 
     # Torn down: nothing mounted, no signature left, journals closed.
@@ -78,7 +81,7 @@ def test_apply_xfs_ext4_and_btrfs_then_tear_down(cli, tmp_path, loops):
         assert probe.returncode == 2, f"{device} still carries {probe.stdout}"
     assert not list((cli.results / "journal").glob("*.open.jsonl"))
     assert list((cli.results / "journal").glob("*.closed.jsonl"))
-    shown = cli("show", run["run_id"])
+    shown = cli("show", run["id"])
     assert "Layouts compared" in shown.stdout
 
 
@@ -132,11 +135,11 @@ def test_minio_erasure_and_minio_on_a_filesystem_measured_with_s3(cli, tmp_path,
     recipe = write_recipe(tmp_path, paths, layouts, workload)
     result = cli("apply", str(recipe), "--yes", "--mount-root", str(tmp_path / "mnt"), "--json")
     assert result.returncode == 0, result.stderr
-    run = json.loads(result.stdout)
-    ops = {op["name"]: op["figures"] for op in run["operations"]}
+    document = json.loads(result.stdout)
+    ops = {op["name"]: phase_figures(op) for op in document["phases"]}
     assert set(ops) == {f"{layout}/{phase}" for layout in ("ec", "single") for phase in ("put", "get", "delete")}
     assert ops["ec/put"]["ops"] == 30 and ops["single/get"]["ops"] == 30
-    assert (cli.results / "runs" / run["run_id"] / "ec.minio.log").exists()
+    assert (cli.results / "runs" / document["run"]["id"] / "ec.minio.log").exists()
     for device in paths:
         assert subprocess.run(["blkid", "-p", device], capture_output=True).returncode == 2
     assert str(tmp_path / "mnt") not in subprocess.run(["findmnt", "-rn"], capture_output=True, text=True).stdout

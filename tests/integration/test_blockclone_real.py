@@ -17,6 +17,7 @@ import pytest
 
 from backupbench import units
 from backupbench.engines import clone
+from backupbench.results.document import phase_figures
 from conftest import require_root_tool
 
 pytestmark = pytest.mark.real
@@ -63,12 +64,13 @@ def test_synthetic_fulls_share_extents_and_cost_only_the_changes(cli, filesystem
     result = cli("run", str(repo), *QUICK, "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["status"] == "complete" and data["kind"] == "block-clone"
-    ops = {op["name"]: op for op in data["operations"]}
+    assert data["run"]["status"] == "complete" and data["run"]["kind"] == "block-clone"
+    ops = {op["name"]: {"figures": phase_figures(op), "units": {f["name"]: f["unit"] for f in op["figures"]}}
+           for op in data["phases"]}
     assert list(ops) == ["full", "increment-1", "increment-2", "increment-3", "restore-sequential-original",
                          "restore-sequential", "restore-random-original", "restore-random"]
     assert ops["full"]["figures"]["write_bw"] > 0 and ops["full"]["figures"]["extents"] <= 4
-    change = data["settings"]["change_bytes"]
+    change = data["run"]["settings"]["change_bytes"]
     assert change == 6 * 512 * units.KiB  # 5 % of 128 blocks
     extents = []
     for name in ("increment-1", "increment-2", "increment-3"):
@@ -88,7 +90,7 @@ def test_synthetic_fulls_share_extents_and_cost_only_the_changes(cli, filesystem
         assert synthetic["extents"] == extents[-1]
         assert synthetic["fragmentation_cost"] == pytest.approx(original["read_bw"] / synthetic["read_bw"])
     assert ours(repo) == []
-    run_dir = cli.results / "runs" / data["run_id"]
+    run_dir = cli.results / "runs" / data["run"]["id"]
     assert "randrepeat=0" in (run_dir / "increment-2.fio").read_text()
     assert "fio --output-format=json" in (run_dir / "commands.txt").read_text()
 

@@ -367,7 +367,7 @@ def test_devices_command_lists_our_loop_device_and_judges_named_paths(scratch, t
 
     listing = CliRunner().invoke(devices_command, ["--json"])
     assert listing.exit_code == 0, listing.output
-    rows = {row["path"]: row for row in json.loads(listing.output)}
+    rows = {row["path"]: row for row in json.loads(listing.output)["devices"]}
     assert rows[blank.device]["verdict"] == "usable"
     assert {r["rule"] for r in rows[used.device]["reasons"]} == {"swap"}
 

@@ -16,6 +16,8 @@ import time
 import pytest
 from test_apply_host import loops, write_recipe  # noqa: F401  (the loops fixture)
 
+from backupbench.results.document import phase_figures
+
 pytestmark = [pytest.mark.real, pytest.mark.root]
 STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
 WORKLOAD = ('\n[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\n'
@@ -47,9 +49,10 @@ def test_btrfs_raid1_member_failed_and_replaced_through_all_four_states(cli, tmp
     mount_root = tmp_path / "mnt"
     result = cli("apply", str(recipe), "--yes", "--mount-root", str(mount_root), "--json")
     assert result.returncode == 0, result.stderr
-    run = json.loads(result.stdout)
-    assert run["status"] == "complete", run.get("error")
-    ops = {op["name"]: op for op in run["operations"]}
+    document = json.loads(result.stdout)
+    run = document["run"]
+    assert run["status"] == "complete", run["error"]
+    ops = {op["name"]: {**op, "figures": phase_figures(op)} for op in document["phases"]}
     for state in STATES:
         for operation in ("active-full", "restore-random"):
             op = ops[f"mirror/{state}/{operation}"]
@@ -65,22 +68,22 @@ def test_btrfs_raid1_member_failed_and_replaced_through_all_four_states(cli, tmp
     point = next(c.split()[-1] for c in commands if c.startswith("mount ") and "degraded" not in c)
     assert f"wipefs -a {d0}" in commands and f"mount -o degraded {d1} {point}" in commands
     assert f"btrfs replace start 1 {spare} {point}" in commands
-    csv_text = (cli.results / "runs" / run["run_id"] / "mirror" / "rebuild.csv").read_text()
+    csv_text = (cli.results / "runs" / run["id"] / "mirror" / "rebuild.csv").read_text()
     assert ",degraded,0,1," in csv_text  # the array said it was short of a member
     _nothing_left(mount_root, [d0, d1, d2, spare])
 
     # size rebuild --from-run: the rate measured, per disk; 1 GiB members instead of the loops'.
-    sized = cli("size", "rebuild", "--from-run", run["run_id"], "--json")
+    sized = cli("size", "rebuild", "--from-run", run["id"], "--json")
     assert sized.returncode == 0, sized.stderr
     answer = json.loads(sized.stdout)
     [measured] = answer["measured"]
     assert measured["layout"] == "mirror" and measured["sizing_layout"] == "btrfs-raid1" and measured["disks"] == 3
     first = answer["layouts"][0]
     assert first["measured_on"] == "mirror" and first["classic"]["seconds"] > 0
-    larger = json.loads(cli("size", "rebuild", "--from-run", run["run_id"], "--disk-size", "1GiB", "--json").stdout)
+    larger = json.loads(cli("size", "rebuild", "--from-run", run["id"], "--disk-size", "1GiB", "--json").stdout)
     scale = 2**30 / measured["disk_bytes"]
     assert larger["layouts"][0]["classic"]["seconds"] == pytest.approx(first["classic"]["seconds"] * scale, rel=0.01)
-    shown = cli("size", "rebuild", "--from-run", run["run_id"])
+    shown = cli("size", "rebuild", "--from-run", run["id"])
     assert shown.returncode == 0 and "Rebuild at the rate mirror rebuilt" in shown.stdout, shown.stderr
 
 
@@ -116,4 +119,4 @@ def test_ctrl_c_in_the_degraded_state_leaves_nothing(cli, tmp_path, loops):
             process.wait()
     _nothing_left(mount_root, [d0, d1, spare])
     history = cli("history", "--json")
-    assert json.loads(history.stdout)[0]["status"] == "interrupted"
+    assert json.loads(history.stdout)["runs"][0]["run"]["status"] == "interrupted"

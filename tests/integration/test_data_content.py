@@ -81,16 +81,16 @@ def test_btrfs_with_zstd_stores_a_pattern_in_almost_nothing_and_says_so(cli, tmp
         pattern_run = cli("run", str(mount), "--workload", "first-write", "--size", "16MiB", "--data", "pattern",
                           "--buffered", "--json")
         assert pattern_run.returncode == 0, pattern_run.stderr
-        notes = json.loads(pattern_run.stdout)["notes"]
+        notes = json.loads(pattern_run.stdout)["run"]["notes"]
         assert any("btrfs compress=zstd" in n and "may measure compression" in n for n in notes), notes
         plain_run = cli("run", str(mount), "--workload", "first-write", "--size", "16MiB", "--json")
-        assert not any("may measure compression" in n for n in json.loads(plain_run.stdout)["notes"])
+        assert not any("may measure compression" in n for n in json.loads(plain_run.stdout)["run"]["notes"])
         direct_run = cli("run", str(mount), "--workload", "first-write", "--size", "16MiB", "--data", "pattern",
                          "--json")  # O_DIRECT: stored uncompressed on btrfs, so nothing to say
-        assert not any("may measure compression" in n for n in json.loads(direct_run.stdout)["notes"])
-        settings = json.loads(plain_run.stdout)["settings"]
+        assert not any("may measure compression" in n for n in json.loads(direct_run.stdout)["run"]["notes"])
+        settings = json.loads(plain_run.stdout)["run"]["settings"]
         assert settings["data"] == "incompressible"
-        shown = cli("show", json.loads(plain_run.stdout)["run_id"])
+        shown = cli("show", json.loads(plain_run.stdout)["run"]["id"])
         assert "data: incompressible" in " ".join(shown.stdout.split())  # the caption, however it wraps
     finally:
         subprocess.run(["umount", str(mount)], capture_output=True)

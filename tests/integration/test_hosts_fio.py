@@ -5,6 +5,8 @@ Traffic goes only to the addresses inside the namespaces this test makes. The na
 this machine's mount namespace, so both servers see the test's directory: each host writes its
 own file there (as hosts sharing one NFS repository would), and the directory must be empty at
 the end. Every namespace, veth pair and server is removed by the fixture, even on failure.
+
+The IPv6 test needs no namespace (nor root): two fio servers on ::1, on ports this test picks.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from backupbench.engines import fio_client
+from backupbench.engines import fio_bins, fio_client
 from backupbench.errors import EngineError
 
-pytestmark = pytest.mark.root
+ROOT = pytest.mark.root  # the namespace tests; the IPv6 loopback one runs as anyone
 PORT = 8765
 RUN_TIMEOUT_S = 180
 
@@ -120,6 +123,16 @@ def _cli(args: list[str], results: Path, cwd: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def _read_run(out: str) -> dict:
+    """`run --json`'s document (results/document.py: "run" and "phases", each figure with its
+    unit) flattened to what these tests read: the run's keys, its id, operations' figures by name."""
+    document = json.loads(out)
+    assert document["kind"] == "backupbench.run", document.get("kind")
+    operations = [{**phase, "figures": {f["name"]: f["value"] for f in phase["figures"]}}
+                  for phase in document["phases"]]
+    return {**document["run"], "run_id": document["run"]["id"], "operations": operations}
+
+
 def _run_args(servers: Servers, target: Path, runtime: str) -> list[str]:
     return ["run", "--hosts", ",".join(servers.addresses.values()), str(target),
             "--operations", "active-full,restore-random", "--size", "32MiB", "--runtime", runtime,
@@ -135,13 +148,14 @@ def _wait_for_phase(results: Path, phase: str, host: str) -> None:
     raise AssertionError(f"{phase} never started")
 
 
+@ROOT
 def test_two_hosts_figures_per_host_and_their_sum(servers, tmp_path):
     target = tmp_path / "target"
     target.mkdir()
     child = _cli(_run_args(servers, target, "2s"), tmp_path / "results", tmp_path)
     out, err = child.communicate(timeout=RUN_TIMEOUT_S)
     assert child.returncode == 0, err
-    run = json.loads(out)
+    run = _read_run(out)
     hosts = set(servers.addresses.values())
     assert run["status"] == "complete" and run["settings"]["hosts"] == sorted(hosts)
     assert {run["host"][f"fio@{h}"] for h in hosts} == {"fio-3.33"}
@@ -154,11 +168,27 @@ def test_two_hosts_figures_per_host_and_their_sum(servers, tmp_path):
         assert all(figures[direction] > 0 for figures in per_host.values())
         assert op["figures"][direction] == pytest.approx(sum(f[direction] for f in per_host.values()))
         assert op["figures"]["hosts_reporting"] == 2
-        worst = max(f[direction.replace("_bw", "_p99_lat")] for f in per_host.values())
-        assert op["figures"][direction.replace("_bw", "_p99_lat")] == worst
+        _assert_total_p99_is_merged(op, direction.removesuffix("_bw"), tmp_path / "results" / "runs" / run["run_id"])
     assert list(target.iterdir()) == []
 
 
+def _assert_total_p99_is_merged(op: dict, direction: str, run_dir: Path) -> None:
+    """The total's p99 is the p99 of every host's histogram in fio's raw output summed: between
+    the hosts' own p99s, and said so in the detail."""
+    figure = f"{direction}_p99_lat"
+    per_host = [f[figure] for f in op["detail"]["hosts"].values()]
+    assert min(per_host) <= op["figures"][figure] <= max(per_host)
+    assert "merged" in op["detail"]["p99_total"]
+    text = (run_dir / f"{op['name']}.json").read_text()
+    raw, _ = json.JSONDecoder().raw_decode(text, text.index("\n{") + 1 if not text.startswith("{") else 0)
+    entries = [e for e in raw["client_stats"] if e["jobname"] != "All clients"]
+    assert len(entries) == len(per_host)
+    merged = fio_bins.merge(fio_bins.parse(e[direction]["lat_ns"]["bins"]) for e in entries)
+    assert op["figures"][figure] == fio_bins.percentile(merged, 99.0)
+    assert op["detail"]["total_percentiles_ns"][direction]["p99"] == op["figures"][figure]
+
+
+@ROOT
 def test_a_host_without_a_server_is_refused_by_name(servers, tmp_path):
     target = tmp_path / "target"
     target.mkdir()
@@ -167,7 +197,9 @@ def test_a_host_without_a_server_is_refused_by_name(servers, tmp_path):
     child = _cli(args, tmp_path / "results", tmp_path)
     out, err = child.communicate(timeout=RUN_TIMEOUT_S)
     assert child.returncode == 3, err
-    assert f"{servers.addresses[2]}:{PORT + 1} is not reachable" in err and out == ""
+    assert f"{servers.addresses[2]}:{PORT + 1} is not reachable" in err
+    # With --json, the refusal is an error document (results/document.py), never a run.
+    assert json.loads(out)["kind"] == "backupbench.error"
     assert list(target.iterdir()) == []
     check = _cli(["hosts", "check", args[2], "--json"], tmp_path / "results", tmp_path)
     out, err = check.communicate(timeout=RUN_TIMEOUT_S)
@@ -177,6 +209,7 @@ def test_a_host_without_a_server_is_refused_by_name(servers, tmp_path):
     assert not rows[f"{servers.addresses[2]}:{PORT + 1}"]["reachable"]
 
 
+@ROOT
 def test_a_server_lost_mid_run_leaves_the_other_host_running(servers, tmp_path):
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
@@ -193,7 +226,7 @@ def test_a_server_lost_mid_run_leaves_the_other_host_running(servers, tmp_path):
             child.kill()
             child.wait()
     assert child.returncode == 0, err
-    run = json.loads(out)
+    run = _read_run(out)
     lost, kept = servers.addresses[2], servers.addresses[1]
     ops = {op["name"]: op for op in run["operations"]}
     assert run["status"] == "complete"
@@ -205,6 +238,7 @@ def test_a_server_lost_mid_run_leaves_the_other_host_running(servers, tmp_path):
     assert list(target.iterdir()) == []
 
 
+@ROOT
 def test_ctrl_c_stops_every_host_and_removes_every_file(servers, tmp_path):
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
@@ -244,3 +278,73 @@ def _session_members(sid: int) -> set[int]:
                 found.add(int(entry.name))
     return found
 
+
+
+# ---- IPv6: two servers on ::1 ----------------------------------------------------------------
+
+def _free_ipv6_loopback_port() -> int:
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+        probe.bind(("::1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def ipv6_servers():
+    """{port: server} for two `fio --server=ip6:::1,PORT`, each in a session of its own (it forks
+    a child per connection), killed with their children at the end."""
+    if shutil.which("fio") is None:
+        pytest.skip("needs fio")
+    try:
+        ports = [_free_ipv6_loopback_port(), _free_ipv6_loopback_port()]
+    except OSError as exc:
+        pytest.skip(f"no IPv6 loopback (::1) here: {exc}")
+    started: dict[int, subprocess.Popen] = {}
+    try:
+        for port in ports:
+            started[port] = subprocess.Popen(["fio", f"--server=ip6:::1,{port}"], stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                             start_new_session=True)
+            _wait_until_it_answers(fio_client.Host("::1", port))
+        yield started
+    finally:
+        for server in started.values():
+            if server.poll() is None:
+                os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=20)
+
+
+def _wait_until_it_answers(host: fio_client.Host) -> None:
+    for _ in range(50):  # bounded: up to ~10 s for the server to listen
+        try:
+            fio_client.probe(host, timeout_s=5)
+            return
+        except EngineError:
+            time.sleep(0.2)
+    raise AssertionError(f"fio server on {host.name} did not answer")
+
+
+def test_two_ipv6_hosts_on_loopback(ipv6_servers, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    names = [f"[::1]:{port}" for port in ipv6_servers]
+    args = ["run", "--hosts", ",".join(names), str(target), "--operations", "active-full,restore-random",
+            "--size", "32MiB", "--runtime", "2s", "--json", "--quiet", "--no-monitor"]
+    child = _cli(args, tmp_path / "results", tmp_path)
+    out, err = child.communicate(timeout=RUN_TIMEOUT_S)
+    assert child.returncode == 0, err
+    run = _read_run(out)
+    assert run["status"] == "complete" and run["settings"]["hosts"] == names
+    assert {run["host"][f"fio@{name}"] for name in names} == {"fio-3.33"}
+    run_dir = tmp_path / "results" / "runs" / run["run_id"]
+    commands = (run_dir / "commands.txt").read_text()
+    assert all(f"--client=ip6:::1,{port}" in commands for port in ipv6_servers)
+    # Each host wrote its own file, named without the address's colons.
+    job_files = {p.name for p in run_dir.glob("active-full.*.fio")}
+    assert job_files == {f"active-full.__1-{port}.fio" for port in ipv6_servers}
+    for name, direction in (("active-full", "write"), ("restore-random", "read")):
+        op = next(op for op in run["operations"] if op["name"] == name)
+        assert set(op["detail"]["hosts"]) == set(names) and op["detail"]["lost_hosts"] == {}
+        assert op["figures"][f"{direction}_bw"] == pytest.approx(
+            sum(f[f"{direction}_bw"] for f in op["detail"]["hosts"].values()))
+        _assert_total_p99_is_merged(op, direction, run_dir)
+    assert list(target.iterdir()) == []

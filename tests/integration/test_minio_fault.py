@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from backupbench.results.document import phase_figures
+
 pytestmark = [pytest.mark.real, pytest.mark.root]
 LOOP_SIZE = 320 * 2**20  # XFS fits in this
 STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
@@ -44,8 +46,8 @@ def test_a_minio_drive_fails_and_is_healed_under_the_s3_workload(cli, tmp_path, 
     mount_root = tmp_path / "mnt"
     result = cli("apply", str(_recipe(tmp_path, devices)), "--yes", "--mount-root", str(mount_root), "--json")
     assert result.returncode == 0, result.stderr
-    run = json.loads(result.stdout)
-    ops = {op["name"]: op for op in run["operations"]}
+    document = json.loads(result.stdout)
+    ops = {op["name"]: {**op, "figures": phase_figures(op)} for op in document["phases"]}
     for state in STATES:
         for phase in ("put", "get"):
             assert ops[f"ec/{state}/{phase}"]["status"] == "complete", (state, phase)
@@ -57,7 +59,7 @@ def test_a_minio_drive_fails_and_is_healed_under_the_s3_workload(cli, tmp_path, 
     # The fill (48 MiB of objects PUT through the layout's MinIO before the failure) is healed too.
     assert rebuild["figures"]["rebuild_bytes"] >= 40 * 2**20, rebuild["figures"]
 
-    drive = f"{mount_root}/{run['run_id']}/ec/d4"
+    drive = f"{mount_root}/{document['run']['id']}/ec/d4"
     commands = [command for action in _journal_actions(cli.results) for command in action["do"]]
     assert ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "backupbench-failed-drive", drive] in commands
     assert ["mount", devices[4], drive] in commands

@@ -75,7 +75,7 @@ def written_report(cli, tmp_path):
     run = cli("run", str(repo), "--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-random",
               "--json")
     assert run.returncode == 0, run.stderr
-    run_id = json.loads(run.stdout)["run_id"]
+    run_id = json.loads(run.stdout)["run"]["id"]
     done = report(cli, "--backup-size", "10TiB", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     path = Path(done.stdout.strip())
@@ -225,3 +225,61 @@ def test_show_prints_the_hosts_table_and_slow_note(multi_host_report, cli):
     assert f"Hosts of run {run_id}" in shown.stdout
     assert "note: host 10.0.0.6 is 22% under the median in active-full" in shown.stdout
     assert shown.stdout.index("Hosts of run") < shown.stdout.index("note: host 10.0.0.6")
+
+
+# ---------------------------------------------------------------------------------------------
+# Several runs compared (`report RUN RUN`, issue 16): labelled, settings that differ flagged, a
+# verdict sentence, only each row's best cell marked.
+
+BEST_GREEN = (0xDF / 255, 0xF0 / 255, 0xD8 / 255)   # report/compare_html.py BEST_STYLE
+DIFFER_RED = (0xFD / 255, 0xE8 / 255, 0xE8 / 255)   # html_page.py .callout.bad background
+
+
+def _layout_run(run_id: str, label: str, restore_mib: float, util: float, jobs: int):
+    from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+    run = RunRecord(run_id, "kb2014", "/srv/backups", {"jobs": jobs, "iodepth": None}, host={"hostname": "repo01"},
+                    status=COMPLETE, started_at="2026-11-24T00:00:00+00:00", finished_at="2026-11-24T00:01:00+00:00",
+                    label=label)
+    run.operations = [
+        OperationRecord("active-full", "write qd1", COMPLETE, "2026-11-24T00:00:00+00:00", "2026-11-24T00:00:30+00:00",
+                        {"effective_bw": 300 * MiB, "write_bw": 300 * MiB, "write_p99_lat": 2e6, "members_util": 50.0}),
+        OperationRecord("restore-random", "randread qd1", COMPLETE, "2026-11-24T00:00:30+00:00",
+                        "2026-11-24T00:01:00+00:00", {"effective_bw": restore_mib * MiB, "read_bw": restore_mib * MiB,
+                                                      "read_p99_lat": 3e6, "members_util": util}),
+    ]
+    return run
+
+
+def test_compare_report_shows_the_verdict_in_chromium(cli, tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
+    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
+    import matplotlib.image
+    from backupbench.results.store import Store
+
+    store = Store(cli.results / "results.db")
+    runs = [_layout_run("20261124T000000-1111aaaa", "lvm-linear", 205, 97.0, 1),
+            _layout_run("20261124T010000-2222bbbb", "lvm-striped", 412, 38.0, 4)]
+    for run in runs:
+        store.create_run(run)
+        for seq, op in enumerate(run.operations):
+            store.save_operation(run.run_id, seq, op)
+        store.finish_run(run)
+    done = report(cli, *(run.run_id for run in runs), "--html", str(tmp_path / "compare.html"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    url = (tmp_path / "compare.html").as_uri()
+
+    dom = chromium(tmp_path, url, "--dump-dom").stdout
+    verdict = ("lvm-striped wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear (2.01x faster); "
+               "its member disks were 38% busy against 97%.")
+    assert verdict in dom
+    assert dom.index("Settings differ") < dom.index(verdict) < dom.index("Effective MiB/s")
+    assert '<th scope="col" class="num">lvm-linear</th><th scope="col" class="num">lvm-striped</th>' in dom
+    assert "<script" not in dom and "<link" not in dom
+
+    shot = tmp_path / "compare.png"
+    chromium(tmp_path, url, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
+    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    assert _near(pixels, DIFFER_RED, 0.02).sum() > 5_000, "the settings that differ are not flagged"
+    assert _near(pixels, BEST_GREEN, 0.02).sum() > 300, "no best cell marked"

@@ -86,7 +86,7 @@ def test_a_results_path_that_is_a_file_is_one_line(cli, tmp_path):
 def test_few_files_without_folders_given_get_a_folder_each(cli, tmp_path):
     result = cli("run", str(tmp_path), "--workload", "smallfiles", "--files", "10", "--json", "--quiet")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["settings"]["folders"] == 10
+    assert json.loads(result.stdout)["run"]["settings"]["folders"] == 10
 
 
 def test_bad_option_value(cli, tmp_path):

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from backupbench.results.document import phase_figures
 from backupbench.workloads.kb2014 import OPERATION_NAMES
 
 pytestmark = pytest.mark.real
@@ -26,10 +28,10 @@ def test_full_suite_is_measured_stored_and_cleaned(cli, tmp_path):
     result = cli("run", str(repo), *QUICK, "--backup-size", "10TiB", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["status"] == "complete"
-    assert [op["name"] for op in data["operations"]] == list(OPERATION_NAMES)
-    for op in data["operations"]:
-        figures = op["figures"]
+    assert data["run"]["status"] == "complete"
+    assert [op["name"] for op in data["phases"]] == list(OPERATION_NAMES)
+    for op in data["phases"]:
+        figures = phase_figures(op)
         assert figures["effective_bw"] > 0, op["name"]
         if op["name"] in ("active-full",):
             assert figures["write_bw"] > 0 and "read_p99_lat" not in figures
@@ -42,7 +44,7 @@ def test_full_suite_is_measured_stored_and_cleaned(cli, tmp_path):
             assert figures["write_bw"] > figures["read_bw"]  # two writes for each read
     assert leftovers(repo) == []
 
-    run_dir = cli.results / "runs" / data["run_id"]
+    run_dir = cli.results / "runs" / data["run"]["id"]
     for name in OPERATION_NAMES:
         raw = json.loads((run_dir / f"{name}.json").read_text())
         assert raw["jobs"][0]["jobname"] == name
@@ -53,11 +55,11 @@ def test_full_suite_is_measured_stored_and_cleaned(cli, tmp_path):
     assert "fio --output-format=json" in (run_dir / "commands.txt").read_text()
 
     with sqlite3.connect(cli.results / "results.db") as db:
-        assert db.execute("SELECT status FROM runs WHERE run_id=?", (data["run_id"],)).fetchone() == ("complete",)
+        assert db.execute("SELECT status FROM runs WHERE run_id=?", (data["run"]["id"],)).fetchone() == ("complete",)
         assert db.execute("SELECT count(*) FROM operations WHERE run_id=? AND status='complete'",
-                          (data["run_id"],)).fetchone() == (5,)
+                          (data["run"]["id"],)).fetchone() == (5,)
         assert db.execute("SELECT count(*) FROM figures WHERE run_id=? AND name='effective_bw' AND value>0",
-                          (data["run_id"],)).fetchone() == (5,)
+                          (data["run"]["id"],)).fetchone() == (5,)
 
 
 def test_default_scratch_directory_human_output_history_and_show(cli, tmp_path):
@@ -74,8 +76,8 @@ def test_default_scratch_directory_human_output_history_and_show(cli, tmp_path):
     assert history.returncode == 0 and "complete" in history.stdout
     shown = cli("show", "latest", "--json")
     run = json.loads(shown.stdout)
-    assert [op["name"] for op in run["operations"]] == ["active-full", "restore-sequential", "restore-random"]
-    again = cli("show", run["run_id"][:17], "--backup-size", "2TiB")
+    assert [op["name"] for op in run["phases"]] == ["active-full", "restore-sequential", "restore-random"]
+    again = cli("show", run["run"]["id"][:17], "--backup-size", "2TiB")
     assert again.returncode == 0 and "Backup windows for 2 TiB" in again.stdout
 
 
@@ -86,7 +88,7 @@ def test_several_jobs_each_write_their_own_region(cli, tmp_path):
                  "--operations", "active-full", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    run_dir = cli.results / "runs" / data["run_id"]
+    run_dir = cli.results / "runs" / data["run"]["id"]
     job = (run_dir / "active-full.fio").read_text()
     assert "numjobs=2" in job and "offset_increment=16m" in job and "size=16m" in job
     raw = json.loads((run_dir / "active-full.json").read_text())
@@ -111,9 +113,9 @@ def test_stored_run_exports_its_exact_job_files(cli, tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     run = json.loads(cli("run", str(repo), *QUICK, "--operations", "restore-random", "--json").stdout)
-    exported = cli("export-fio", "--run", run["run_id"])
+    exported = cli("export-fio", "--run", run["run"]["id"])
     assert exported.returncode == 0, exported.stderr
-    stored = (cli.results / "runs" / run["run_id"] / "restore-random.fio").read_text()
+    stored = (cli.results / "runs" / run["run"]["id"] / "restore-random.fio").read_text()
     assert stored.rstrip("\n") in exported.stdout and "[layout]" in exported.stdout
 
 
@@ -126,10 +128,10 @@ def test_buffered_run_on_a_filesystem_without_o_direct(cli, mount_point):
     result = cli("run", str(ramfs), *QUICK, "--operations", "active-full", "--buffered", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["settings"]["buffered"] is True and data["operations"][0]["detail"]["buffered"] is True
-    assert any("memory, not storage" in n for n in data["notes"])
+    assert data["run"]["settings"]["buffered"] is True and data["phases"][0]["detail"]["buffered"] is True
+    assert any("memory, not storage" in n for n in data["run"]["notes"])
     assert leftovers(ramfs) == []
-    assert "direct=0" in (cli.results / "runs" / data["run_id"] / "active-full.fio").read_text()
+    assert "direct=0" in (cli.results / "runs" / data["run"]["id"] / "active-full.fio").read_text()
 
 
 def test_every_operation_is_monitored(cli, tmp_path):
@@ -137,17 +139,17 @@ def test_every_operation_is_monitored(cli, tmp_path):
     repo.mkdir()
     data = json.loads(cli("run", str(repo), "--size", "32MiB", "--runtime", "2s", "--operations",
                           "active-full,restore-random", "--monitor-interval", "0.5", "--json").stdout)
-    run_dir = cli.results / "runs" / data["run_id"]
-    stack = data["host"]["device_stacks"]["target"]
+    run_dir = cli.results / "runs" / data["run"]["id"]
+    stack = data["run"]["host"]["device_stacks"]["target"]
     assert stack["devices"], "the target's device stack was resolved"
-    for op in data["operations"]:
+    for op in data["phases"]:
         csv_lines = (run_dir / f"{op['name']}.monitor.csv").read_text().splitlines()
         assert csv_lines[0].startswith("timestamp,elapsed_s,%user,%system,%iowait")
         assert f"{stack['devices'][0]}:w/s" in csv_lines[0]
         assert len(csv_lines) >= 3  # header + samples every 0.5 s over 2 s
         assert op["detail"]["monitor"]["samples"] >= 2
-        assert "members_util" in op["figures"]
-        assert op["figures"]["mon.load1.avg"] >= 0
+        assert "members_util" in phase_figures(op)
+        assert phase_figures(op)["mon.load1.avg"] >= 0
     with sqlite3.connect(cli.results / "results.db") as db:
         units = dict(db.execute("SELECT name, unit FROM figures WHERE operation='active-full' AND name LIKE 'mon.%avg'"))
     assert units["mon.cpu_iowait.avg"] == "%" and units[f"mon.{stack['devices'][0]}.w_await.avg"] == "ms"
@@ -156,8 +158,8 @@ def test_every_operation_is_monitored(cli, tmp_path):
 def test_monitor_can_be_switched_off(cli, tmp_path):
     data = json.loads(cli("run", str(tmp_path), "--size", "16MiB", "--runtime", "1s", "--operations",
                           "active-full", "--no-monitor", "--json").stdout)
-    assert "members_util" not in data["operations"][0]["figures"]
-    assert not list((cli.results / "runs" / data["run_id"]).glob("*.monitor.csv"))
+    assert "members_util" not in phase_figures(data["phases"][0])
+    assert not list((cli.results / "runs" / data["run"]["id"]).glob("*.monitor.csv"))
 
 
 def test_first_write_workload_and_baseline(cli, tmp_path):
@@ -166,17 +168,17 @@ def test_first_write_workload_and_baseline(cli, tmp_path):
     first = cli("run", str(repo), "--workload", "first-write", "--size", "32MiB", "--json")
     assert first.returncode == 0, first.stderr
     data = json.loads(first.stdout)
-    assert data["kind"] == "first-write"
-    assert [op["name"] for op in data["operations"]] == ["first-write", "overwrite", "read"]
-    for op in data["operations"]:
-        assert op["figures"]["effective_bw"] > 0
-    job = (cli.results / "runs" / data["run_id"] / "first-write.fio").read_text()
+    assert data["run"]["kind"] == "first-write"
+    assert [op["name"] for op in data["phases"]] == ["first-write", "overwrite", "read"]
+    for op in data["phases"]:
+        assert phase_figures(op)["effective_bw"] > 0
+    job = (cli.results / "runs" / data["run"]["id"] / "first-write.fio").read_text()
     assert "fallocate=none" in job and "bs=1m" in job and "time_based" not in job
     assert leftovers(repo) == []
-    second = cli("run", str(repo), "--workload", "first-write", "--size", "32MiB", "--baseline", data["run_id"])
+    second = cli("run", str(repo), "--workload", "first-write", "--size", "32MiB", "--baseline", data["run"]["id"])
     assert second.returncode == 0, second.stderr
-    assert "First-write penalty" in second.stdout and f"Against baseline {data['run_id']}" in second.stdout
-    assert "slowdown" in second.stdout
+    assert "First-write penalty" in second.stdout and f"Against baseline {data['run']['id']}" in second.stdout
+    assert re.search(r"\d\.\d\dx (faster|slower)|same \(within 2%\)", second.stdout)
 
 
 def test_unknown_baseline_fails_before_measuring(cli, tmp_path):
@@ -193,16 +195,16 @@ def test_small_file_workload_phases_stored_and_compared(cli, tmp_path):
     first = cli(*args, "--json")
     assert first.returncode == 0, first.stderr
     data = json.loads(first.stdout)
-    assert data["kind"] == "smallfiles"
-    assert [op["name"] for op in data["operations"]] == ["create", "update-1", "update-2", "verify"]
-    for op in data["operations"]:
-        assert op["figures"]["files"] == 300 and op["figures"]["files_per_s"] > 0
-        assert (cli.results / "runs" / data["run_id"] / f"{op['name']}.monitor.csv").exists()
-    assert data["operations"][-1]["figures"]["mismatches"] == 0
-    assert data["settings"]["flush"] == "sync-end"
+    assert data["run"]["kind"] == "smallfiles"
+    assert [op["name"] for op in data["phases"]] == ["create", "update-1", "update-2", "verify"]
+    for op in data["phases"]:
+        assert phase_figures(op)["files"] == 300 and phase_figures(op)["files_per_s"] > 0
+        assert (cli.results / "runs" / data["run"]["id"] / f"{op['name']}.monitor.csv").exists()
+    assert phase_figures(data["phases"][-1])["mismatches"] == 0
+    assert data["run"]["settings"]["flush"] == "sync-end"
     assert list(repo.iterdir()) == []
-    assert not any("test file" in note for note in data["notes"])
-    second = cli(*args, "--baseline", data["run_id"])
+    assert not any("test file" in note for note in data["run"]["notes"])
+    second = cli(*args, "--baseline", data["run"]["id"])
     assert second.returncode == 0, second.stderr
     assert "files/s" in second.stdout and "Against baseline" in second.stdout and "update-1" in second.stdout
 
@@ -220,6 +222,6 @@ def test_keep_leaves_the_tagged_small_file_folder(cli, tmp_path):
     result = cli("run", str(repo), "--workload", "smallfiles", "--files", "20", "--folders", "2",
                  "--file-size", "4KiB", "--patterns", "0x00", "--keep", "--no-monitor", "--json")
     assert result.returncode == 0, result.stderr
-    run_id = json.loads(result.stdout)["run_id"]
+    run_id = json.loads(result.stdout)["run"]["id"]
     [kept] = list(repo.iterdir())
     assert kept.name.endswith(run_id) and len(list(kept.rglob("f*"))) == 20

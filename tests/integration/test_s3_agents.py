@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from backupbench.agent.client import AgentClient
+from backupbench.journal import journal_dir
 from backupbench.layouts.minio import find_minio
+from backupbench.results.document import phase_figures
 from s3_fixtures import S3Admin, require_s3_tools
 from test_agent import BACKUPBENCH, Agent
 
@@ -157,11 +159,14 @@ def _env(lab) -> dict[str, str]:
     return {**os.environ, "AWS_ACCESS_KEY_ID": admin.access_key, "AWS_SECRET_ACCESS_KEY": admin.secret_key}
 
 
-def _ops(record: dict) -> dict[str, dict]:
-    return {op["name"]: op for op in record["operations"]}
+def _ops(document: dict) -> dict[str, dict]:
+    """The run document's phases by name, each with its figures by name."""
+    return {op["name"]: {**op, "figures": phase_figures(op)} for op in document["phases"]}
 
 
 def test_two_agents_give_one_merged_result_and_leave_no_object(lab):
+    journals = journal_dir(lab[3] / "results")
+    closed_before = set(journals.glob("*.closed.jsonl"))
     with _agents(lab, None, None) as (agents, codes):
         done = subprocess.run(_run(lab, agents, "--objects", "400", "--object-size", "64KiB", "--concurrency", "8",
                                    "--s3-phases", "put,get,delete"),
@@ -181,6 +186,13 @@ def test_two_agents_give_one_merged_result_and_leave_no_object(lab):
     assert ops["get"]["figures"]["bytes"] == 400 * 65536
     assert lab[1].keys(BUCKET) == []
     assert lab[1].secret_key not in done.stdout + done.stderr
+    # One journal entry for the run's prefix, removed by the run itself (not left to the sweep).
+    [journal] = set(journals.glob("*.closed.jsonl")) - closed_before
+    run_id = journal.name.removesuffix(".closed.jsonl")
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    created = [e for e in entries if e["event"] == "create"]
+    assert [e["artefact"]["prefix"] for e in created] == [f"backupbench/{run_id}/"]
+    assert [e["how"] for e in entries if e["event"] == "removed"] == ["removed (0 left by the agents deleted here)"]
 
 
 def test_an_agent_with_a_wrong_token_is_refused_by_name(lab):
@@ -199,7 +211,7 @@ def test_an_agent_with_a_wrong_token_is_refused_by_name(lab):
 def _wait_for_objects(admin: S3Admin, label: str, controller: subprocess.Popen) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and controller.poll() is None:
-        if any(f".{label}/" in key for key in admin.keys(BUCKET, "backupbench/")):
+        if any(f"/{label}/" in key for key in admin.keys(BUCKET, "backupbench/")):
             return
         time.sleep(0.2)
     raise AssertionError("the agent wrote no object")
@@ -227,7 +239,7 @@ def test_an_agent_killed_mid_phase_is_marked_lost_and_the_run_completes(lab):
     assert label in ops["put"]["detail"]["lost_hosts"]
     assert list(ops["get"]["detail"]["hosts"]) == [agents[0].address.replace(":", "-")]
     assert ops["get"]["figures"]["ops"] == ops["get"]["detail"]["hosts"][agents[0].address.replace(":", "-")]["ops"]
-    assert any(victim.address in note and "lost" in note for note in record["notes"])
+    assert any(victim.address in note and "lost" in note for note in record["run"]["notes"])
     assert lab[1].keys(BUCKET) == []   # the lost agent's objects were deleted by the controller
 
 

@@ -7,6 +7,8 @@ import json
 import pytest
 from s3_fixtures import S3Admin, minio_single, require_s3_tools  # noqa: F401
 
+from backupbench.results.document import phase_figures
+
 pytestmark = pytest.mark.real
 
 
@@ -16,15 +18,16 @@ def test_run_s3_from_the_command_line(cli, minio_single):
             "--create-bucket", "--objects", "40", "--object-size", "64KiB", "--concurrency", "8")
     result = cli(*args, "--json", env=env)
     assert result.returncode == 0, result.stderr
-    run = json.loads(result.stdout)
+    document = json.loads(result.stdout)
+    run = document["run"]
     assert run["kind"] == "s3" and run["host"]["s3load"]
-    phases = {op["name"]: op["figures"] for op in run["operations"]}
+    phases = {op["name"]: phase_figures(op) for op in document["phases"]}
     assert list(phases) == ["put", "get", "delete"]
     assert phases["put"]["ops"] == phases["get"]["ops"] == 40 and phases["put"]["errors"] == 0
     assert phases["get"]["ttfb_p50_ns"] > 0
     assert not S3Admin.of(minio_single).bucket_exists("bb-cli")  # created by the run, removed empty
     secret = minio_single.secret_key
-    folder = cli.results / "runs" / run["run_id"]
+    folder = cli.results / "runs" / run["id"]
     assert all(secret not in p.read_text(errors="replace") for p in folder.rglob("*") if p.suffix != ".gz" and p.is_file())
     human = cli(*args, env=env)
     assert human.returncode == 0 and "objects/s" in human.stdout and "TTFB p50" in human.stdout
@@ -48,12 +51,12 @@ def test_content_block_size_and_lock_flags(cli, minio_single):
                  "--create-bucket", "--objects", "20", "--object-size", "lan", "--concurrency", "4",
                  "--compress", "50", "--object-lock", "governance", "--retention", "1d", "--json", env=env)
     assert result.returncode == 0, result.stderr
-    run = json.loads(result.stdout)
-    assert [op["name"] for op in run["operations"]] == ["put", "get", "lock-check", "delete"]
-    settings = run["settings"]
+    document = json.loads(result.stdout)
+    assert [op["name"] for op in document["phases"]] == ["put", "get", "lock-check", "delete"]
+    settings = document["run"]["settings"]
     assert (settings["object_size"], settings["data"], settings["compress"]) == (512 * 1024, "compressible", 50)
     assert (settings["object_lock"], settings["retention"]) == ("governance", 86400.0)
-    check = next(op["figures"] for op in run["operations"] if op["name"] == "lock-check")
+    check = next(phase_figures(op) for op in document["phases"] if op["name"] == "lock-check")
     assert check["lock_delete_refused"] == check["lock_overwrite_kept"] == 1
     assert not S3Admin.of(minio_single).bucket_exists("bb-lockcli")
 

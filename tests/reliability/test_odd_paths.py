@@ -47,7 +47,7 @@ def test_run_and_export_work_on_exactly_that_folder(cli, tmp_path, folder, victi
     # `--` so that a folder starting with '-' is a path, as in any Unix command
     result = cli("run", *SMALL_RUN, "--json", "--", str(target))
     assert result.returncode == 0, result.stderr
-    run = json.loads(result.stdout)
+    run = json.loads(result.stdout)["run"]
     assert run["status"] == "complete" and run["target"] == str(target)
     _untouched(tmp_path, target, trap)
     # The stored job file names the file with fio's escape, and plain fio writes exactly there.
@@ -160,7 +160,7 @@ def test_apply_on_a_loop_device_with_an_odd_mount_root(cli, tmp_path, loop_devic
                           'operations = ["active-full"]\n')
         result = cli("apply", str(recipe), "--yes", "--quiet", "--json", "--mount-root", str(root))
         assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout)["status"] == "complete"
+        assert json.loads(result.stdout)["run"]["status"] == "complete"
         assert not list(root.iterdir())  # mount points and the run's folder are gone
         assert subprocess.run(["blkid", "-p", device], capture_output=True).returncode == 2  # wiped
     finally:

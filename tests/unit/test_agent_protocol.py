@@ -81,6 +81,22 @@ def test_s3_requests_stay_in_their_prefix_and_endpoint_form(change):
     refused({**S3, **change})
 
 
+@pytest.mark.parametrize("prefix", ["backupbench/r1/", "backupbench/20260101T000000-ab12/10.0.0.5-7480/",
+                                    "backupbench/r1/fd00__1-7480/", "backupbench/r1/" + "a" * 100 + "/"])
+def test_an_s3_prefix_is_the_runs_or_one_label_below_it(prefix):
+    assert parse({**S3, "prefix": prefix}).prefix == prefix
+
+
+@pytest.mark.parametrize("prefix", ["", "/", "backupbench/", "backupbench//", "backupbench/r1", "backupbench/r1/a",
+                                    "/backupbench/r1/", "other/r1/", "backupbench/a/b/c/", "backupbench/r1/a/b/",
+                                    "backupbench/../", "backupbench/../x/", "backupbench/r1/../", "backupbench/r1/./",
+                                    "backupbench/r1//", "backupbench/.hidden/", "backupbench/r1/-x/",
+                                    "backupbench/r 1/", "backupbench/r1/" + "a" * 101 + "/", "backupbench/r1/a\n/",
+                                    "backupbench/r1/\n"])
+def test_any_other_s3_prefix_is_refused(prefix):
+    assert refused({**S3, "prefix": prefix}).startswith("prefix:")
+
+
 def test_credentials_never_show_in_a_repr_or_an_error():
     request = parse(S3)
     assert "very-secret-key" not in repr(request)

@@ -285,7 +285,7 @@ def test_devices_command_over_the_lab(lab):
     host, runner, _ = lab
     result = CliRunner().invoke(devices_command, ["--json"], obj=DeviceProbe(run=runner, host=host))
     assert result.exit_code == 0, result.output
-    rows = {row["path"]: row for row in json.loads(result.output)}
+    rows = {row["path"]: row for row in json.loads(result.output)["devices"]}
     assert {f"/dev/{d}" for d in LAB_DISKS} | {"/dev/md0", "/dev/dm-0"} <= set(rows)
     assert all(row["verdict"] == "refused" for row in rows.values())
     vdh = rows["/dev/vdh"]
@@ -447,7 +447,7 @@ def test_devices_command_maps_kernel_names_and_reports_usable(tmp_path):
     probe = DeviceProbe(run=runner, host=host)
     result = CliRunner().invoke(devices_command, ["vdb", "--json"], obj=probe)
     assert result.exit_code == 0, result.output
-    (row,) = json.loads(result.output)
+    (row,) = json.loads(result.output)["devices"]
     assert (row["path"], row["verdict"], row["reasons"]) == ("/dev/vdb", "usable", [])
     result = CliRunner().invoke(devices_command, ["vdb", "vda3"], obj=probe)
     assert result.exit_code == 3

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from backupbench.engines import fio_json
+from backupbench.engines import fio_bins, fio_json
 from backupbench.errors import EngineError
 
 
@@ -42,8 +42,8 @@ def test_client_server_uses_clients_not_the_all_clients_double_count(fixtures):
     assert summary.write.p99_ns == clients["cs-seqwrite"]["write"]["clat_ns"]["percentile"]["99.000000"]
 
 
-def test_several_jobs_add_up_and_keep_worst_p99(fixtures):
-    raw = load(fixtures, "randread.json")
+def test_several_jobs_add_up_and_keep_worst_p99_without_histograms(fixtures):
+    raw = load(fixtures, "randread.json")  # plain json: no bins to merge
     second = json.loads(json.dumps(raw["jobs"][0]))
     second["read"]["clat_ns"]["percentile"]["99.000000"] = 123_456_789
     raw["jobs"].append(second)
@@ -73,3 +73,61 @@ def test_total_latency_percentiles_win_over_completion_latency(fixtures):
     write = raw["jobs"][0]["write"]
     write["lat_ns"]["percentile"] = {"99.000000": 4_292_608}
     assert fio_json.parse(raw).write.p99_ns == 4_292_608
+
+
+# ---- json+ (latency histograms) -------------------------------------------------------------
+
+def jsonplus(fixtures, name):
+    text = (fixtures / "fio" / name).read_text()
+    return json.JSONDecoder().raw_decode(text, text.index("{"))[0]
+
+
+def test_jsonplus_keeps_each_directions_histogram_and_its_kind(fixtures):
+    raw = jsonplus(fixtures, "client-jsonplus-clat.json")
+    jobs = {e["jobname"]: e for e in raw["client_stats"]}
+    reading = fio_json.parse({"fio version": "fio-3.33", "jobs": [jobs["cs-randread"]]})
+    assert reading.read.bins == fio_bins.parse(jobs["cs-randread"]["read"]["clat_ns"]["bins"])
+    assert reading.read.bins_of == "clat_ns" and reading.write.bins is None
+    assert reading.read.percentiles() == {p: jobs["cs-randread"]["read"]["clat_ns"]["percentile"][f"{p:f}"]
+                                          for p in fio_bins.REPORTED}
+    raw = jsonplus(fixtures, "client-two-hosts-jsonplus.json")
+    one = fio_json.parse({"fio version": "fio-3.33", "jobs": raw["client_stats"][:1]})
+    assert one.write.bins_of == "lat_ns"  # lat_percentiles=1: total latency, as backupbench asks
+    assert one.write.p99_ns == raw["client_stats"][0]["write"]["lat_ns"]["percentile"]["99.000000"]
+
+
+def test_two_jobs_with_histograms_give_the_p99_of_their_sum(fixtures):
+    raw = jsonplus(fixtures, "client-two-hosts-jsonplus.json")
+    jobs = [e for e in raw["client_stats"] if e["jobname"] != "All clients"]
+    summary = fio_json.parse({"fio version": "fio-3.33", "jobs": jobs})
+    merged = fio_bins.merge(fio_bins.parse(e["write"]["lat_ns"]["bins"]) for e in jobs)
+    assert summary.write.bins == merged and summary.write.bins_of == "lat_ns"
+    assert summary.write.p99_ns == fio_bins.percentile(merged, 99.0)
+
+
+def test_jobs_reading_and_jobs_writing_merge_only_what_they_measured(fixtures):
+    # One job reads, the other writes: each direction has one measured part, fio's own figure.
+    raw = jsonplus(fixtures, "client-jsonplus-clat.json")
+    jobs = {e["jobname"]: e for e in raw["client_stats"]}
+    summary = fio_json.parse(raw)
+    assert summary.read.p99_ns == jobs["cs-randread"]["read"]["clat_ns"]["percentile"]["99.000000"]
+    assert summary.write.p99_ns == jobs["cs-seqwrite"]["write"]["clat_ns"]["percentile"]["99.000000"]
+    assert summary.read.bins is not None and summary.write.bins is not None
+
+
+def test_without_every_histogram_the_worst_jobs_p99_stands(fixtures):
+    raw = jsonplus(fixtures, "client-two-hosts-jsonplus.json")
+    jobs = [e for e in raw["client_stats"] if e["jobname"] != "All clients"]
+    del jobs[1]["write"]["lat_ns"]["bins"]
+    summary = fio_json.parse({"fio version": "fio-3.33", "jobs": jobs})
+    assert summary.write.bins is None and summary.write.percentiles() == {}
+    assert summary.write.p99_ns == max(e["write"]["lat_ns"]["percentile"]["99.000000"] for e in jobs)
+
+
+def test_histograms_of_different_latencies_are_never_added(fixtures):
+    lat = jsonplus(fixtures, "client-two-hosts-jsonplus.json")["client_stats"][0]
+    clat = jsonplus(fixtures, "client-jsonplus-clat.json")["client_stats"][1]  # cs-seqwrite: clat_ns
+    summary = fio_json.parse({"fio version": "fio-3.33", "jobs": [lat, clat]})
+    assert summary.write.bins is None
+    assert summary.write.p99_ns == max(lat["write"]["lat_ns"]["percentile"]["99.000000"],
+                                       clat["write"]["clat_ns"]["percentile"]["99.000000"])

@@ -205,3 +205,91 @@ def test_operations_judged_by_different_figures_name_their_unit():
     assert "effective MiB/s" in text
     assert any(line.startswith("│ put") and "100.0 " in line and "objects/s" not in line for line in lines)
     assert any("delete" in line and "100.0 objects/s" in line for line in lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-host timelines: each host's monitor CSV (as runner/host_monitor.py writes it from its
+# agent's samples) and the phase's span in detail["host_timeline"].
+
+T0 = 1_800_000_000.0   # the phase's start by the controller's clock
+
+
+def _host_csv(path, rates: dict[float, float], devices=("sda", "dm-0")) -> None:
+    """Samples ending at T0 + each offset; sda writes `MiB/s`, dm-0 (stacked on it) the same."""
+    from dataclasses import fields
+
+    from backupbench.monitor.csvlog import CsvLog
+    from backupbench.monitor.rates import DiskRates, Sample
+
+    log = CsvLog(path, list(devices))
+    for index, (offset, mib) in enumerate(sorted(rates.items())):
+        disk = DiskRates(**{**{f.name: 0.0 for f in fields(DiskRates)}, "w_s": mib * 4, "wMB_s": mib, "util": 50.0})
+        log.write(Sample(T0 + offset, 100.0 + index, 1.0, None, None, None, {d: disk for d in devices}))
+    log.close()
+
+
+def _timeline_run(folder, lost: dict[str, str] | None = None) -> RunRecord:
+    folder.mkdir(parents=True, exist_ok=True)
+    # Before the phase, in it (midpoints 0.5 .. 9.5 s), and after it.
+    _host_csv(folder / "monitor.10.0.0.5.csv", {-3.0: 999.0, **{float(s): 100.0 + s for s in range(1, 11)}, 14.0: 999.0})
+    _host_csv(folder / "monitor.10.0.0.6.csv", {float(s): 50.0 for s in range(1, 11)})
+    run = multi_host_run()
+    run.run_id = folder.name
+    run.operations[0].detail["host_timeline"] = {
+        "from_wall": T0, "to_wall": T0 + 10.0, "interval_s": 1.0, "lost": lost or {},
+        "hosts": {"10.0.0.5": {"csv": "monitor.10.0.0.5.csv", "disks": ["sda"]},
+                  "10.0.0.6": {"csv": "monitor.10.0.0.6.csv", "disks": ["sda"]},
+                  "10.0.0.7": {"csv": "../../outside.csv", "disks": ["sda"]}}}
+    return run
+
+
+def test_each_host_gets_a_line_of_its_whole_disks_over_the_phase_only(tmp_path):
+    from backupbench.report.hosts import host_timelines
+
+    run = _timeline_run(tmp_path / "runs" / "r1")
+    (tmp_path / "outside.csv").write_text("timestamp,elapsed_s\n")
+    (timeline,) = host_timelines(run, tmp_path / "runs" / "r1")
+    assert timeline.operation == "active-full" and timeline.duration_s == 10.0
+    lines = {line.host: line for line in timeline.lines}
+    assert set(lines) == {"10.0.0.5", "10.0.0.6"}
+    # dm-0 sits on sda: counting it would double every figure; the samples outside the span are left out.
+    assert lines["10.0.0.5"].disks == ("sda",)
+    assert lines["10.0.0.5"].mib_s == tuple(100.0 + s for s in range(1, 11))
+    assert lines["10.0.0.5"].ends == tuple(float(s) for s in range(1, 11))
+    assert (lines["10.0.0.5"].mean, lines["10.0.0.5"].peak) == (105.5, 110.0)
+    assert lines["10.0.0.6"].mean == 50.0
+    # A name leading out of the run folder is not read.
+    assert timeline.missing == {"10.0.0.7": "../../outside.csv not readable"}
+
+
+def test_html_report_draws_one_line_per_host_in_its_colour(tmp_path):
+    pytest.importorskip("matplotlib")
+    from backupbench.report import charts, html
+
+    run = _timeline_run(tmp_path / "runs" / "r2", lost={"10.0.0.8": "connection refused (3 calls in a row)",
+                                                        "10.0.0.6": "no answer in time"})
+    page = html.render(run, results_dir=tmp_path)
+    section = page[page.index("Per-host timelines (1 s samples from each host"):]
+    assert 'aria-label="Per-host timeline of active-full: 10.0.0.5, 10.0.0.6"' in section
+    svg = section[section.index("<svg "):section.index("</svg>")]
+    # One line per host, in the colour the hosts chart gives it (10.0.0.5 first, 10.0.0.6 second).
+    for colour in charts.PALETTE[:2]:
+        assert f"stroke: {colour.lower()}" in svg
+    assert f"stroke: {charts.PALETTE[2].lower()}" not in svg
+    caption = section[section.index("<figcaption>"):section.index("</figcaption>")]
+    assert "10.0.0.5: mean 105.5, peak 110.0 MiB/s over sda (10 samples; raw: monitor.10.0.0.5.csv)" in caption
+    assert "no line for 10.0.0.8: its agent stopped answering: connection refused" in caption
+    assert "10.0.0.6&#x27;s agent stopped answering (no answer in time): its line ends there" in caption
+    assert page.count("<svg ") == 4   # speed, latency, hosts and the one phase with samples
+
+
+def test_without_agents_no_per_host_timeline_section(tmp_path):
+    pytest.importorskip("matplotlib")
+    from backupbench.report import html
+
+    (tmp_path / "runs" / "r3").mkdir(parents=True)
+    run = multi_host_run()
+    run.run_id = "r3"
+    page = html.render(run, results_dir=tmp_path)
+    assert 'id="host-timelines"' not in page and "Per-host timeline of" not in page
+    assert "no per-host samples were fetched" in page

@@ -4,6 +4,11 @@ and the rich rendering of a sample."""
 from __future__ import annotations
 
 import csv
+import os
+import re
+import subprocess
+import sys
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -14,7 +19,8 @@ from rich.console import Console
 from backupbench.cli.monitor_cmd import monitor_command
 from backupbench.errors import InputError
 from backupbench.monitor import HostFiles, device_stack
-from backupbench.report.live import live_view, summary_table
+from backupbench.monitor.metrics import DISK_METRICS
+from backupbench.report.live import live_view, plain_block, summary_table
 from backupbench.monitor.procfs import CpuTimes, LoadAvg, Memory, Snapshot, parse_diskstats
 from backupbench.monitor.rates import compute_sample
 from backupbench.monitor.summary import SummaryBuilder
@@ -92,7 +98,8 @@ def test_live_view_shows_iostat_columns_and_values():
     console = Console(record=True, width=140)
     console.print(live_view(_fixture_sample(), ["dm-0", "vda", "sdq"], labels={"dm-0": "vg0-lin"}))
     text = console.export_text()
-    for column in ("r/s", "w/s", "rMB/s", "wMB/s", "r_await", "w_await", "aqu-sz", "%util"):
+    for column in ("r/s", "w/s", "rMB/s", "wMB/s", "rrqm/s", "wrqm/s", "r_await", "w_await", "aqu-sz",
+                   "rareq-sz", "wareq-sz", "%util"):
         assert column in text
     dm0 = next(line for line in text.splitlines() if line.startswith("dm-0"))
     assert "vg0-lin" in dm0 and "3200.00" in dm0 and "12.50" in dm0 and "69.20" in dm0
@@ -107,3 +114,56 @@ def test_summary_table_lists_averages_per_device():
     console.print(summary_table(builder.build(interval_s=1.0)))
     dm0 = next(line for line in console.export_text().splitlines() if line.startswith("dm-0"))
     assert "3200.0" in dm0 and "12.5" in dm0
+
+
+IOSTAT_COLUMNS = ["r/s", "w/s", "rMB/s", "wMB/s", "rrqm/s", "wrqm/s", "r_await", "w_await", "aqu-sz",
+                  "rareq-sz", "wareq-sz", "%util"]
+
+
+def test_plain_block_is_a_time_line_a_header_and_one_full_row_per_device():
+    long_name = "nvme0n1-a-device-name-longer-than-iostat-gives"
+    sample = _fixture_sample()
+    block = plain_block(sample, ["dm-0", "vda", "sdq", long_name])
+    lines = block.split("\n")
+    assert lines[-2:] == ["", ""] and len(lines) == 1 + 1 + 4 + 2     # time, header, 4 devices, blank
+    assert datetime.fromisoformat(lines[0]).timestamp() == pytest.approx(sample.wall, abs=0.001)
+    header, *rows = [line.split() for line in lines[1:6]]
+    assert header == ["Device", *IOSTAT_COLUMNS] == ["Device", *(m.column for m in DISK_METRICS)]
+    assert all(len(row) == len(header) for row in rows)             # every row splits like the header
+    dm0, vda, sdq, absent = (dict(zip(header, row)) for row in rows)
+    assert (dm0["w/s"], dm0["wMB/s"], dm0["wareq-sz"], dm0["%util"]) == ("3200.00", "12.50", "4.00", "69.20")
+    assert vda["wrqm/s"] == f"{25331 / 4:.2f}" and vda["rareq-sz"] == f"{102400 / 2 / 278:.2f}"
+    assert sdq["Device"] == "sdq" and set(list(sdq.values())[1:]) == {"-"}   # not in the recording
+    assert absent["Device"] == long_name                           # a long name is written whole
+    assert max(len(line) for line in lines) > 120                  # and no line is cut at 80 columns
+    # the figures line up under their headings, right-aligned as iostat prints them
+    ends = [m.end() for m in re.finditer(r"\S+", lines[1])][1:]
+    assert all([m.end() for m in re.finditer(r"\S+", line)][1:] == ends for line in lines[2:6])
+
+
+def test_count_stops_after_that_many_intervals_and_piped_output_is_plain(tmp_path):
+    device = a_real_device()
+    out = tmp_path / "mon.csv"
+    result = CliRunner().invoke(cli, ["monitor", "-d", device, "-i", "0.2", "--count", "2", "--csv", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(list(csv.reader(out.open()))) == 1 + 2                # header + the 2 intervals
+    assert result.output.count("Device") >= 2 and "\x1b[" not in result.output
+
+
+def test_monitor_into_a_pipe_prints_one_iostat_block_per_interval():
+    """The real command, its stdout a pipe (as in `backupbench monitor --count 3 | cat`)."""
+    device = a_real_device()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    done = subprocess.run([sys.executable, "-m", "backupbench", "monitor", "-d", device, "-i", "0.2", "--count", "3"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout                                  # no cursor moves, no colours
+    blocks = done.stdout.split("\n\n")
+    assert blocks[-1] == "" and len(blocks) == 3 + 1
+    for block in blocks[:3]:
+        stamp, header, row = block.split("\n")                        # nothing else in a block
+        datetime.fromisoformat(stamp)
+        assert header.split() == ["Device", *IOSTAT_COLUMNS]
+        assert row.split()[0] == device and len(row.split()) == len(header.split())
+        assert all(re.fullmatch(r"\d+\.\d\d", cell) for cell in row.split()[1:])
+    assert "averages over" in done.stderr and "averages over" not in done.stdout

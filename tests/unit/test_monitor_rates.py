@@ -37,6 +37,9 @@ def test_dm0_rates_equal_hand_computed_figures(before, after):
     assert r.w_await == pytest.approx((801236 - 232532) / (17993 - 5193))        # 44.43 ms
     assert r.aqu_sz == pytest.approx((801252 - 232548) / 4000.0)                 # 142.18
     assert r.util == pytest.approx((5008 - 2240) / 4000.0 * 100)                 # 69.2 %
+    # a 4 KiB page per write, nothing merged: iostat's wareq-sz is sectors / 2 / writes
+    assert r.wareq_sz == pytest.approx((279387 - 176987) / 2 / (17993 - 5193)) == pytest.approx(4.0)
+    assert r.rareq_sz == 0 and r.rrqm_s == 0 and r.wrqm_s == 0
 
 
 def test_vda_rates_equal_hand_computed_figures(before, after):
@@ -51,12 +54,55 @@ def test_vda_rates_equal_hand_computed_figures(before, after):
     assert r.w_await == pytest.approx(2629 / 419)
     assert r.aqu_sz == pytest.approx(5004 / 4000.0)
     assert r.util == pytest.approx(2480 / 4000.0 * 100)
+    # the snapshot's 4 KiB copy-on-write I/O reaches vda merged into large requests
+    assert r.rrqm_s == pytest.approx((17312 - 4790) / 4.0)                 # 3130.5 merges/s
+    assert r.wrqm_s == pytest.approx((35478 - 10147) / 4.0)                # 6332.75 merges/s
+    assert r.rareq_sz == pytest.approx(102400 / 2 / 278)                   # 184.17 KiB per read
+    assert r.wareq_sz == pytest.approx(205600 / 2 / 419)                   # 245.35 KiB per write
 
 
 def test_idle_devices_show_zero_everywhere(before, after):
     for name in ("vdb", "md0", "dm-9"):
         r = disk_rates(before[name], after[name], INTERVAL)
-        assert dataclasses.astuple(r) == (0.0,) * 8
+        assert dataclasses.astuple(r) == (0.0,) * len(dataclasses.fields(r)) == (0.0,) * 12
+
+
+LOOP = Path(__file__).parents[1] / "fixtures" / "diskstats-loop"
+
+
+def test_a_512k_write_cut_at_64k_is_seen_as_eight_64k_requests():
+    """Recorded: 16 writes and 8 reads of 512 KiB on a loop device whose max_sectors_kb is 64."""
+    before = parse_diskstats((LOOP / "before.txt").read_text())["loop0"]
+    after = parse_diskstats((LOOP / "after-split.txt").read_text())["loop0"]
+    # loop0 before: 1582375 16187 1661604813 277319 | 412873 65977 431972790 433407
+    # loop0 after:  1582439 16187 1661613005 277327 | 413001 65977 431989174 433426
+    r = disk_rates(before, after, 2.0)
+    assert r.w_s == pytest.approx((413001 - 412873) / 2.0) == 64          # 128 requests = 16 x 8
+    assert r.r_s == pytest.approx((1582439 - 1582375) / 2.0) == 32        # 64 requests = 8 x 8
+    assert r.wareq_sz == pytest.approx((431989174 - 431972790) / 2 / 128) == 64
+    assert r.rareq_sz == pytest.approx((1661613005 - 1661604813) / 2 / 64) == 64
+    assert r.wrqm_s == 0 and r.rrqm_s == 0
+
+
+def test_small_writes_merged_into_64k_requests_show_as_merges():
+    """Recorded: 1024 direct writes of 4 KiB submitted 32 at a time on the same loop device."""
+    before = parse_diskstats((LOOP / "after-split.txt").read_text())["loop0"]
+    after = parse_diskstats((LOOP / "after-merge.txt").read_text())["loop0"]
+    # loop0 writes before: 413001 65977 431989174; after: 413065 66937 431997366
+    r = disk_rates(before, after, 4.0)
+    assert r.w_s == pytest.approx((413065 - 413001) / 4.0) == 16                   # 64 requests
+    assert r.wrqm_s == pytest.approx((66937 - 65977) / 4.0) == 240                 # 960 merges
+    assert r.wareq_sz == pytest.approx((431997366 - 431989174) / 2 / 64) == 64     # 16 pages each
+    # every 4 KiB write either became a request or was merged into one
+    assert (r.w_s + r.wrqm_s) * 4.0 == 1024
+    assert r.r_s == 0 and r.rareq_sz == 0 and r.rrqm_s == 0
+
+
+def test_merge_counters_wrap_and_reset_like_the_others(before):
+    prev = dataclasses.replace(before["vda"], wr_merges=2**32 - 10)
+    cur = dataclasses.replace(prev, wr_merges=30)
+    assert disk_rates(prev, cur, 1.0).wrqm_s == 40
+    assert disk_rates(prev, dataclasses.replace(prev, rd_merges=0), 1.0) is None   # re-created: from 0 again
 
 
 def _snap(t, disks, cpu=None):

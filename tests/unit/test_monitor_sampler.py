@@ -72,12 +72,16 @@ def test_fixture_interval_through_the_sampler_gives_iostat_figures_and_a_csv_row
     assert rows[0] == header(["dm-0", "vda"])
     assert rows[0][:13] == ["timestamp", "elapsed_s", "%user", "%system", "%iowait", "%steal", "%idle",
                             "mem_used_MiB", "%memused", "swap_used_MiB", "ldavg-1", "ldavg-5", "ldavg-15"]
-    assert rows[0][13:21] == ["dm-0:r/s", "dm-0:w/s", "dm-0:rMB/s", "dm-0:wMB/s", "dm-0:r_await",
-                              "dm-0:w_await", "dm-0:aqu-sz", "dm-0:%util"]
+    assert rows[0][13:25] == ["dm-0:r/s", "dm-0:w/s", "dm-0:rMB/s", "dm-0:wMB/s", "dm-0:rrqm/s", "dm-0:wrqm/s",
+                              "dm-0:r_await", "dm-0:w_await", "dm-0:aqu-sz", "dm-0:rareq-sz", "dm-0:wareq-sz",
+                              "dm-0:%util"]
     row = dict(zip(rows[0], rows[1]))
     assert len(rows) == 2
     assert row["elapsed_s"] == "4.000" and row["dm-0:wMB/s"] == "12.50" and row["dm-0:w/s"] == "3200.00"
     assert row["dm-0:w_await"] == f"{568704 / 12800:.2f}" and row["dm-0:%util"] == "69.20"
+    # 102400 sectors in 12800 writes: 4 KiB each; dm-0 merges nothing; vda merged 25331 writes in 4 s
+    assert row["dm-0:wareq-sz"] == "4.00" and row["dm-0:rareq-sz"] == "0.00" and row["dm-0:wrqm/s"] == "0.00"
+    assert row["vda:wrqm/s"] == f"{(35478 - 10147) / 4:.2f}" and row["vda:rrqm/s"] == f"{(17312 - 4790) / 4:.2f}"
     assert row["mem_used_MiB"] == "1000.00" and row["%memused"] == "50.00" and row["ldavg-1"] == "0.50"
     assert summary.samples == 1 and summary.csv_path == csv_path
     assert summary["dm-0.wMB_s"].avg == pytest.approx(12.5) and summary["dm-0.wMB_s"].unit == "MiB/s"
@@ -102,6 +106,24 @@ def test_averages_are_per_second_and_await_per_io(tmp_path):
     assert s["vda.w_await"].avg == pytest.approx(50.0)         # idle seconds do not dilute latency
     assert s["vda.w_await"].count == 1
     assert s["vda.r_await"].avg == 0 and s["vda.r_await"].count == 0
+
+
+def test_request_size_is_averaged_per_request_and_never_taken_for_a_latency(tmp_path):
+    fake = FakeProc(tmp_path)
+    fake.write(diskstats=disk_line("vda", 0, 0, 0, 0, 0))
+    sampler = Sampler(1.0, ["vda"], host=fake.host, clock=fake.clock,
+                      thresholds=Thresholds(io_await_ms=100)).start(background=False)
+    # 100 writes of 1 MiB (2048 sectors) at 1 ms, then 300 writes of 4 KiB (8 sectors) at 1 ms
+    fake.advance(1.0, diskstats=disk_line("vda", 100, 204800, 100, 500, 100))
+    sampler.sample_once()
+    fake.advance(1.0, diskstats=disk_line("vda", 400, 204800 + 2400, 400, 900, 400))
+    sampler.sample_once()
+    s = sampler.stop()
+    # KiB written / writes, as iostat's wareq-sz over the whole period: (102400 + 1200) / 400
+    assert s["vda.wareq_sz"].avg == pytest.approx((100 * 1024 + 300 * 4) / 400) == pytest.approx(259.0)
+    assert s["vda.wareq_sz"].max == pytest.approx(1024.0) and s["vda.wareq_sz"].unit == "KiB"
+    assert s["vda.rareq_sz"].count == 0 and s["vda.wrqm_s"].unit == "merges/s"
+    assert s.warnings == []     # 1024 KiB requests are not 1024 ms of latency
 
 
 def test_threshold_crossings_become_warnings(tmp_path):
@@ -243,4 +265,4 @@ def test_to_figures_rows_for_the_store(tmp_path):
     assert figures["dm-0.w_await.p95"][1] == "ms"
     assert figures["dm-0.util.max"] == (pytest.approx(69.2), "%")
     assert figures["cpu_iowait.avg"][1] == "%" and figures["load1.max"] == (0.5, "load")
-    assert len(figures) == 3 * (11 + 8)
+    assert len(figures) == 3 * (11 + 12)   # avg, p95, max of 11 host and 12 device figures

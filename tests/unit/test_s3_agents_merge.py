@@ -1,5 +1,6 @@
-"""The pure parts of `run --workload s3 --agents`: parsing, shares, merging, the compact
-latencies, the keep/resume rules of s3-run, and the options refused with agents."""
+"""The pure parts of `run --workload s3 --agents`: parsing, prefixes, shares, merging, the
+compact latencies, the keep/resume rules of s3-run, the options refused with agents; and,
+with a fake engine and fake agents, what the controller journals and removes."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import random
 
 import pytest
 
+from backupbench.agent.client import AgentUnreachable
 from backupbench.agent.protocol import ProtocolError, pack_sorted, parse_request, unpack_sorted
-from backupbench.errors import InputError
-from backupbench.runner.agents import agent_prefix, merge_phase, on_agents, parse_agents, split
+from backupbench.engines.s3 import Probe
+from backupbench.errors import EngineError, InputError, RefusedError
+from backupbench.runner.agents import AgentsWorkload, agent_prefix, on_agents, parse_agents
+from backupbench.runner.agents_merge import errors_by_kind, merge_phase, split
 from backupbench.stats import nearest_rank
 from backupbench.workloads.s3 import S3Workload
-from backupbench.workloads.s3_options import S3Options
+from backupbench.workloads.s3_options import S3Options, run_prefix
 
-S3 = {"kind": "s3-run", "endpoint": "http://127.0.0.1:9000", "bucket": "bench", "prefix": "backupbench/r1.a/",
+S3 = {"kind": "s3-run", "endpoint": "http://127.0.0.1:9000", "bucket": "bench", "prefix": "backupbench/r1/a/",
       "objects": 10, "object_size": 4096, "access_key": "a", "secret_key": "s"}
 
 
@@ -26,13 +30,23 @@ def _parse(**changes):
 def test_agents_are_parsed_and_labelled_by_address():
     refs = parse_agents(" 10.0.0.5:7480, 10.0.0.6:7481 ,[fd00::1]:7480")
     assert [r.label for r in refs] == ["10.0.0.5-7480", "10.0.0.6-7481", "fd00__1-7480"]
-    assert agent_prefix("20260101T000000-ab12", refs[2].label) == "backupbench/20260101T000000-ab12.fd00__1-7480/"
+    assert agent_prefix("20260101T000000-ab12", refs[2].label) == "backupbench/20260101T000000-ab12/fd00__1-7480/"
     with pytest.raises(InputError, match="twice"):
         parse_agents("10.0.0.5:7480,10.0.0.5:7480")
     with pytest.raises(InputError):
         parse_agents("host-without-port")
     with pytest.raises(InputError, match="empty"):
         parse_agents(" , ")
+
+
+def test_every_agents_prefix_is_below_the_runs_and_taken_by_the_agent():
+    run_id = "20260101T000000-ab12"
+    refs = parse_agents("10.0.0.5:7480,[::1]:7480,[::ffff:10.0.0.5]:7481,[fd00::1]:65535")
+    assert refs[1].label == "0__1-7480"   # '::1' as '0::1': a key part starts with a letter or digit
+    for ref in refs:
+        prefix = agent_prefix(run_id, ref.label)
+        assert prefix.startswith(run_prefix(run_id)) and prefix != run_prefix(run_id)
+        assert _parse(prefix=prefix).prefix == prefix
 
 
 def test_split_gives_near_equal_shares_that_add_up():
@@ -66,6 +80,11 @@ def test_merge_sums_counts_rates_over_the_common_wall_time_and_merges_percentile
     assert merged["lat_p99_ns"] != (hosts["a"]["lat_p99_ns"] + hosts["b"]["lat_p99_ns"]) / 2
     assert merged["ttfb_p50_ns"] == nearest_rank(sorted(v // 2 for v in fast + slow), 50)
     assert merged["hosts_reporting"] == 2
+
+
+def test_errors_of_every_agent_are_counted_by_kind_together():
+    finished = {"a": {"errors": {"timeout": 2, "SlowDown": 1}}, "b": {"errors": {"timeout": 3}}, "c": {"errors": None}}
+    assert errors_by_kind(finished) == {"timeout": 5, "SlowDown": 1}
 
 
 def test_a_fresh_s3_run_starts_with_put_and_only_a_resumed_one_may_not():
@@ -108,3 +127,111 @@ def test_agents_need_the_s3_workload_and_a_token_file(tmp_path):
     assert built.shares() == {"10.0.0.5-7480": (5, 5), "10.0.0.6-7480": (5, 4)}
     with pytest.raises(InputError, match="fewer"):
         on_agents("s3", _workload(objects=1), "10.0.0.5:7480,10.0.0.6:7480", token)
+
+
+# ---- what the controller journals and removes (fake engine, fake agents) --------------------
+
+RUN_ID = "20260101T000000-ab12"
+
+
+class _Engine:
+    def __init__(self, events: list, prefix_empty: bool = True, delete_fails: bool = False):
+        self.events, self.prefix_empty, self.delete_fails = events, prefix_empty, delete_fails
+
+    def probe(self, target, creds, prefix="", object_lock=False) -> Probe:
+        self.events.append(("probe", prefix))
+        return Probe(bucket_exists=True, bucket_empty=False, prefix_empty=self.prefix_empty)
+
+    def delete_prefix(self, target, creds, prefix, timeout=3600.0) -> int:
+        self.events.append(("delete_prefix", prefix))
+        if self.delete_fails:
+            raise EngineError("connection refused")
+        return 7
+
+
+class _Agent:
+    """An agent whose host went away as the job was sent: the run loses it."""
+
+    def __init__(self, events: list):
+        self.events = events
+
+    def s3_run(self, **fields):
+        self.events.append(("s3_run", fields["prefix"]))
+        raise AgentUnreachable("agent gone")
+
+    # The per-host monitor asks every agent for its samples during the run: it has none.
+    def with_timeout(self, timeout):
+        return self
+
+    def monitor(self, since=0):
+        return {"samples": [], "last": since, "dropped": 0, "devices": [], "disks": [], "interval_s": 1.0}
+
+
+class _Hooks:
+    def __init__(self, events: list):
+        self.events = events
+
+    def started(self, name, title, pattern, measured=True):
+        self.events.append(("started", name))
+
+    def progress(self, name, fraction, detail):
+        pass
+
+    def finished(self, name, figures, detail=None):
+        self.events.append(("finished", name))
+
+    def will_create(self, artefact):
+        self.events.append(("will_create", artefact["kind"], artefact["prefix"]))
+        return 41
+
+    def removed(self, artefact_id, how="removed"):
+        self.events.append(("removed", artefact_id))
+
+
+class _FakeAgentsWorkload(AgentsWorkload):
+    def client(self, ref):
+        # The engine's list holds every call (engine, agents, hooks) in the order made.
+        return _Agent(self.inner.engine.events)
+
+
+def _agents_workload(tmp_path, engine: _Engine) -> _FakeAgentsWorkload:
+    inner = S3Workload(S3Options.model_validate({"endpoint": "http://127.0.0.1:9000", "bucket": "bench",
+                                                 "objects": 10}),
+                       engine=engine, environ={"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "s"},
+                       home=tmp_path)
+    return _FakeAgentsWorkload(inner, parse_agents("10.0.0.5:7480,10.0.0.6:7480"), "t" * 32)
+
+
+def test_the_runs_prefix_is_journalled_once_before_any_agent_writes_and_removed_at_the_end(tmp_path):
+    events = []
+    workload = _agents_workload(tmp_path, _Engine(events))
+    with pytest.raises(EngineError, match="no agent finished put"):
+        workload.execute(None, tmp_path, RUN_ID, _Hooks(events))
+    workload.cleanup(None, RUN_ID, _Hooks(events))
+    run = f"backupbench/{RUN_ID}/"
+    assert events[:3] == [("probe", run), ("will_create", "s3-objects", run), ("started", "put")]
+    assert sorted(e for e in events if e[0] == "s3_run") == [("s3_run", f"{run}10.0.0.5-7480/"),
+                                                            ("s3_run", f"{run}10.0.0.6-7480/")]
+    assert [e for e in events if e[0] == "will_create"] == [("will_create", "s3-objects", run)]
+    assert events[-2:] == [("delete_prefix", run), ("removed", 41)]
+    assert set(workload.lost) == {"10.0.0.5-7480", "10.0.0.6-7480"}
+
+
+def test_a_run_prefix_in_use_is_refused_before_anything_is_journalled_or_sent(tmp_path):
+    events = []
+    workload = _agents_workload(tmp_path, _Engine(events, prefix_empty=False))
+    with pytest.raises(RefusedError, match="already holds objects"):
+        workload.execute(None, tmp_path, RUN_ID, _Hooks(events))
+    workload.cleanup(None, RUN_ID, _Hooks(events))
+    assert events == [("probe", f"backupbench/{RUN_ID}/")]
+
+
+def test_objects_that_could_not_be_deleted_stay_journalled_and_are_named_in_the_notes(tmp_path):
+    events = []
+    workload = _agents_workload(tmp_path, _Engine(events, delete_fails=True))
+    with pytest.raises(EngineError):
+        workload.execute(None, tmp_path, RUN_ID, _Hooks(events))
+    workload.cleanup(None, RUN_ID, _Hooks(events))
+    assert events[-1] == ("delete_prefix", f"backupbench/{RUN_ID}/")
+    assert not any(e[0] == "removed" for e in events)
+    assert any(f"backupbench/{RUN_ID}/" in note and "bench" in note for note in workload.notes)

@@ -5,7 +5,7 @@ import pytest
 from backupbench.analysis.windows import backup_windows, restore_range
 from backupbench.errors import NotFoundError
 from backupbench.results.model import COMPLETE, INTERRUPTED, OperationRecord, RunRecord
-from backupbench.results.store import Store
+from backupbench.results.store import SCHEMA_VERSION, Store
 
 
 def make_run(run_id, started="2026-11-22T00:00:00+00:00"):
@@ -134,4 +134,4 @@ def test_a_store_whose_creation_was_cut_short_opens(tmp_path):
     reopened = Store(unstamped)
     assert reopened.list_runs() == []
     with closing(sqlite3.connect(unstamped)) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

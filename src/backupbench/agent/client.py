@@ -7,13 +7,14 @@
 
 Errors: AgentUnreachable (no connection, no answer in time), AgentAuthError (401: wrong
 token), AgentRefused (any other 4xx: the one line the agent said), AgentJobFailed (a job
-that ended failed or stopped). merge_s3 puts the S3 results of N agents into one.
+that ended failed or stopped).
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import time
 from typing import Any
@@ -25,6 +26,20 @@ from backupbench.errors import EngineError, InputError, RefusedError
 
 DEFAULT_TIMEOUT_S = 10.0
 POLL_S = 0.5
+# A host name as `run --hosts` takes one (engines/fio_client.py): the agent's own --listen takes
+# only an IP address, but a controller may reach that address by name.
+_HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,252}")
+
+
+def split_address(text: str) -> tuple[str, int]:
+    """ADDR:PORT, [IPV6]:PORT or NAME:PORT -> (host, port); InputError as parse_listen's."""
+    try:
+        return parse_listen(text)
+    except InputError:
+        host, _, port = text.rpartition(":")
+        if _HOST_NAME.fullmatch(host) and any(c.isalpha() for c in host) and port.isdigit() and int(port) < 65536:
+            return host, int(port)
+        raise
 
 
 class AgentUnreachable(EngineError):
@@ -53,10 +68,14 @@ class AgentJobFailed(EngineError):
 
 class AgentClient:
     def __init__(self, address: str, token: str | bytes, timeout: float = DEFAULT_TIMEOUT_S):
-        self.host, self.port = parse_listen(address)
+        self.host, self.port = split_address(address)
         self.address = address
         self._token = token.decode() if isinstance(token, bytes) else token
         self.timeout = timeout
+
+    def with_timeout(self, timeout: float) -> "AgentClient":
+        """The same agent and token, each call bounded by `timeout` seconds instead."""
+        return AgentClient(self.address, self._token, timeout)
 
     def __repr__(self) -> str:
         return f"AgentClient({self.address!r})"   # never the token
@@ -125,23 +144,3 @@ class AgentClient:
                 raise AgentUnreachable(f"agent {self.address}: job {job_id} did not end within {timeout:g} s "
                                        "(asked to stop)")
             time.sleep(poll)
-
-
-def merge_s3(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """The S3 phases of N agents as one: operations, bytes and errors add up; the time is the
-    longest agent's runtime, so rates are what the N clients achieved together (a lower
-    bound when their phases did not start at the same moment)."""
-    merged: dict[str, dict[str, float]] = {}
-    for result in results:
-        for phase in result["phases"]:
-            figures = phase["figures"]
-            into = merged.setdefault(phase["op"], {"ops": 0.0, "bytes": 0.0, "errors": 0.0, "runtime": 0.0})
-            into["ops"] += figures.get("ops", 0.0)
-            into["bytes"] += figures.get("bytes", 0.0)
-            into["errors"] += figures.get("errors", 0.0)
-            into["runtime"] = max(into["runtime"], figures.get("runtime", 0.0))
-    for into in merged.values():
-        runtime = into["runtime"]
-        into["objects_per_s"] = into["ops"] / runtime if runtime > 0 else 0.0
-        into["effective_bw"] = into["bytes"] / runtime if runtime > 0 else 0.0
-    return merged

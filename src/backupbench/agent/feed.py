@@ -3,6 +3,10 @@
 The sampler runs for the agent's whole life, so a controller that asks "since N" gets every
 interval in between, whenever it asks (up to KEEP samples back: an hour). Samples are turned
 into their wire form once, as they arrive, so a request only slices a list.
+
+Each answer also names the host's whole disks (`disks`): the sampled devices built on no other
+(no sysfs slaves), loop and zram devices left out. Only this host can tell, and a controller
+adding up the host's disk throughput must not count an LVM volume and the disk under it twice.
 """
 
 from __future__ import annotations
@@ -12,22 +16,37 @@ from collections import deque
 from typing import Any
 
 from backupbench.agent.protocol import MAX_SAMPLES_PER_ANSWER, sample_dict
+from backupbench.hostfiles import HostFiles
+from backupbench.monitor import sysfs
 from backupbench.monitor.rates import Sample
 from backupbench.monitor.sampler import Sampler
 
 KEEP = 3600
 INTERVAL_S = 1.0
+# Devices over files or memory: their I/O lands on (or never reaches) a real disk.
+NOT_DISKS = ("loop", "zram")
+
+
+def whole_disks(host: HostFiles, devices: list[str]) -> list[str]:
+    """The devices at the bottom of every stack; if none is a real disk (a host testing on loop
+    devices only), the bottom ones whatever they are."""
+    bottom = [name for name in devices if not sysfs.slaves(host, name)]
+    return [name for name in bottom if not name.startswith(NOT_DISKS)] or bottom
 
 
 class SampleFeed:
-    def __init__(self, interval: float = INTERVAL_S):
+    def __init__(self, interval: float = INTERVAL_S, host: HostFiles | None = None):
         self._lock = threading.Lock()
         self._samples: deque[dict[str, Any]] = deque(maxlen=KEEP)
         self._seq = 0
-        self._sampler = Sampler(interval, on_sample=self._add)
+        self._host = host or HostFiles()
+        self._sampler = Sampler(interval, on_sample=self._add, host=self._host)
+        self._disks: list[str] = []
 
     def start(self) -> "SampleFeed":
         self._sampler.start()
+        # The sampler's devices are fixed at its start: its disks are worked out once.
+        self._disks = whole_disks(self._host, self.devices)
         return self
 
     def stop(self) -> None:
@@ -36,6 +55,10 @@ class SampleFeed:
     @property
     def devices(self) -> list[str]:
         return list(self._sampler.devices)
+
+    @property
+    def disks(self) -> list[str]:
+        return list(self._disks)
 
     def _add(self, sample: Sample) -> None:
         with self._lock:
@@ -51,5 +74,5 @@ class SampleFeed:
         first_held = held[0]["seq"] if held else last + 1
         dropped = max(0, first_held - seq - 1) if seq < last else 0
         new = [s for s in held if s["seq"] > seq][:MAX_SAMPLES_PER_ANSWER]
-        return {"samples": new, "last": last, "dropped": dropped, "devices": self.devices,
+        return {"samples": new, "last": last, "dropped": dropped, "devices": self.devices, "disks": self.disks,
                 "interval_s": self._sampler.interval}

@@ -48,8 +48,10 @@ MAX_SAMPLES_PER_ANSWER = 600
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # One component of a subfolder: starts with a letter or digit, so never '.', '..' or hidden.
 _PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-# The load generator writes and deletes only under backupbench/<run-id>/ (native/s3load).
-_PREFIX = r"^backupbench/[A-Za-z0-9][A-Za-z0-9._-]{0,99}/$"
+# The load generator writes and deletes only under backupbench/<run-id>/ or, for one agent of
+# a run from several hosts, backupbench/<run-id>/<label>/ (native/s3load prefixRe): the run's
+# own prefix then covers every agent's objects, so one journal entry can remove them all.
+_PREFIX = r"^backupbench/[A-Za-z0-9][A-Za-z0-9._-]{0,99}/(?:[A-Za-z0-9][A-Za-z0-9._-]{0,99}/)?$"
 _BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
 _ENDPOINT = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?/?$")
 

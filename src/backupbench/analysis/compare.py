@@ -1,26 +1,54 @@
-"""Slowdown of each phase against a baseline run (field note E's "29.5x" column)."""
+"""Runs and layouts set against each other: how much faster or slower, which one wins and why.
+
+Every comparison says its direction in words ("2.00x faster", "2.00x slower", "same (within
+2%)"), from `relative_speed` alone, so no table can print a bare factor that reads either way.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from typing import Iterable, Sequence
 
-from backupbench.results.model import COMPLETE, RunRecord
+from backupbench import units
+from backupbench.errors import InputError
+from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
 # The figure that says how fast a phase went, first match wins: higher is better for each.
 HEADLINE_FIGURES = ("effective_bw", "files_per_s")
+# Two speeds closer than this are the same: run-to-run noise on one host is about this large.
+SAME_WITHIN = 0.02
+# A phase's p99 latency figures (ns) and what to call each; lower is better.
+P99_FIGURES = (
+    ("read_p99_lat", "read p99"),
+    ("write_p99_lat", "write p99"),
+    ("file_p99_lat", "per-file p99"),
+    ("lat_p99_ns", "request p99"),
+)
 
 
-@dataclass(frozen=True)
-class Slowdown:
-    operation: str
-    figure: str
-    baseline: float
-    current: float
+def relative_speed(current: float, reference: float) -> str:
+    """`current` against `reference`, higher being better: '2.00x faster', '2.00x slower' or
+    'same (within 2%)'. The one wording every comparison uses."""
+    if current <= 0 or reference <= 0:
+        return "no speed to compare"
+    factor = max(current, reference) / min(current, reference)
+    if factor < 1 + SAME_WITHIN:
+        return f"same (within {SAME_WITHIN:.0%})"
+    return f"{factor:,.2f}x {'faster' if current > reference else 'slower'}"
 
-    @property
-    def factor(self) -> float:
-        """Baseline speed / current speed: 2.0 means this run took twice as long."""
-        return self.baseline / self.current
+
+def run_name(run: RunRecord) -> str:
+    """What a run is called wherever runs are compared: its --label, else its id."""
+    return run.label or run.run_id
+
+
+def run_names(runs: Sequence[RunRecord]) -> list[str]:
+    """Each run's name, with the id added where two runs share a label, so columns stay apart."""
+    names = [run_name(run) for run in runs]
+    shared = {name for name, count in Counter(names).items() if count > 1}
+    return [f"{name} ({run.run_id})" if name in shared and name != run.run_id else name
+            for name, run in zip(names, runs)]
 
 
 def headline(figures: dict[str, float]) -> tuple[str, float] | None:
@@ -31,16 +59,62 @@ def headline(figures: dict[str, float]) -> tuple[str, float] | None:
     return None
 
 
-def slowdowns(run: RunRecord, baseline: RunRecord) -> list[Slowdown]:
-    base = {op.name: op for op in baseline.operations if op.status == COMPLETE}
+def phase_p99(figures: dict[str, float]) -> tuple[str, float] | None:
+    """The phase's p99 latency (figure name, ns): the read or write one, whichever it has; for a
+    phase that both reads and writes, the worse of the two, since either can hold a job up."""
+    found = [(name, figures[name]) for name, _ in P99_FIGURES if figures.get(name)]
+    return max(found, key=lambda pair: pair[1]) if found else None
+
+
+def p99_label(figure: str) -> str:
+    return dict(P99_FIGURES).get(figure, figure)
+
+
+def speed_text(figure: str, value: float) -> str:
+    return f"{value / units.MiB:,.1f} MiB/s" if figure == "effective_bw" else f"{value:,.0f} files/s"
+
+
+@dataclass(frozen=True)
+class SpeedChange:
+    operation: str
+    figure: str
+    baseline: float
+    current: float
+
+    @property
+    def factor(self) -> float:
+        """This run's speed / the baseline's: 2.0 means this run went twice as fast."""
+        return self.current / self.baseline
+
+    @property
+    def wording(self) -> str:
+        return relative_speed(self.current, self.baseline)
+
+
+def _complete_ops(run: RunRecord) -> dict[str, OperationRecord]:
+    return {op.name: op for op in run.operations if op.status == COMPLETE}
+
+
+def speed_changes(run: RunRecord, baseline: RunRecord) -> list[SpeedChange]:
+    base = _complete_ops(baseline)
     result = []
-    for op in run.operations:
-        if op.status != COMPLETE or op.name not in base:
-            continue
-        mine, theirs = headline(op.figures), headline(base[op.name].figures)
+    for name, op in _complete_ops(run).items():
+        mine, theirs = headline(op.figures), headline(base[name].figures) if name in base else None
         if mine and theirs and mine[0] == theirs[0]:
-            result.append(Slowdown(op.name, mine[0], theirs[1], mine[1]))
+            result.append(SpeedChange(name, mine[0], theirs[1], mine[1]))
     return result
+
+
+def require_common_phase(phases: Iterable[str], name: str, baseline: RunRecord) -> None:
+    """A baseline shares at least one phase with the run (`phases`: the run's, or the ones it
+    will measure), or the comparison would be an empty table."""
+    mine = list(dict.fromkeys(phases))
+    theirs = list(_complete_ops(baseline))
+    if set(mine) & set(theirs):
+        return
+    raise InputError(f"{name} and baseline {run_name(baseline)} have no phase in common "
+                     f"({name}: {', '.join(mine) or 'none'}; {run_name(baseline)}: {', '.join(theirs) or 'none'})",
+                     "compare with a run of the same workload and operations (backupbench history lists them)")
 
 
 def first_write_penalty(run: RunRecord, layout: str | None = None) -> float | None:
@@ -60,20 +134,30 @@ class LayoutMatrix:
     layouts: tuple[str, ...]
     phases: tuple[str, ...]
     values: dict[tuple[str, str], tuple[str, float]]  # (phase, layout) -> (figure, value)
+    operations: dict[tuple[str, str], OperationRecord]
 
     def ratio(self, phase: str, layout: str) -> float | None:
         """This layout against the first one that has the phase."""
-        mine = self.values.get((phase, layout))
-        base = next((self.values[(phase, lay)] for lay in self.layouts if (phase, lay) in self.values), None)
+        reference = self.reference_layout(phase)
+        mine, base = self.values.get((phase, layout)), self.values.get((phase, reference or ""))
         if mine is None or base is None or base[0] != mine[0] or not base[1]:
             return None
         return mine[1] / base[1]
+
+    def reference_layout(self, phase: str) -> str | None:
+        """The layout a phase's others are set against: the first that has it."""
+        return next((lay for lay in self.layouts if (phase, lay) in self.values), None)
+
+    def verdict(self, phase: str) -> Verdict | None:
+        return phase_verdict(phase, [(lay, self.operations[(phase, lay)]) for lay in self.layouts
+                                     if (phase, lay) in self.operations])
 
 
 def layout_matrix(run: RunRecord) -> LayoutMatrix | None:
     layouts: list[str] = []
     phases: list[str] = []
     values: dict[tuple[str, str], tuple[str, float]] = {}
+    operations: dict[tuple[str, str], OperationRecord] = {}
     for op in run.operations:
         group = op.detail.get("layout")
         best = headline(op.figures)
@@ -83,6 +167,62 @@ def layout_matrix(run: RunRecord) -> LayoutMatrix | None:
         layouts += [group] if group not in layouts else []
         phases += [phase] if phase not in phases else []
         values[(phase, group)] = best
+        operations[(phase, group)] = op
     if len(layouts) < 2:
         return None
-    return LayoutMatrix(tuple(layouts), tuple(phases), values)
+    return LayoutMatrix(tuple(layouts), tuple(phases), values, operations)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts: the winner, the margin, the evidence, in one sentence
+
+
+def _evidence(winner: OperationRecord, other: OperationRecord) -> str:
+    """Why, from what the monitor and the engine recorded: how busy the member disks were,
+    else the p99 latency."""
+    mine, theirs = winner.figures.get("members_util"), other.figures.get("members_util")
+    if mine is not None and theirs is not None:
+        return f"; its member disks were {mine:,.0f}% busy against {theirs:,.0f}%"
+    mine_p99, theirs_p99 = phase_p99(winner.figures), phase_p99(other.figures)
+    if mine_p99 and theirs_p99:
+        return (f"; its {p99_label(mine_p99[0])} latency was {mine_p99[1] / 1e6:,.2f} ms "
+                f"against {theirs_p99[1] / 1e6:,.2f} ms")
+    return ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    phase: str
+    winner: str | None  # None: no clear winner (the best two within SAME_WITHIN)
+    text: str
+
+
+def phase_verdict(phase: str, entries: Sequence[tuple[str, OperationRecord]]) -> Verdict | None:
+    """'B wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for A (2.01x faster); its member disks
+    were 38% busy against 97%' from (name, operation) pairs; None with fewer than two to compare."""
+    scored = [(name, op, headline(op.figures)) for name, op in entries if op.status == COMPLETE]
+    kinds = Counter(best[0] for _, _, best in scored if best)
+    if not kinds:
+        return None
+    figure = kinds.most_common(1)[0][0]
+    ranked = sorted(((name, op, best[1]) for name, op, best in scored if best and best[0] == figure),
+                    key=lambda entry: -entry[2])
+    if len(ranked) < 2:
+        return None
+    (first, first_op, best_value), (second, second_op, next_value) = ranked[0], ranked[1]
+    against = f"{speed_text(figure, best_value)} vs {speed_text(figure, next_value)} for {second}"
+    if len(ranked) > 2:
+        against += ", the next best"
+    margin = relative_speed(best_value, next_value)
+    if margin.startswith("same"):
+        return Verdict(phase, None, f"no clear winner in {phase}: {first} {against} ({margin})")
+    return Verdict(phase, first, f"{first} wins {phase}: {against} ({margin}){_evidence(first_op, second_op)}")
+
+
+def overall_verdict(verdicts: Sequence[Verdict]) -> str | None:
+    """'Overall: lvm-striped is the fastest in 4 of 5 phases compared' from the phases' verdicts."""
+    winners = [verdict.winner for verdict in verdicts if verdict.winner]
+    if not winners or len(verdicts) < 2:
+        return None
+    name, count = Counter(winners).most_common(1)[0]
+    return f"Overall: {name} is the fastest in {count} of {len(verdicts)} phases compared"

@@ -4,14 +4,23 @@ were slow.
 Such a run stores each operation's figures as the hosts' total, and each host's own figures
 in detail["hosts"] = {host label: figures}; hosts lost during the operation are in
 detail["lost_hosts"] = {host label: reason} (runner/hosts.py). Pure: RunRecord in, data out.
+
+When each host's agent was asked for its samples (runner/host_monitor.py), a phase's
+detail["host_timeline"] holds its span by the controller's clock and each host's monitor CSV;
+`phase_timeline` cuts one line per host out of those CSVs: its whole disks' read+write MiB/s.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Mapping, Sequence
 
+from backupbench.monitor import csvlog
 from backupbench.results.model import OperationRecord, RunRecord
 
 # A host is slow when its headline figure is more than this far under the hosts' median
@@ -49,7 +58,7 @@ class OperationHosts:
     hosts: list[HostRow]         # hosts that reported, in stored order
     median: float | None         # of the hosts that reported
     total: float | None          # the operation's own figure: the hosts' total
-    total_p99_ns: float | None   # the worst host's for fio (no histograms to merge)
+    total_p99_ns: float | None   # fio: from the hosts' histograms merged (detail["p99_total"] says)
     lost: dict[str, str] = field(default_factory=dict)  # lost during this operation: reason
     absent: list[str] = field(default_factory=list)     # known to the run, not in this operation
 
@@ -123,3 +132,109 @@ def lost_hosts(breakdown: list[OperationHosts]) -> dict[str, tuple[str, str]]:
         for host, why in op.lost.items():
             found.setdefault(host, (op.operation, why))
     return found
+
+
+# ---- per-host timelines -----------------------------------------------------------------------
+
+TIMELINE_KEY = "host_timeline"   # runner/host_monitor.py DETAIL_KEY
+
+
+@dataclass(frozen=True)
+class HostLine:
+    """One host over one phase: each sample's end (seconds into the phase) and its whole disks'
+    read+write MiB/s."""
+
+    host: str
+    ends: tuple[float, ...]
+    mib_s: tuple[float, ...]
+    disks: tuple[str, ...]
+    csv: str
+
+    @property
+    def mean(self) -> float:
+        return sum(self.mib_s) / len(self.mib_s)
+
+    @property
+    def peak(self) -> float:
+        return max(self.mib_s)
+
+
+@dataclass(frozen=True)
+class PhaseTimeline:
+    operation: str
+    duration_s: float
+    lines: list[HostLine]
+    missing: dict[str, str]      # host -> why it has no line
+    lost: dict[str, str] = field(default_factory=dict)   # host whose agent stopped answering -> why
+
+
+def timeline_sources(op: OperationRecord) -> dict[str, str]:
+    """{host: its monitor CSV's file name} of a phase with per-host samples; {} otherwise."""
+    timeline = op.detail.get(TIMELINE_KEY)
+    if not isinstance(timeline, dict):
+        return {}
+    return {str(host): str(where.get("csv")) for host, where in (timeline.get("hosts") or {}).items()
+            if isinstance(where, dict) and where.get("csv")}
+
+
+def _epoch(cell: str) -> float:
+    try:
+        return datetime.fromisoformat(cell).timestamp()
+    except ValueError:
+        return math.nan
+
+
+def _walls(text: str) -> list[float]:
+    """Each row's timestamp (the end of its interval) as epoch seconds, NaN where unreadable;
+    row for row as csvlog.read_csv reads them (the header, then every non-empty row)."""
+    reader = csv.reader(io.StringIO(text))
+    next(reader, None)
+    return [_epoch(row[0]) for row in reader if row]
+
+
+def host_line(host: str, text: str, disks: Sequence[str], start: float, end: float, interval_s: float = 1.0,
+              csv_name: str = "") -> HostLine | None:
+    """The host's samples whose interval's middle falls in [start, end] (the rule of
+    runner/host_monitor.in_span), summed over `disks` (those in the CSV; all of its devices if
+    none is); None when no sample falls in."""
+    series = csvlog.read_csv(text)
+    walls = _walls(text)
+    chosen = [d for d in disks if d in series.devices] or list(series.devices)
+    nan = (math.nan,) * len(series.elapsed)
+    columns = [series.column(f"{d}:{way}") or nan for d in chosen for way in ("rMB/s", "wMB/s")]
+    ends, values = [], []
+    for index, (wall, elapsed) in enumerate(zip(walls, series.elapsed)):
+        previous = series.elapsed[index - 1] if index else math.nan
+        # A row covers one sampling interval: for the first row, or after a gap (samples the agent
+        # no longer had), the usual one.
+        length = elapsed - previous if 0 < elapsed - previous <= 2 * interval_s else interval_s
+        if math.isnan(wall) or not start <= wall - length / 2 <= end:
+            continue
+        ends.append(wall - start)
+        values.append(sum(c[index] for c in columns if not math.isnan(c[index])))
+    if not ends:
+        return None
+    return HostLine(host, tuple(ends), tuple(values), tuple(chosen), csv_name)
+
+
+def phase_timeline(op: OperationRecord, texts: Mapping[str, str | None]) -> PhaseTimeline | None:
+    """One line per host of a phase with detail["host_timeline"]; `texts`: each host's CSV text
+    by file name (None: not readable). None for a phase without per-host samples."""
+    timeline = op.detail.get(TIMELINE_KEY)
+    sources = timeline_sources(op)
+    if not isinstance(timeline, dict) or not sources:
+        return None
+    start, end = float(timeline["from_wall"]), float(timeline["to_wall"])
+    interval = float(timeline.get("interval_s") or 1.0)
+    lines: list[HostLine] = []
+    lost = {str(host): str(why) for host, why in (timeline.get("lost") or {}).items()}
+    missing = {host: f"its agent stopped answering: {why}" for host, why in lost.items() if host not in sources}
+    for host, name in sources.items():
+        text = texts.get(name)
+        disks = timeline["hosts"][host].get("disks") or []
+        line = host_line(host, text, disks, start, end, interval, name) if text is not None else None
+        if line is not None:
+            lines.append(line)
+        else:
+            missing[host] = f"{name} not readable" if text is None else f"no sample in this phase in {name}"
+    return PhaseTimeline(op.name, end - start, lines, missing, lost)

@@ -18,8 +18,19 @@ WINDOW_OPERATIONS = (
 
 @dataclass(frozen=True)
 class RestoreRange:
+    """worst: fully fragmented (random reads), best: unfragmented (sequential). On flash the
+    random end can be the faster one, so a range is shown low to high, never worst to best."""
+
     worst_bps: float
     best_bps: float
+
+    @property
+    def low_bps(self) -> float:
+        return min(self.worst_bps, self.best_bps)
+
+    @property
+    def high_bps(self) -> float:
+        return max(self.worst_bps, self.best_bps)
 
 
 @dataclass(frozen=True)

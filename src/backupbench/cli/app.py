@@ -11,8 +11,8 @@ import traceback
 import click
 
 from backupbench import __version__, stopping
-from backupbench.cli.common import finished_runs, stderr
-from backupbench.cli.export_cmd import export_fio_command
+from backupbench.cli.common import finished_runs, printed_documents, stderr, write_document
+from backupbench.cli.export_cmd import export_command, export_fio_command
 from backupbench.cli.history_cmd import history_command, show_command
 from backupbench.cli.monitor_cmd import monitor_command
 from backupbench.cli.agent_cmd import agent_command
@@ -24,9 +24,11 @@ from backupbench.cli.recipe_cmds import apply_command, cleanup_command, plan_com
 from backupbench.cli.run_cmd import run_command
 from backupbench.cli.hosts_cmd import hosts_command
 from backupbench.errors import BackupbenchError
+from backupbench.results.document import error_document
 from backupbench.results.model import COMPLETE, VOID
 
 DEBUG_FLAG = "--debug"
+JSON_FLAG = "--json"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -42,6 +44,7 @@ app.add_command(run_command)
 app.add_command(history_command)
 app.add_command(show_command)
 app.add_command(export_fio_command)
+app.add_command(export_command)
 app.add_command(monitor_command)
 app.add_command(devices_command)
 app.add_command(lab_command)
@@ -54,31 +57,43 @@ app.add_command(hosts_command)
 app.add_command(agent_command)
 
 
-def _fail(message: str, code: int, debug: bool) -> int:
+def _fail(message: str, code: int, debug: bool, fix: str | None = None, as_json: bool = False) -> int:
+    """One line on stderr; with --json, the error document on stdout too, unless the
+    command already printed its own document there."""
     if debug:
         traceback.print_exc()
-    stderr.print(f"backupbench: {message}", markup=False, highlight=False, soft_wrap=True)
+    stderr.print(f"backupbench: {message}" + (f" — {fix}" if fix else ""), markup=False, highlight=False,
+                 soft_wrap=True)
+    if as_json and not printed_documents:
+        write_document(error_document(message, fix, code))
     return code
 
 
-def _usage_error(exc: click.UsageError) -> str:
+def _usage_fix(exc: click.UsageError) -> str:
     command = exc.ctx.command_path if exc.ctx is not None else "backupbench"
-    return f"{exc.format_message()} — see `{command} --help`"
+    return f"see `{command} --help`"
+
+
+def wants_json(args: list[str]) -> bool:
+    """--json among the options (after `--` it would be a path)."""
+    options = args[:args.index("--")] if "--" in args else args
+    return JSON_FLAG in options
 
 
 def _dispatch(args: list[str], debug: bool) -> int:
+    as_json = wants_json(args)
     try:
         code = app.main(args=args, prog_name="backupbench", standalone_mode=False)
     except BackupbenchError as exc:
-        return _fail(exc.message + (f" — {exc.fix}" if exc.fix else ""), exc.exit_code, debug)
+        return _fail(exc.message, exc.exit_code, debug, exc.fix, as_json)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        return _fail("interrupted", stopping.EXIT_CODE, debug)
+        return _fail("interrupted", stopping.EXIT_CODE, debug, as_json=as_json)
     except click.UsageError as exc:
-        return _fail(_usage_error(exc), exc.exit_code, debug)
+        return _fail(exc.format_message(), exc.exit_code, debug, _usage_fix(exc), as_json)
     except click.ClickException as exc:
-        return _fail(exc.format_message(), exc.exit_code, debug)
+        return _fail(exc.format_message(), exc.exit_code, debug, as_json=as_json)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
-        return _fail(f"internal error: {exc!r} — rerun with --debug for the traceback", 70, debug)
+        return _fail(f"internal error: {exc!r}", 70, debug, "rerun with --debug for the traceback", as_json)
     return code if isinstance(code, int) else 0
 
 
@@ -107,12 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     if in_process:
         stopping.reset()
         finished_runs.clear()
+        printed_documents.clear()
     stopping.install()
     try:
         try:
             code = _dispatch(args, debug)
         except KeyboardInterrupt:  # the first signal, while an error was being printed
-            code = _fail("interrupted", stopping.EXIT_CODE, debug)
+            code = _fail("interrupted", stopping.EXIT_CODE, debug, as_json=wants_json(args))
         # Closing: nothing cuts it short, and a signal until here still counts.
         with stopping.held():
             code = _stopped(code, debug)

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
+from backupbench.analysis.windows import backup_windows, layouts_of, restore_range
+from backupbench.report.terminal import recorded_backup_size
+from backupbench.results import document
+from backupbench.analysis import gates
+from backupbench.analysis.gates import Expectation
+from backupbench.errors import InputError
 from backupbench.results.location import results_dir
+from backupbench.results.model import RunRecord
 from backupbench.results.store import Store
 
 # Runs this command finished and stored: a stop signal that arrives after a run was closed
@@ -39,6 +49,107 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+# Documents this command printed on stdout: a command that fails after printing its own
+# (hosts check, with a host refused) gets no error document after it, so stdout stays one document.
+printed_documents: list[str] = []
+
+
+def print_document(command: str, payload: dict[str, Any]) -> None:
+    """`payload` as the versioned document of `command` (results/document.py, docs/results.md)."""
+    write_document(document.envelope(command, payload))
+
+
+def write_document(data: dict[str, Any]) -> None:
+    # Not sorted: the header first, then the keys in the order docs/results.md gives them.
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    printed_documents.append(data["kind"])
+
+
+def run_analysis(run: RunRecord, backup_size: int | None = None,
+                 baseline: RunRecord | None = None) -> document.Analysis:
+    """What `show` prints beside the figures, for the run document: the backup windows (for
+    `backup_size`, else the size the run recorded) and restore range of each layout."""
+    size = backup_size or recorded_backup_size(run)
+    windows, ranges = [], []
+    for layout in layouts_of(run):
+        found = restore_range(run, layout)
+        if found is not None:
+            ranges.append(document.RestoreRange(layout, found.best_bps, found.worst_bps))
+        if size:
+            windows += [document.Window(layout, w.operation, w.label, w.seconds)
+                        for w in backup_windows(run, size, layout)]
+    return document.Analysis(size or None, tuple(windows), tuple(ranges), baseline)
+
+
+LABEL_LIMIT = 200
+
+
+def _checked_label(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    text = (value or "").strip()
+    if len(text) > LABEL_LIMIT:
+        raise click.BadParameter(f"at most {LABEL_LIMIT} characters, not {len(text)}")
+    if any(not char.isprintable() for char in text):
+        raise click.BadParameter("one line of printable text (no tabs, newlines or control characters)")
+    return text
+
+
+def label_option(command: Callable) -> Callable:
+    return click.option("--label", "label", default=None, metavar="TEXT", callback=_checked_label,
+                        help="Name the run (e.g. 'raid6 before firmware update'): stored with it, shown by "
+                             "history, show and comparisons, a label in exports.")(command)
+
+
 def baseline_option(command: Callable) -> Callable:
     return click.option("--baseline", "baseline_ref", default=None, metavar="RUN",
-                        help="Print each phase's slowdown against this earlier run.")(command)
+                        help="Print each phase against this earlier run (x faster / x slower), below the "
+                             "settings in which the two differ.")(command)
+
+
+def _parsed_expectations(ctx: click.Context, param: click.Parameter, texts: tuple[str, ...]) -> list[Expectation]:
+    # Parsed as the command line is read: a malformed --expect fails before anything is measured.
+    return gates.parse_all(texts)
+
+
+def expect_option(command: Callable) -> Callable:
+    return click.option(
+        "--expect", "expectations", multiple=True, callback=_parsed_expectations, metavar="'PHASE[.FIGURE]OP VALUE'",
+        help="A figure the run must reach, e.g. 'restore-random>=300MiB/s' or 'active-full.p99<=50ms' (repeatable; "
+             "OP: >= <= > <; see docs/comparing.md): a table of expectations met or missed follows the output, "
+             "and the command exits 5 if any is missed.")(command)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The --expect verdicts of one run: shown after the command's own output (a table, or the
+    "expectations" key of its JSON), acted on last, so the output is whole whatever they say."""
+
+    results: list[gates.GateResult]
+    problem: InputError | None = None  # a phase or figure the run does not have
+
+    @classmethod
+    def check(cls, expectations: list[Expectation], run: RunRecord) -> "Gate":
+        try:
+            return cls(gates.evaluate(expectations, run))
+        except InputError as exc:
+            return cls([], exc)
+
+    def json(self) -> dict[str, Any]:
+        return gates.expectations_dict(self.results)
+
+    def print_table(self) -> None:
+        if not self.results:
+            return
+        table = Table(title="Expectations", title_justify="left")
+        for heading in ("expectation", "measured", "verdict"):
+            table.add_column(heading, justify="right" if heading == "measured" else "left")
+        for result in self.results:
+            where = "" if result.operation == result.expectation.phase else f" ({result.operation})"
+            verdict = Text("met", style="green") if result.met else Text("MISSED", style="bold red")
+            table.add_row(result.expectation.text + where, result.measured_text, verdict)
+        stdout.print(table)
+
+    def finish(self) -> None:
+        """Exit 2 for a name the run lacks, exit 5 (ExpectationMissed) for a miss."""
+        if self.problem is not None:
+            raise self.problem
+        gates.raise_if_missed(self.results)

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 
 import click
 from backupbench import process
-from backupbench.cli.common import print_json, stdout
+from backupbench.cli.common import print_document, stdout
 from backupbench.devices.blockfacts import collect
 from backupbench.devices.probe_host import Host
-from backupbench.devices.systemfacts import Runner, collect_system
+from backupbench.devices.probe_parse import LsblkDevice, parse_lsblk_json
+from backupbench.devices.systemfacts import Runner, collect_system, run_tool
 from backupbench.devices.blockrules import named_refusals
 from backupbench.report.devices import devices_table, row_json, short_reason
 from backupbench.errors import BackupbenchError, RefusedError
@@ -21,6 +22,22 @@ class DeviceProbe:
 
     run: Runner = process.run
     host: Host = field(default_factory=Host)
+
+
+# What each device is, for people: the rules' own lsblk (systemfacts.LSBLK_COLUMNS) does not ask.
+IDENTITY_COLUMNS = "KNAME,SIZE,ROTA,MODEL,SERIAL,TRAN"
+
+
+def _identities(run: Runner) -> dict[str, LsblkDevice]:
+    """kernel name -> what lsblk says the device is. Empty when lsblk cannot tell: these
+    columns only describe, so their loss leaves blank cells and refuses nothing."""
+    result = run_tool(run, ["lsblk", "--json", "--bytes", "--output", IDENTITY_COLUMNS]).result
+    if result is None or result.returncode != 0:
+        return {}
+    try:
+        return {device.kname: device for device in parse_lsblk_json(result.stdout)}
+    except ValueError:
+        return {}
 
 
 def _device_path(arg: str, host: Host) -> str:
@@ -54,12 +71,14 @@ def _devices(ctx: click.Context, device_args: tuple[str, ...], as_json: bool) ->
             targets.append(plain if probe.host.path_info(plain).exists else (device.path or plain))
     rows = [(facts, named_refusals(facts))
             for facts in (collect(t, run=probe.run, host=probe.host, system=system) for t in targets)]
+    identities = _identities(probe.run)
 
     if as_json:
-        print_json([row_json(facts, reasons) for facts, reasons in rows])
+        print_document("devices", {"devices": [row_json(facts, reasons, identities.get(facts.kernel_name or ""))
+                                               for facts, reasons in rows]})
     else:
         names = {d.kname: d.name for d in system.devices}
-        stdout.print(devices_table(rows, names))
+        stdout.print(devices_table(rows, names, identities))
         if device_args:
             for facts, reasons in rows:
                 if reasons:

@@ -1,4 +1,9 @@
-"""`backupbench export-fio`: plain fio job files, to reproduce any figure with fio alone."""
+"""`backupbench export-fio`: plain fio job files, to reproduce any figure with fio alone;
+`backupbench export --prometheus`: stored runs' figures for a Prometheus pushgateway.
+
+Two commands rather than one group: `export-fio` writes what a run *would* do and needs no
+stored run, `export` writes what stored runs measured; a group would have changed the
+`export-fio` command line people already use."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import click
 
 from backupbench.cli import options as cli_options
 from backupbench.cli.common import open_store, results_option
+from backupbench.results import prometheus
 from backupbench.errors import InputError, NotFoundError
 from backupbench.results.location import run_folder
 from backupbench.workloads.kb2014 import (KB2014_BLOCK_SIZE, LAYOUT, OPERATION_NAMES, OPERATIONS, SuiteOptions,
@@ -58,3 +64,22 @@ def _stored_job_files(results: Path | None, run_ref: str, operations: tuple[str,
             raise NotFoundError(f"run {run.run_id} has no job file {job_file}")
         texts.append(job_file.read_text().rstrip("\n") + "\nstonewall=1\n")
     return "\n".join(texts)
+
+
+@click.command("export")
+@click.argument("run_refs", nargs=-1, metavar="[RUN]...")
+@click.option("--prometheus", "as_prometheus", is_flag=True,
+              help="Prometheus text exposition format: one gauge per figure in base units (seconds, bytes, "
+                   "ratios), labelled run_id, label, kind, phase, device.")
+@results_option
+def export_command(run_refs: tuple[str, ...], as_prometheus: bool, results: Path | None) -> None:
+    """Print stored runs' figures for another tool (RUN: an id, a unique prefix, or 'latest', the default).
+
+    Push them: backupbench export --prometheus | curl --data-binary @- http://PUSHGATEWAY:9091/metrics/job/backupbench
+    """
+    if not as_prometheus:
+        raise InputError("name the format to export", "add --prometheus")
+    _, store = open_store(results)
+    loaded = (store.load_run(ref) for ref in run_refs or ("latest",))
+    runs = list({run.run_id: run for run in loaded}.values())  # 'latest' and its id are one run
+    click.echo(prometheus.exposition(runs), nl=False)

@@ -98,6 +98,10 @@ def _guest_job(recipe: Path | None, command: str | None, results: Path | None) -
         return GuestJob(str(command), str(command), os.getcwd(), shares)
     recipe = recipe.expanduser().resolve()
     loaded = model.load(recipe)  # a bad recipe fails here in a second, not after the VM booted
+    if loaded.hosts is not None:
+        # Its workloads run on other machines: a guest behind QEMU's NAT could not reach them.
+        raise InputError(f"{recipe} runs on [hosts] and builds nothing: the lab VM has no use for it",
+                         f"run it from here: backupbench apply {recipe}")
     store = results_dir(results)
     apply = ["apply", str(recipe), "--yes", "--results", str(store)]
     return GuestJob([sys.executable, "-m", "backupbench", *apply], shlex.join(["backupbench", *apply]), "/", [store],

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import queue
 import stat
+import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import click
 from rich.console import Console
@@ -15,12 +17,17 @@ from rich.live import Live
 from backupbench import stopping
 from backupbench.errors import InputError
 from backupbench.monitor import sysfs
-from backupbench.report.live import live_view, summary_table
+from backupbench.report.live import live_view, plain_block, summary_table
 from backupbench.monitor.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S, Sampler, check_interval
 from backupbench.hostfiles import HostFiles
+from backupbench.monitor.rates import Sample
 from backupbench.monitor.stack import device_stack
+from backupbench.monitor.summary import MonitorSummary
 from backupbench.monitor.thresholds import Thresholds
 from backupbench.units import parse_duration
+
+# Wide enough for the averages table of every column, so that a file or pipe gets it whole.
+_WIDE = 200
 
 
 def _is_block_special(arg: str) -> bool:
@@ -65,47 +72,26 @@ def _duration(text: str | None) -> float | None:
     return seconds
 
 
-@click.option("--device", "-d", "device_args", multiple=True, metavar="DEVICE",
-              help="Device to show: a kernel name (vda, dm-0, md0, loop3), a /dev path, or a directory "
-                   "(shows the devices under its filesystem, down to the member disks). Repeatable. "
-                   "Default: all block devices.")
-@click.option("--interval", "-i", type=float, default=1.0, show_default=True, metavar="SECONDS",
-              help=f"Seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}).")
-@click.option("--duration", default=None, metavar="TIME",
-              help="How long to watch, e.g. 30s, 5m. Default: until Ctrl-C.")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="FILE", help="Also write every sample to FILE (iostat/sar column names).")
-def _monitor(device_args: tuple[str, ...], interval: float, duration: str | None, csv_path: Path | None) -> None:
-    """Watch CPU, memory, load and block devices live, as `iostat -x -m` shows them.
+def _samples(arrived: queue.Queue, deadline: float | None, count: int | None) -> Iterator[Sample]:
+    """The samples as the sampler hands them over, until the deadline passes or `count` came."""
+    seen = 0
+    while (deadline is None or time.monotonic() < deadline) and (count is None or seen < count):
+        wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+        try:
+            sample = arrived.get(timeout=wait)
+        except queue.Empty:
+            continue
+        seen += 1
+        yield sample
 
-    MB is MiB, as iostat -m prints it. Ctrl-C stops and prints the averages.
-    """
-    interval = check_interval(interval)
-    seconds = _duration(duration)
-    host = HostFiles()
-    devices, labels = resolve_devices(device_args, host)
-    thresholds = Thresholds()
-    arrived: queue.Queue = queue.Queue()
-    sampler = Sampler(interval, devices or None, csv_path, thresholds, host=host, on_sample=arrived.put)
-    console = Console(highlight=False)
-    sampler.start()
-    if not devices:
-        labels = {d: lab for d in sampler.devices if (lab := sysfs.label(host, d))}
-    deadline = time.monotonic() + seconds if seconds is not None else None
-    try:
-        with Live(live_view(None, sampler.devices, thresholds, labels, interval), console=console,
-                  auto_refresh=False) as live:
-            while deadline is None or time.monotonic() < deadline:
-                wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
-                try:
-                    sample = arrived.get(timeout=wait)
-                except queue.Empty:
-                    continue
-                live.update(live_view(sample, sampler.devices, thresholds, labels, interval), refresh=True)
-    except KeyboardInterrupt:
-        stopping.reset()  # Ctrl-C is how an open-ended watch ends: a normal end, exit 0
-    finally:
-        summary = sampler.stop()
+
+def _stderr_console() -> Console:
+    """Piped, stdout carries only the blocks; the averages go where a person still sees them,
+    whole even when stderr is a file too."""
+    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else _WIDE)
+
+
+def _print_summary(console: Console, summary: MonitorSummary, labels: dict[str, str]) -> None:
     console.print()
     console.print(summary_table(summary, labels))
     for line in summary.warnings:
@@ -116,6 +102,59 @@ def _monitor(device_args: tuple[str, ...], interval: float, duration: str | None
         console.print(f"[yellow]sampling error:[/] {line}")
     if summary.csv_path is not None:
         console.print(f"CSV: {summary.csv_path}", markup=False)
+
+
+@click.option("--device", "-d", "device_args", multiple=True, metavar="DEVICE",
+              help="Device to show: a kernel name (vda, dm-0, md0, loop3), a /dev path, or a directory "
+                   "(shows the devices under its filesystem, down to the member disks). Repeatable. "
+                   "Default: all block devices.")
+@click.option("--interval", "-i", type=float, default=1.0, show_default=True, metavar="SECONDS",
+              help=f"Seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}).")
+@click.option("--duration", default=None, metavar="TIME",
+              help="How long to watch, e.g. 30s, 5m. Default: until Ctrl-C.")
+@click.option("--count", "-c", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Stop after N intervals, as iostat's count does. Default: until Ctrl-C or --duration.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="Also write every sample to FILE (iostat/sar column names).")
+def _monitor(device_args: tuple[str, ...], interval: float, duration: str | None, count: int | None,
+             csv_path: Path | None) -> None:
+    """Watch CPU, memory, load and block devices live, as `iostat -x -m` shows them.
+
+    MB is MiB, as iostat -m prints it; rareq-sz and wareq-sz are KiB per request. Ctrl-C
+    stops and prints the averages. When the output is not a terminal (a pipe, a file), each
+    interval is printed as one plain block, as `iostat -x 1` does: a time line, the header
+    and a row per device, never cut to the screen's width; the averages then go to stderr.
+    """
+    interval = check_interval(interval)
+    seconds = _duration(duration)
+    host = HostFiles()
+    devices, labels = resolve_devices(device_args, host)
+    thresholds = Thresholds()
+    arrived: queue.Queue = queue.Queue()
+    sampler = Sampler(interval, devices or None, csv_path, thresholds, host=host, on_sample=arrived.put)
+    console = Console(highlight=False)
+    interactive = console.is_terminal
+    sampler.start()
+    if not devices:
+        labels = {d: lab for d in sampler.devices if (lab := sysfs.label(host, d))}
+    samples = _samples(arrived, time.monotonic() + seconds if seconds is not None else None, count)
+    try:
+        if interactive:
+            with Live(live_view(None, sampler.devices, thresholds, labels, interval), console=console,
+                      auto_refresh=False) as live:
+                for sample in samples:
+                    live.update(live_view(sample, sampler.devices, thresholds, labels, interval), refresh=True)
+        else:
+            for sample in samples:
+                click.echo(plain_block(sample, sampler.devices), nl=False)
+                sys.stdout.flush()   # a reader at the other end of a pipe sees each interval as it ends
+    except KeyboardInterrupt:
+        stopping.reset()  # Ctrl-C is how an open-ended watch ends: a normal end, exit 0
+    except BrokenPipeError:
+        pass   # the reader went away (`| head`): nothing more to show, the summary still goes to stderr
+    finally:
+        summary = sampler.stop()
+    _print_summary(console if interactive else _stderr_console(), summary, labels)
 
 
 monitor_command = click.command("monitor")(_monitor)

@@ -5,11 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.console import Group
+from rich.text import Text
 
 from backupbench import plan as plan_mod
 from backupbench.cli import options as cli_options
-from backupbench.cli.common import finished_runs, open_store, print_json, results_option, stderr, stdout
+from backupbench.cli.common import finished_runs, open_store, results_option, stderr, stdout
+from backupbench.cli.common import label_option, print_document, run_analysis
 from backupbench.cli.progress import QuietReporter, RichReporter
+from backupbench.analysis.gates import Expectation
+from backupbench.cli.common import Gate, expect_option
 from backupbench.errors import RefusedError
 from backupbench.journal import journal_dir
 from backupbench.recipe import model
@@ -17,9 +22,10 @@ from backupbench.report import plan_view
 from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
 from backupbench.results.model import new_run_id
+from backupbench.runner import apply_hosts
 from backupbench.runner.apply import ApplyHooks, apply
 from backupbench.runner.cleanup import clean_journals
-from backupbench.runner.pipeline import run_as_dict
+from backupbench.results import document
 
 
 def _plan(recipe_path: Path, values: dict) -> tuple[plan_mod.Plan, plan_mod.DeviceChecks]:
@@ -27,7 +33,24 @@ def _plan(recipe_path: Path, values: dict) -> tuple[plan_mod.Plan, plan_mod.Devi
     if values.get("mount_root"):
         values = {**values, "mount_root": str(Path(str(values["mount_root"])).expanduser().resolve())}
     options = cli_options.build(plan_mod.PlanOptions, cli_options.split(plan_mod.PlanOptions, values)[0])
-    return plan_mod.make(recipe, new_run_id(), options)
+    return plan_mod.make(recipe, new_run_id(), options, remote_check=apply_hosts.refusals)
+
+
+def _remote_view(plan: plan_mod.Plan) -> Group:
+    """A [hosts] recipe's plan: each workload and the machines it runs on (nothing is built)."""
+    lines = [Text(f"Plan for recipe {plan.recipe.name!r} (run {plan.run_id}), on other machines", style="bold")]
+    if plan.recipe.description:
+        lines.append(Text(plan.recipe.description))
+    for number, step in enumerate(plan.remote, 1):
+        first, *rest = step.lines()
+        lines += [Text(f"\n{number}. {first}", style="bold"), *(Text(f"  {line}") for line in rest)]
+    lines += [Text(f"  REFUSED: {reason}", style="red") for reason in plan.refusals]
+    lines.append(Text("\nEvery fio server and agent is checked before the first workload starts; nothing is built "
+                      "or formatted here."))
+    verdict = ("REFUSED: nothing will be run." if plan.refusals
+               else "Nothing has been run. Run it with: backupbench apply RECIPE")
+    lines.append(Text(verdict, style="red" if plan.refusals else "green"))
+    return Group(*lines)
 
 
 @click.command("plan")
@@ -40,9 +63,9 @@ def plan_command(recipe: Path, as_json: bool, **values: object) -> None:
     Exits 3 when a layout is refused, so scripts can check a recipe before `apply`."""
     plan, _ = _plan(recipe, values)
     if as_json:
-        print_json(plan_view.as_dict(plan))
+        print_document("plan", {**plan_view.as_dict(plan), "hosts": [step.as_dict() for step in plan.remote]})
     else:
-        stdout.print(plan_view.render(plan))
+        stdout.print(_remote_view(plan) if plan.recipe.hosts is not None else plan_view.render(plan))
     if plan.refusals:
         raise click.exceptions.Exit(RefusedError.exit_code)
 
@@ -53,9 +76,15 @@ def plan_command(recipe: Path, as_json: bool, **values: object) -> None:
 @cli_options.click_options(plan_mod.PlanOptions)
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@expect_option
+@label_option
 @results_option
-def apply_command(recipe: Path, yes: bool, as_json: bool, quiet: bool, results: Path | None, **values: object) -> None:
-    """Provision each layout, run the workloads on it (monitored), tear it down; one stored run."""
+def apply_command(recipe: Path, yes: bool, as_json: bool, quiet: bool, expectations: list[Expectation],
+                  label: str, results: Path | None, **values: object) -> None:
+    """Provision each layout, run the workloads on it (monitored), tear it down; one stored run.
+
+    A recipe with [hosts] builds nothing: its workloads run on those machines one after another
+    (as run --hosts / --agents), every one checked first; no --yes needed."""
     plan, checks = _plan(recipe, values)
     if plan.refusals:
         raise RefusedError("the recipe cannot run here: " + "; ".join(plan.refusals),
@@ -64,17 +93,21 @@ def apply_command(recipe: Path, yes: bool, as_json: bool, quiet: bool, results: 
         raise RefusedError(f"{recipe} formats {', '.join(d for s in plan.steps for d in s.layout.devices)}",
                            "read `backupbench plan RECIPE`, then rerun with --yes")
     hooks = ApplyHooks(recheck=checks.recheck, announce=lambda message: stderr.print(f"  {message}", highlight=False),
-                       on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)))
+                       on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)),
+                       label=label)
     directory = results_dir(results)
     if quiet:
         record = apply(plan, directory, QuietReporter(), hooks)
     else:
         with RichReporter(stderr) as reporter:
             record = apply(plan, directory, reporter, hooks)
+    gate = Gate.check(expectations, record)
     if as_json:
-        print_json(run_as_dict(record))
+        print_document("run", {**document.run_body(record, run_analysis(record)), **gate.json()})
     else:
         stdout.print(run_report(record))
+        gate.print_table()
+    gate.finish()
 
 
 @click.command("cleanup")

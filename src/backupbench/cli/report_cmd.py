@@ -1,7 +1,8 @@
 """`backupbench report [RUN]...`: a self-contained HTML page of stored runs, with charts.
 
 One RUN: the run's tables, charts, monitor timelines, host, settings and commands.
-Several RUNs: the same operations' effective speeds side by side.
+Several RUNs (report/compare_html.py): the settings in which they differ, a verdict per phase,
+speeds and p99 latencies side by side, per-phase timelines of every run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import click
 from backupbench.analysis.options import ShowOptions
 from backupbench.cli import options as cli_options
 from backupbench.cli.common import open_store, results_option
+from backupbench.analysis.compare import require_common_phase, run_name
 from backupbench.errors import InputError, ToolMissingError
 from backupbench.results.model import RunRecord
 
@@ -28,13 +30,13 @@ def default_file_name(runs: list[RunRecord]) -> str:
 def _renderer() -> tuple:
     # Imported here: matplotlib takes a while to import and only this command needs it.
     try:
-        from backupbench.report import html, html_page
+        from backupbench.report import compare_html, html, html_page
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "matplotlib":
             raise ToolMissingError("matplotlib is not installed (the report's charts need it)",
                                    "install it into backupbench's environment: pip install matplotlib") from exc
         raise
-    return html, html_page
+    return html, compare_html, html_page
 
 
 def _target_file(html_file: Path | None, runs: list[RunRecord]) -> Path:
@@ -52,7 +54,7 @@ def _target_file(html_file: Path | None, runs: list[RunRecord]) -> Path:
 @click.option("--html", "html_file", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="Where to write the page (default: report-<run>.html in the current folder).")
 @click.option("--baseline", "baseline_ref", default=None, metavar="RUN",
-              help="Add each phase's slowdown against this earlier run (one RUN only).")
+              help="Add each phase against this earlier run, x faster / x slower (one RUN only).")
 @cli_options.click_options(ShowOptions)
 @results_option
 def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_ref: str | None,
@@ -74,12 +76,14 @@ def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_r
             raise InputError(f"{ref!r} and {seen[run.run_id]!r} are the same run {run.run_id}", "give each run once")
         seen[run.run_id] = ref
     baseline = store.load_run(baseline_ref) if baseline_ref else None
+    if baseline is not None:
+        require_common_phase([op.name for op in runs[0].operations], f"run {run_name(runs[0])}", baseline)
     path = _target_file(html_file, runs)
-    html, html_page = _renderer()
+    html, compare_html, html_page = _renderer()
     if len(runs) == 1:
         page = html.render(runs[0], results_dir=directory, baseline=baseline, backup_size=size)
     else:
-        page = html.render_comparison(runs, backup_size=size)
+        page = compare_html.render_comparison(runs, backup_size=size, results_dir=directory)
     try:
         written = html_page.write(path, page)
     except OSError as exc:

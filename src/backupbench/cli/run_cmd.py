@@ -8,16 +8,25 @@ from typing import Callable
 import click
 
 from backupbench.cli import options as cli_options
-from backupbench.cli.common import baseline_option, finished_runs, open_store, print_json, results_option, stderr, stdout
+from backupbench.cli.common import baseline_option, finished_runs, open_store, results_option, stderr, stdout
+from backupbench.cli.common import label_option, print_document, run_analysis
 from backupbench.cli.progress import QuietReporter, RichReporter
+from backupbench.analysis import gates
+from backupbench.analysis.compare import require_common_phase
+from backupbench.analysis.gates import Expectation
+from backupbench.cli.common import Gate, expect_option
+from backupbench.results.model import RunRecord
+from backupbench.agent.startup import DEFAULT_AGENT_PORT
 from backupbench.engines.fio_client import parse_hosts
 from backupbench.errors import InputError
 from backupbench.monitor.options import MonitorOptions
 from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
 from backupbench.runner import agents as on_agents
+from backupbench.runner import host_monitor
 from backupbench.runner import hosts as on_hosts
-from backupbench.runner.pipeline import RunRequest, execute, run_as_dict
+from backupbench.results import document
+from backupbench.runner.pipeline import RunRequest, execute
 from backupbench.workloads.base import Definition
 from backupbench.workloads.registry import WORKLOADS
 
@@ -43,6 +52,23 @@ def _workload_options(definition: Definition, preset: str | None, values: dict) 
     mine, _ = cli_options.split(model, values)
     given = {k: v for k, v in mine.items() if v is not None and v is not False}
     return cli_options.build(model, definition.options_from(given, preset))
+
+
+def _check_agent_flags(hosts: str | None, agents: str | None, token_file: Path | None, port: int | None) -> None:
+    if token_file is not None and hosts is None and agents is None:
+        raise InputError("--agent-token-file applies to --hosts or --agents", "drop it, or name the hosts")
+    if port is not None and (hosts is None or token_file is None):
+        raise InputError("--agent-port applies to --hosts with --agent-token-file",
+                         "with --agents, give each agent's port in --agents ADDR:PORT,...")
+
+
+def _check_comparisons(phases: tuple[str, ...], workload: str, baseline: RunRecord | None,
+                       expectations: list[Expectation]) -> None:
+    """A baseline or an --expect that cannot apply to the phases about to be measured fails
+    now, in a second, not after the run."""
+    if baseline is not None:
+        require_common_phase(phases, f"--workload {workload}", baseline)
+    gates.check_phases(expectations, phases, f"--workload {workload}")
 
 
 def _with_workload_options(command: Callable) -> Callable:
@@ -71,13 +97,19 @@ def _with_workload_options(command: Callable) -> Callable:
               help="Run --workload s3 from these backupbench agents at once (objects and streams split "
                    "over them), one merged result; see backupbench agent.")
 @click.option("--agent-token-file", type=click.Path(path_type=Path), default=None,
-              help="File holding the token the agents were started with (--agents).")
+              help="File holding the token the agents were started with: needed with --agents; with --hosts, "
+                   "each host's `backupbench agent` then gives its 1 s samples (a per-host timeline).")
+@click.option("--agent-port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
+              help=f"With --hosts: the port of each host's agent [default: {DEFAULT_AGENT_PORT}].")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @baseline_option
+@label_option
+@expect_option
 @results_option
 def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, hosts: str | None,
-                agents: str | None, agent_token_file: Path | None, quiet: bool, baseline_ref: str | None,
-                results: Path | None, **values: object) -> None:
+                agents: str | None, agent_token_file: Path | None, agent_port: int | None, quiet: bool,
+                baseline_ref: str | None, label: str, expectations: list[Expectation], results: Path | None,
+                **values: object) -> None:
     """Run a backup workload against PATH, sampling the host; keep and show the figures.
 
     Without PATH, a scratch directory is made in the current directory and removed afterwards.
@@ -92,8 +124,14 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
     # Resolve the baseline before measuring, so a typo fails in a second, not after the run.
     baseline = open_store(results)[1].load_run(baseline_ref) if baseline_ref else None
     chosen = definition.build(options, None)
+    _check_comparisons(chosen.phases(), workload, baseline, expectations)
+    _check_agent_flags(hosts, agents, agent_token_file, agent_port)
     if hosts is not None:  # fio's client/server mode: the run is driven from here, PATH is on the hosts
-        chosen = on_hosts.on_hosts(workload, chosen, parse_hosts(hosts), None if path is None else str(path))
+        host_list = parse_hosts(hosts)
+        chosen = on_hosts.on_hosts(workload, chosen, host_list, None if path is None else str(path))
+        chosen.agents = host_monitor.host_agents(host_list, agent_token_file, agent_port or DEFAULT_AGENT_PORT)
+        if not chosen.agents:
+            chosen.notes.append(host_monitor.NO_TIMELINE_NOTE)
         path = None
     if agents is not None:  # the s3 workload from agents: the run is driven from here
         if hosts is not None:
@@ -102,7 +140,7 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
     request = RunRequest(
         workload=chosen, results=results_dir(results), target=path,
         scratch_parent=Path.cwd(), monitor=monitor, host_facts=chosen.engine_versions(),
-        on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)),
+        on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)), label=label,
     )
     run = execute if hosts is None else (lambda req, rep: on_hosts.execute(req, chosen, rep))
     if agents is not None:
@@ -112,7 +150,10 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
     else:
         with RichReporter(stderr) as reporter:
             record = run(request, reporter)
+    gate = Gate.check(expectations, record)
     if as_json:
-        print_json(run_as_dict(record))
+        print_document("run", {**document.run_body(record, run_analysis(record, baseline=baseline)), **gate.json()})
     else:
         stdout.print(run_report(record, baseline=baseline))
+        gate.print_table()
+    gate.finish()

@@ -13,7 +13,7 @@ from typing import Callable
 import click
 
 from backupbench.cli import options as cli_options
-from backupbench.cli.common import open_store, print_json, results_option, stdout
+from backupbench.cli.common import open_store, print_document, results_option, stdout
 from backupbench.errors import InputError
 from backupbench.report.sizing import (capacity_table, measured_table, notes, rate_text, rebuild_table,
                                       snapshot_lines, snapshot_table, window_table)
@@ -52,7 +52,7 @@ def capacity_command(as_json: bool, **values: object) -> None:
     options = cli_options.build(CapacityOptions, values)
     results = [usable_capacity(spec) for spec in options.specs()]
     if as_json:
-        print_json({"layouts": [result.as_dict() for result in results]})
+        print_document("size.capacity", {"layouts": [result.as_dict() for result in results]})
         return
     stdout.print(capacity_table(results))
     _notes([(result.layout, note) for result in results for note in result.notes])
@@ -80,7 +80,7 @@ def rebuild_command(as_json: bool, results: Path | None, **values: object) -> No
     used = 100.0 if options.used is None else options.used
     estimates = [rebuild_time(spec, options.rebuild_rate, used) for spec in options.specs()]
     if as_json:
-        print_json({"layouts": [result.as_dict() for result in estimates]})
+        print_document("size.rebuild", {"layouts": [result.as_dict() for result in estimates]})
         return
     stdout.print(rebuild_table(estimates))
     _notes([(result.layout, note) for result in estimates for note in result.notes])
@@ -104,7 +104,7 @@ def _rebuild_from_run(options: RebuildOptions, results: Path | None, as_json: bo
             estimates = [rebuild_time(spec, max(1, int(rate)), used) for spec in specs]
             answers.append((rebuild, kind, estimates))
     if as_json:
-        print_json({"run_id": run.run_id, "measured": [m.as_dict() for m in measured],
+        print_document("size.rebuild", {"run_id": run.run_id, "measured": [m.as_dict() for m in measured],
                     "layouts": [{"measured_on": m.layout, "rate": kind, **e.as_dict()}
                                 for m, kind, estimates in answers for e in estimates]})
         return
@@ -137,7 +137,7 @@ def snapshot_command(as_json: bool, **values: object) -> None:
     result = snapshot_sizing(options.origin, options.change_bytes(), options.snapshots,
                              (options.factor_low, options.factor_high), (options.margin_low, options.margin_high))
     if as_json:
-        print_json(result.as_dict())
+        print_document("size.snapshot", result.as_dict())
         return
     stdout.print(snapshot_table(result))
     for line in snapshot_lines(result):
@@ -170,7 +170,7 @@ def window_command(as_json: bool, results: Path | None, **values: object) -> Non
             raise InputError(f"run {run.run_id} has no measured backup-operation speeds",
                              "use a run of the kb2014 workload (the default of backupbench run), or give --speed")
     if as_json:
-        print_json({"estimate": estimate.as_dict(), "run_id": run_id,
+        print_document("size.window", {"estimate": estimate.as_dict(), "run_id": run_id,
                     "measured": [row.as_dict() for row in measured]})
         return
     if options.speed is not None or options.window is not None:

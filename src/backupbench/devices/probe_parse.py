@@ -50,6 +50,11 @@ class LsblkDevice:
     parent: str | None
     mountpoints: tuple[str, ...]
     children: tuple[str, ...]
+    # What the disk is, for people (lsblk MODEL, SERIAL, TRAN); None where lsblk was not
+    # asked for it or the device has none (partitions, LVs, virtio disks, loop devices).
+    model: str | None = None
+    serial: str | None = None
+    transport: str | None = None     # sata, sas, nvme, usb, iscsi, fc, ...
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,11 @@ def _text(value: object) -> str | None:
     return None if value in (None, "") else str(value)
 
 
+def _label(value: object) -> str | None:
+    """A model or serial: older lsblk pads them with the blanks the disk reports."""
+    return _text(str(value).strip()) if value is not None else None
+
+
 def parse_lsblk_json(text: str) -> list[LsblkDevice]:
     """`lsblk --json --bytes` (any columns, -O included) -> every device once, in tree order.
 
@@ -129,6 +139,8 @@ def parse_lsblk_json(text: str) -> list[LsblkDevice]:
                 pttype=_text(node.get("pttype")), parent=_text(node.get("pkname")) or parent,
                 mountpoints=tuple(p for p in points if p),
                 children=tuple(c.get("kname") or c.get("name") for c in children),
+                model=_label(node.get("model")), serial=_label(node.get("serial")),
+                transport=_text(node.get("tran")),
             )
         for child in children:
             visit(child, kname)

@@ -5,6 +5,12 @@ job apart from its test file's name (hosts may share one NFS/SMB repository, and
 must not write one file). fio's client-mode JSON lists `client_stats` (one entry per job per
 host, each with the `hostname` and `port` it was reached at) plus an "All clients" aggregate,
 which we ignore: we add the hosts up ourselves, so a lost host is simply absent from the sum.
+We ask for json+, whose latency histograms (`bins`) let the total's percentiles be read from
+every host's I/O together (fio_bins.py); the aggregate entry has none.
+
+An IPv6 host is written [ADDR]:PORT (or bare, without a port) and given to fio as
+`--client=ip6:ADDR,PORT`, the only form fio 3.33 reads; it reports such a host back under the
+address text it was given, compared here as addresses.
 
 fio's client cannot delete files on a server: a test file is removed by a tiny read job with
 `unlink=1` sent to that host (it also works when the file is gone: fio lays out 4 KiB first).
@@ -12,6 +18,7 @@ fio's client cannot delete files on a server: a test file is removed by a tiny r
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import tempfile
@@ -31,6 +38,8 @@ PROBE_TIMEOUT_S = 15.0
 CLEANUP_TIMEOUT_S = 20.0
 POLL_SECONDS = 0.25
 _ADDRESS = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,252}")
+_BRACKETED = re.compile(r"\[(?P<address>[^\]]*)\](?::(?P<port>.*))?")
+HOSTS_FIX = "give ADDR, ADDR:PORT, [IPv6] or [IPv6]:PORT, comma-separated (e.g. 10.0.0.5,10.0.0.6:8766,[fd00::5]:8766)"
 # What fio prints (stdout) when a server goes away mid-run: "client: host=ADDR disconnected",
 # or "... timed out" when it stops answering without closing the connection.
 _LOST = re.compile(r"host=(\S+?),? (disconnected|timed out)")
@@ -43,35 +52,104 @@ PROBE_JOB = "[backupbench-probe]\nioengine=null\nsize=4k\nrw=read\n"
 
 @dataclass(frozen=True, order=True)
 class Host:
-    address: str
+    address: str  # a host name, an IPv4 address or an IPv6 address (no brackets)
     port: int = DEFAULT_PORT
+
+    @property
+    def ipv6(self) -> bool:
+        return ":" in self.address
 
     @property
     def name(self) -> str:
         """How tables, figures and messages name it: as the user would type it."""
-        return self.address if self.port == DEFAULT_PORT else f"{self.address}:{self.port}"
+        shown = f"[{self.address}]" if self.ipv6 else self.address
+        return shown if self.port == DEFAULT_PORT else f"{shown}:{self.port}"
 
     @property
     def client_arg(self) -> str:
-        return f"--client={self.address},{self.port}"
+        return f"--client={self._fio_address},{self.port}"
+
+    @property
+    def server_arg(self) -> str:
+        """What the host's own `fio --server` is started with to listen there."""
+        return f"--server={self._fio_address if self.ipv6 else 'ip:' + self.address},{self.port}"
+
+    @property
+    def _fio_address(self) -> str:
+        # fio takes a bare address as IPv4 or a name, and "[::1]" as a name it cannot resolve.
+        return f"ip6:{self.address}" if self.ipv6 else self.address
 
     @property
     def file_tag(self) -> str:
-        """Safe in a file name, distinct per host (two servers may share one address)."""
-        return f"{self.address}-{self.port}"
+        """Safe in a file name, distinct per host (two servers may share one address). An IPv6
+        address's colons become "_", which no host name holds: fio job files and SMB shares
+        both treat ":" specially."""
+        return f"{self.address.replace(':', '_')}-{self.port}"
+
+    def answers_to(self, reported: str) -> bool:
+        """Whether fio's `hostname` (or its lost-host message) names this host: fio repeats the
+        address text it was given, and an IPv6 address has more than one spelling."""
+        return _same_address(reported, self.address)
+
+
+def _same_address(one: str, other: str) -> bool:
+    try:
+        return ipaddress.ip_address(one) == ipaddress.ip_address(other)
+    except ValueError:
+        return one == other
+
+
+def _port(item: str, text: str | None) -> int:
+    if text is None:
+        return DEFAULT_PORT
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise InputError(f"--hosts: {item!r} has no valid port (1-65535)", HOSTS_FIX)
+    return int(text)
+
+
+def _ipv6(item: str, text: str) -> str:
+    """The address in its one canonical spelling, or InputError."""
+    try:
+        address = ipaddress.IPv6Address(text)
+    except ValueError:
+        raise InputError(f"--hosts: {item!r} is not an IPv6 address", HOSTS_FIX) from None
+    if address.scope_id:
+        raise InputError(f"--hosts: {item!r} has a zone (%{address.scope_id}), which fio's client cannot use",
+                         "give a global or unique local IPv6 address")
+    return str(address)
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_host(item: str) -> Host:
+    """'h', 'h:8766', '10.0.0.5', '[fd00::5]', '[fd00::5]:8766' or a bare IPv6 address that
+    cannot be read as ADDR:PORT ('fd00::5' yes, 'fd00::5:8766' no: which was meant?)."""
+    bracketed = _BRACKETED.fullmatch(item)
+    if bracketed:
+        return Host(_ipv6(item, bracketed["address"]), _port(item, bracketed["port"]))
+    if item.count(":") > 1:
+        head, _, tail = item.rpartition(":")
+        if _is_ipv6(item) and _is_ipv6(head) and tail.isdigit() and 0 < int(tail) < 65536:
+            raise InputError(f"--hosts: {item!r} could be an IPv6 address or {head} with port {tail}",
+                             f"write [{item}] for the address, [{head}]:{tail} for the port")
+        return Host(_ipv6(item, item))
+    address, colon, port_text = item.partition(":")
+    if not _ADDRESS.fullmatch(address):
+        raise InputError(f"--hosts: {item!r} is not a host name, IPv4 or IPv6 address", HOSTS_FIX)
+    return Host(address, _port(item, port_text if colon else None))
 
 
 def parse_hosts(text: str) -> tuple[Host, ...]:
-    """'h1,h2:8766' -> hosts; InputError naming the first bad one."""
+    """'h1,h2:8766,[fd00::5]' -> hosts; InputError naming the first bad one."""
     hosts: list[Host] = []
     for item in (part.strip() for part in text.split(",")):
-        address, _, port_text = item.partition(":")
-        if not _ADDRESS.fullmatch(address):
-            raise InputError(f"--hosts: {item!r} is not a host name or IPv4 address",
-                             "give ADDR or ADDR:PORT, comma-separated (e.g. 10.0.0.5,10.0.0.6:8766)")
-        if port_text and (not port_text.isdigit() or not 0 < int(port_text) < 65536):
-            raise InputError(f"--hosts: {item!r} has no valid port (1-65535)")
-        host = Host(address, int(port_text) if port_text else DEFAULT_PORT)
+        host = parse_host(item)
         if host in hosts:
             raise InputError(f"--hosts names {host.name} twice")
         hosts.append(host)
@@ -91,15 +169,35 @@ def remote_path(text: str) -> PurePosixPath:
 
 @dataclass(frozen=True)
 class ClientResult:
-    total: FioSummary                 # every host that reported: bandwidth and IOPS summed, worst p99
+    # Every host that reported: bandwidth and IOPS summed, percentiles from the hosts'
+    # histograms merged (the worst host's p99 when fio gave none: see total_p99_merged).
+    total: FioSummary
     per_host: dict[str, FioSummary]   # by Host.name
     lost: dict[str, str]              # Host.name -> why it has no result
     notes: tuple[str, ...] = ()
 
+    @property
+    def total_p99_merged(self) -> bool:
+        """Whether the total's p99 (each direction with I/O) was read from merged histograms."""
+        measured = [d for d in (self.total.read, self.total.write) if d.p99_ns is not None]
+        return bool(measured) and all(d.bins is not None for d in measured)
+
+    def total_percentiles(self) -> dict[str, dict[str, int]]:
+        """{"write": {"p50": ns, "p95": ns, "p99": ns, "p99.9": ns}} for each direction of the
+        total with a histogram."""
+        found = {}
+        for direction, stats in (("read", self.total.read), ("write", self.total.write)):
+            values = stats.percentiles()
+            if values:
+                found[direction] = {f"p{p:g}": ns for p, ns in values.items()}
+        return found
+
 
 def _owner(entry: dict[str, Any], hosts: tuple[Host, ...]) -> Host | None:
     name, port = entry.get("hostname"), entry.get("port")
-    matches = [h for h in hosts if h.address == name and (port is None or int(port) == h.port)]
+    if name is None:
+        return None
+    matches = [h for h in hosts if h.answers_to(str(name)) and (port is None or int(port) == h.port)]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -150,7 +248,7 @@ def parse_clients(data: dict[str, Any], hosts: tuple[Host, ...], said: str = "")
         counted += grouped[host]
     for address, how in _LOST.findall(said):
         for host in hosts:
-            if host.address == address and host.name not in per_host:
+            if host.answers_to(address) and host.name not in per_host:
                 lost[host.name] = f"fio's client says the host {how}"
     if not counted:
         raise EngineError("no host reported a result: " + "; ".join(f"{n}: {why}" for n, why in lost.items()))
@@ -175,7 +273,8 @@ def parse_client_text(text: str, hosts: tuple[Host, ...], said: str = "") -> Cli
 
 def client_argv(binary: str, jobs: list[tuple[Host, Path]], output_json: Path) -> list[str]:
     """One fio client for every host: each --client is followed by the job file it runs."""
-    argv = [binary, "--output-format=json", f"--output={for_program(output_json)}"]
+    # json+: the latency histograms the total's percentiles are merged from.
+    argv = [binary, "--output-format=json+", f"--output={for_program(output_json)}"]
     for host, job_file in jobs:
         argv += [host.client_arg, for_program(job_file)]
     return argv
@@ -220,7 +319,8 @@ def check_servers(hosts: tuple[Host, ...], local_version: str, binary: str = "fi
             problems.append(f"{host.name} runs {info.fio_version}, this client {local_version}")
     if problems:
         raise RefusedError("fio server check failed: " + "; ".join(problems),
-                           "start `fio --server=ip:ADDR,PORT` on each host with the same fio release "
+                           "start `fio --server=ip:ADDR,PORT` (ip6:ADDR,PORT for IPv6) on each host "
+                           "with the same fio release "
                            "(backupbench hosts unit prints a systemd unit)")
     return infos
 

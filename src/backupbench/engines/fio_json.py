@@ -1,8 +1,9 @@
-"""Pure parsing of fio's JSON output (``--output-format=json``), local or client/server.
+"""Pure parsing of fio's JSON output (``--output-format=json`` or ``json+``), local or client/server.
 
 Local runs list ``jobs``; ``fio --client`` runs list ``client_stats`` (one entry per job per
 host) plus an "All clients" aggregate. Either way we reduce to one DirectionStats per
-direction, and keep the per-host split for client/server runs.
+direction, and keep the per-host split for client/server runs. json+ adds each job's latency
+histogram (``bins``), from which several jobs' or hosts' percentiles are merged (fio_bins.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from backupbench.engines import fio_bins
 from backupbench.errors import EngineError
 
 ALL_CLIENTS = "All clients"
@@ -26,10 +28,18 @@ class DirectionStats:
     # Submission matters: extending O_DIRECT writes on ext4 complete inside io_submit.
     p99_ns: float | None = None
     mean_ns: float | None = None
+    # The histogram p99_ns is read from (json+ only; jobs or hosts combined: their sum) and
+    # which latency it counts, "lat_ns" or "clat_ns": only histograms of one kind add up.
+    bins: dict[int, int] | None = field(default=None, repr=False)
+    bins_of: str = ""
 
     @property
     def active(self) -> bool:
         return self.io_bytes > 0
+
+    def percentiles(self) -> dict[float, int]:
+        """p50, p95, p99 and p99.9 (ns) from the histogram; empty without one."""
+        return fio_bins.percentiles(self.bins) if self.bins else {}
 
 
 @dataclass(frozen=True)
@@ -44,31 +54,58 @@ class FioSummary:
 
 def _direction(entry: dict[str, Any], direction: str) -> DirectionStats:
     stats = entry.get(direction) or {}
-    lat = stats.get("lat_ns") or {}
+    kind = "lat_ns"
+    lat = stats.get(kind) or {}
     if "percentile" not in lat:
-        lat = stats.get("clat_ns") or {}
+        kind = "clat_ns"
+        lat = stats.get(kind) or {}
     percentiles = lat.get("percentile") or {}
     p99 = percentiles.get(P99)
+    measured = p99 is not None and int(stats.get("total_ios", 1) or 0) > 0
+    bins = None
+    if measured and "bins" in lat:
+        # An empty histogram beside a measured p99 would be fio's slip: then there is none to merge.
+        bins = fio_bins.parse(lat["bins"], f"{direction} {kind} bins") or None
     return DirectionStats(
         bw_bytes=float(stats.get("bw_bytes", 0) or 0),
         iops=float(stats.get("iops", 0) or 0),
         io_bytes=int(stats.get("io_bytes", 0) or 0),
-        p99_ns=float(p99) if p99 is not None and int(stats.get("total_ios", 1) or 0) > 0 else None,
+        p99_ns=float(p99) if measured else None,
         mean_ns=float(lat["mean"]) if lat.get("N") else None,
+        bins=bins,
+        bins_of=kind if bins is not None else "",
     )
 
 
+def _combined_p99(parts: list[DirectionStats]) -> tuple[float | None, dict[int, int] | None, str]:
+    """The p99 of jobs run side by side, with the histogram it was read from (None without one)."""
+    measured = [p for p in parts if p.p99_ns is not None]
+    kinds = {p.bins_of for p in measured}
+    if len(measured) == 1:
+        return measured[0].p99_ns, measured[0].bins, measured[0].bins_of  # fio's own figure
+    if measured and all(p.bins is not None for p in measured) and len(kinds) == 1:
+        merged = fio_bins.merge(p.bins for p in measured if p.bins is not None)
+        return float(fio_bins.percentiles(merged, (99.0,))[99.0]), merged, kinds.pop()
+    # Some part without a histogram (plain json, as local runs ask for: with group_reporting
+    # they have one part anyway): the worst part's p99 bounds the whole, overstating it.
+    p99s = [p.p99_ns for p in measured if p.p99_ns is not None]
+    return (max(p99s) if p99s else None), None, ""
+
+
 def _combine(parts: list[DirectionStats]) -> DirectionStats:
-    """Jobs run side by side: throughput adds up; the worst job's p99 bounds the whole."""
-    p99s = [p.p99_ns for p in parts if p.p99_ns is not None]
+    """Jobs run side by side: throughput adds up; latency percentiles are read from their
+    histograms summed (json+), else the worst job's p99 stands for the whole."""
+    p99, bins, bins_of = _combined_p99(parts)
     weighted = [(p.mean_ns, p.iops) for p in parts if p.mean_ns is not None and p.iops > 0]
     total_iops = sum(w for _, w in weighted)
     return DirectionStats(
         bw_bytes=sum(p.bw_bytes for p in parts),
         iops=sum(p.iops for p in parts),
         io_bytes=sum(p.io_bytes for p in parts),
-        p99_ns=max(p99s) if p99s else None,
+        p99_ns=p99,
         mean_ns=sum(m * w for m, w in weighted) / total_iops if total_iops else None,
+        bins=bins,
+        bins_of=bins_of,
     )
 
 

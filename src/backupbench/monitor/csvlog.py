@@ -2,7 +2,8 @@
 
     timestamp,elapsed_s,%user,%system,%iowait,%steal,%idle,mem_used_MiB,%memused,
     swap_used_MiB,ldavg-1,ldavg-5,ldavg-15, then per device
-    <dev>:r/s,<dev>:w/s,<dev>:rMB/s,<dev>:wMB/s,<dev>:r_await,<dev>:w_await,<dev>:aqu-sz,<dev>:%util
+    <dev>:r/s,<dev>:w/s,<dev>:rMB/s,<dev>:wMB/s,<dev>:rrqm/s,<dev>:wrqm/s,<dev>:r_await,
+    <dev>:w_await,<dev>:aqu-sz,<dev>:rareq-sz,<dev>:wareq-sz,<dev>:%util
 
 `read_csv` reads it back (the report draws from it).
 

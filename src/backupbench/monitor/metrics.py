@@ -26,6 +26,7 @@ class DiskMetric:
     column: str             # CSV column (iostat's name), e.g. 'w_await', 'aqu-sz', '%util'
     unit: str
     weight_by: str | None   # averaged per I/O (weighted by this rate) rather than per second
+    is_latency: bool = False  # held against the r_await / w_await warning threshold
 
     def read(self, rates: DiskRates) -> float:
         return getattr(rates, self.key)
@@ -54,9 +55,13 @@ DISK_METRICS: tuple[DiskMetric, ...] = (
     DiskMetric("w_s", "w/s", "IO/s", None),
     DiskMetric("rMB_s", "rMB/s", "MiB/s", None),
     DiskMetric("wMB_s", "wMB/s", "MiB/s", None),
-    DiskMetric("r_await", "r_await", "ms", "r_s"),
-    DiskMetric("w_await", "w_await", "ms", "w_s"),
+    DiskMetric("rrqm_s", "rrqm/s", "merges/s", None),
+    DiskMetric("wrqm_s", "wrqm/s", "merges/s", None),
+    DiskMetric("r_await", "r_await", "ms", "r_s", is_latency=True),
+    DiskMetric("w_await", "w_await", "ms", "w_s", is_latency=True),
     DiskMetric("aqu_sz", "aqu-sz", "requests", None),
+    DiskMetric("rareq_sz", "rareq-sz", "KiB", "r_s"),
+    DiskMetric("wareq_sz", "wareq-sz", "KiB", "w_s"),
     DiskMetric("util", "%util", "%", None),
 )
 

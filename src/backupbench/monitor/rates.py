@@ -4,6 +4,12 @@ Two snapshots (taken on the monotonic clock) -> one `Sample`: per-device rates c
 exactly as sysstat's `iostat -x -m` computes them, CPU percentages, and the gauges of the
 later snapshot (memory, load).
 
+Request sizes are sysstat's rareq-sz / wareq-sz: sectors / 2 / completed requests over the
+interval, in KiB (iostat prints kB and means KiB, with or without -m), 0 when there was no
+such request. Merges (rrqm/s, wrqm/s) count requests the block layer joined to a queued one
+before it reached the device. So a 512 KiB write cut at a 64 KiB stripe unit counts as 8
+writes of wareq-sz 64, and 8 adjacent 4 KiB writes joined into one as 1 write and 7 merges.
+
 Counter wrap and resets: diskstats counters are unsigned long (32 bits on 32-bit kernels)
 and the tick fields are unsigned int (32 bits everywhere), so they wrap. A decrease is
 taken as a 32-bit wrap when the earlier value fits in 32 bits and the wrapped difference
@@ -23,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from backupbench.monitor.procfs import DiskCounters, CpuTimes, LoadAvg, Memory, Snapshot
-from backupbench.units import MiB
+from backupbench.units import KiB, MiB
 
 SECTOR_BYTES = 512
 _U32 = 1 << 32
@@ -49,8 +55,12 @@ class DiskRates:
     w_s: float      # writes completed per second
     rMB_s: float    # MiB read per second (sectors * 512 / 1048576)
     wMB_s: float
+    rrqm_s: float   # read requests merged per second (diskstats field 2)
+    wrqm_s: float   # write requests merged per second (diskstats field 6)
     r_await: float  # ms per completed read (delta read ticks / delta reads; 0 if none)
     w_await: float
+    rareq_sz: float  # KiB per completed read (delta sectors / 2 / delta reads; 0 if none)
+    wareq_sz: float
     aqu_sz: float   # delta weighted time in queue (ms) / interval (ms)
     util: float     # delta io_ticks (ms) / interval (ms) * 100, capped at 100
 
@@ -60,14 +70,17 @@ def disk_rates(prev: DiskCounters, cur: DiskCounters, interval_s: float) -> Disk
     if interval_s <= 0 or (prev.major, prev.minor) != (cur.major, cur.minor):
         return None
     d_rd_ios = counter_delta(prev.rd_ios, cur.rd_ios)
+    d_rd_merges = counter_delta(prev.rd_merges, cur.rd_merges)
     d_rd_sectors = counter_delta(prev.rd_sectors, cur.rd_sectors)
     d_rd_ticks = counter_delta(prev.rd_ticks, cur.rd_ticks)
     d_wr_ios = counter_delta(prev.wr_ios, cur.wr_ios)
+    d_wr_merges = counter_delta(prev.wr_merges, cur.wr_merges)
     d_wr_sectors = counter_delta(prev.wr_sectors, cur.wr_sectors)
     d_wr_ticks = counter_delta(prev.wr_ticks, cur.wr_ticks)
     d_io_ticks = counter_delta(prev.io_ticks, cur.io_ticks)
     d_queue = counter_delta(prev.time_in_queue, cur.time_in_queue)
-    deltas = (d_rd_ios, d_rd_sectors, d_rd_ticks, d_wr_ios, d_wr_sectors, d_wr_ticks, d_io_ticks, d_queue)
+    deltas = (d_rd_ios, d_rd_merges, d_rd_sectors, d_rd_ticks, d_wr_ios, d_wr_merges, d_wr_sectors, d_wr_ticks,
+              d_io_ticks, d_queue)
     if any(d is None for d in deltas):
         return None
     interval_ms = interval_s * 1000.0
@@ -76,8 +89,12 @@ def disk_rates(prev: DiskCounters, cur: DiskCounters, interval_s: float) -> Disk
         w_s=d_wr_ios / interval_s,
         rMB_s=d_rd_sectors * SECTOR_BYTES / MiB / interval_s,
         wMB_s=d_wr_sectors * SECTOR_BYTES / MiB / interval_s,
+        rrqm_s=d_rd_merges / interval_s,
+        wrqm_s=d_wr_merges / interval_s,
         r_await=d_rd_ticks / d_rd_ios if d_rd_ios else 0.0,
         w_await=d_wr_ticks / d_wr_ios if d_wr_ios else 0.0,
+        rareq_sz=d_rd_sectors * SECTOR_BYTES / KiB / d_rd_ios if d_rd_ios else 0.0,
+        wareq_sz=d_wr_sectors * SECTOR_BYTES / KiB / d_wr_ios if d_wr_ios else 0.0,
         aqu_sz=d_queue / interval_ms,
         util=min(100.0, d_io_ticks / interval_ms * 100.0),
     )

@@ -1,10 +1,11 @@
 """Summary of a sampling period: avg / p95 / max per figure, threshold warnings.
 
 Averages are over time (each sample weighted by its interval), so they equal the
-total over the period divided by its length, except r_await / w_await, which are
-averaged per I/O (weighted by the reads or writes of each interval, i.e. total ticks /
-total I/Os) so that idle seconds do not dilute the latency. p95 and max are over the
-per-interval values (nearest rank, as every percentile here: stats.py); for r_await / w_await only intervals that had such I/O count.
+total over the period divided by its length, except r_await / w_await and rareq-sz /
+wareq-sz, which are averaged per I/O (weighted by the reads or writes of each interval,
+i.e. total ticks / total I/Os, total KiB / total I/Os) so that idle seconds do not dilute
+them. p95 and max are over the per-interval values (nearest rank, as every percentile here:
+stats.py); for those per-I/O figures only intervals that had such I/O count.
 A device that did no reads has r_await 0 with count 0, as iostat prints 0.00.
 """
 
@@ -131,7 +132,7 @@ class SummaryBuilder:
                     ios = getattr(rates, metric.weight_by) * dt
                     if ios > 0:
                         series[metric.key].add(value, ios)
-                        if value > limit:
+                        if metric.is_latency and value > limit:
                             self._cross(device, metric.key, value)
 
     def _cross(self, device: str, metric: str, value: float) -> None:

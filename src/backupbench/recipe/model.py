@@ -2,8 +2,9 @@
 
 A recipe composes what the layouts and workloads define: a [[layout]] entry is the spec its
 `kind` names (layouts/registry.py), a [[workload]] entry the options of its workload
-(workloads/registry.py), [monitor] the monitor's options. Nothing here defines an option
-of its own but the recipe's name, description and device list.
+(workloads/registry.py), [monitor] the monitor's options, [hosts] the other machines its
+workloads run on instead of layouts built here (recipe/hosts.py). Nothing here defines an
+option of its own but the recipe's name, description and device list.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from backupbench.faults.spec import FaultSpec
 from backupbench.layouts.registry import LayoutSpec, spec_models
 from backupbench.monitor.options import MonitorOptions
 from backupbench.recipe import reader
+from backupbench.recipe.hosts import HostsSpec, workload_refusal
 from backupbench.schema import DevicePath, shown, validate
 from backupbench.workloads.registry import WORKLOADS
 
@@ -34,14 +36,20 @@ class Recipe(BaseModel):
     devices: tuple[DevicePath, ...] = Field((), max_length=256,
                                             description="Every block device the recipe may format. A layout may "
                                                         "use only devices named here; each must hold nothing.")
-    layout: tuple[LayoutSpec, ...] = Field(..., min_length=1, max_length=64,
-                                           description="Layouts, built and measured one by one.")
+    layout: tuple[LayoutSpec, ...] = Field((), max_length=64,
+                                           description="Layouts, built and measured one by one (none with [hosts]).")
+    hosts: HostsSpec | None = Field(None, description="Other machines the workloads run on, instead of layouts.")
     workload: tuple[WorkloadSpec, ...] = Field(..., min_length=1, max_length=64,
-                                               description="Workloads run on every layout.")
+                                               description="Workloads run on every layout (or on the hosts).")
     monitor: MonitorOptions = Field(default_factory=MonitorOptions, description="Monitor settings.")
 
     @model_validator(mode="after")
     def _consistent(self) -> "Recipe":
+        if self.hosts is not None:
+            self._check_hosts(self.hosts)
+            return self
+        if not self.layout:
+            raise ValueError("no [[layout]]: a recipe builds at least one, or runs on other machines ([hosts])")
         names = [layout.name for layout in self.layout]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -59,6 +67,18 @@ class Recipe(BaseModel):
                 raise ValueError(f"layout {layout.name!r} uses {', '.join(extra)}, which [devices] does not name; "
                                  "add it there to allow backupbench to format it")
         return self
+
+    def _check_hosts(self, hosts: HostsSpec) -> None:
+        """backupbench builds nothing on another machine: no layouts, no devices to format."""
+        if self.layout:
+            raise ValueError("[hosts] and [[layout]] do not go together: [hosts] runs the workloads on other "
+                             "machines, a layout is built here; remove one (or write two recipes)")
+        if self.devices:
+            raise ValueError("[hosts] formats nothing: remove devices (it names what a layout may format)")
+        for index, entry in enumerate(self.workload):
+            refusal = workload_refusal(entry, hosts, WORKLOADS[entry.kind].served_by_layout(entry))
+            if refusal:
+                raise ValueError(f"workload[{index}]: {refusal}")
 
 
 # Lists whose entries are a union picked by `kind`: pydantic puts the kind into the error's
@@ -90,7 +110,8 @@ def _suggestion(error: dict[str, Any]) -> str:
     if error.get("type") != "extra_forbidden":
         return ""
     key = str(error["loc"][-1])
-    models = [Recipe, MonitorOptions, FaultSpec, *spec_models(), *(d.recipe_entry for d in WORKLOADS.values())]
+    models = [Recipe, MonitorOptions, FaultSpec, HostsSpec, *spec_models(),
+              *(d.recipe_entry for d in WORKLOADS.values())]
     candidates = sorted({name for model in models for name in model.model_fields})
     close = difflib.get_close_matches(key, candidates, n=1)
     return f"; did you mean {close[0]!r}?" if close else ""

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 import stat
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from backupbench import units
 from backupbench.errors import RecipeError
+
+try:
+    import tomllib  # novermin: Python 3.10 has no tomllib and takes the branch below
+except ModuleNotFoundError:
+    import tomli as tomllib  # the same parser, published on PyPI before 3.11 took it in
 
 MAX_RECIPE_BYTES = 1 * units.MiB
 _FIX = "give the path of a .toml recipe, e.g. one in examples/"

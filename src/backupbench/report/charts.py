@@ -13,6 +13,7 @@ Charts:
 - `timeline_figure`: one phase's monitor CSV: read+write MiB/s per member disk over time,
   stacked, and CPU %iowait (field note A: linear keeps one disk busy, striped all four).
 - `comparison_figure`: effective MiB/s of the same operation across several runs.
+- `runs_timeline_figure`: one phase in several runs, a line per run: member disks' MiB/s and %util.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import matplotlib.ticker
 from matplotlib.figure import Figure
 
 from backupbench import units
-from backupbench.analysis.compare import layout_matrix
+from backupbench.analysis.compare import layout_matrix, run_names
 from backupbench.monitor.csvlog import MonitorSeries
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
@@ -243,14 +244,14 @@ def latency_figure(run: RunRecord) -> Figure | None:
 
 
 def comparison_series(runs: Sequence[RunRecord]) -> tuple[list[str], list[tuple[str, list[float | None]]]]:
-    """(operations in first-seen order, [(run id, MiB/s per operation)])."""
+    """(operations in first-seen order, [(run label or id, MiB/s per operation)])."""
     speeds = [{op.name: op.figures["effective_bw"] for op in _complete(run) if op.figures.get("effective_bw")}
               for run in runs]
     names: list[str] = []
     for table in speeds:
         names += [name for name in table if name not in names]
-    return names, [(run.run_id, [_mib(table[n]) if n in table else None for n in names])
-                   for run, table in zip(runs, speeds)]
+    return names, [(name, [_mib(table[n]) if n in table else None for n in names])
+                   for name, table in zip(run_names(runs), speeds)]
 
 
 def comparison_figure(runs: Sequence[RunRecord]) -> Figure | None:
@@ -328,4 +329,44 @@ def timeline_figure(title: str, series: MonitorSeries, devices: Sequence[str]) -
         cpu_ax.set_ylim(0, max(5.0, top * 1.15))
         cpu_ax.set_xlabel("time into the phase (s)")
         cpu_ax.set_xlim(0, elapsed[-1])
+        return fig
+
+
+def _mean_util(series: MonitorSeries, devices: Sequence[str]) -> list[float]:
+    columns = [series.column(f"{device}:%util") for device in devices]
+    found = [column for column in columns if column is not None]
+    means = []
+    for values in zip(*found):
+        usable = [v for v in values if not math.isnan(v)]
+        means.append(sum(usable) / len(usable) if usable else math.nan)
+    return means
+
+
+def runs_timeline_figure(title: str, runs: Sequence[tuple[str, MonitorSeries | None, Sequence[str]]]) -> Figure | None:
+    """One phase in several runs, one line per run (a run keeps its colour of the other charts,
+    None for a run without samples): its member disks' read+write MiB/s summed, and their mean
+    %util below (striped: all disks a little busy; linear: one disk saturated)."""
+    if not any(series is not None and series.elapsed for _, series, _ in runs):
+        return None
+    with style():
+        fig = _new_figure(3.9)
+        rate_ax, util_ax = fig.subplots(2, 1, sharex=True, height_ratios=(1.6, 1.0))
+        for index, (name, series, devices) in enumerate(runs):
+            if series is None or not series.elapsed:
+                continue
+            color = PALETTE[index % len(PALETTE)]
+            rates = [_member_rate(series, device) for device in devices]
+            total = [sum(values) for values in zip(*rates)] if rates else [0.0] * len(series.elapsed)
+            rate_ax.plot(*_steps(series.elapsed, total), color=color, linewidth=1.4, label=name)
+            util = _mean_util(series, devices)
+            if util:
+                util_ax.plot(*_steps(series.elapsed, util), color=color, linewidth=1.2)
+        rate_ax.set_ylabel("member disks\nread+write MiB/s")
+        rate_ax.set_ylim(bottom=0)
+        rate_ax.set_title(title, loc="left")
+        util_ax.set_ylabel("member disks\nmean %util")
+        util_ax.set_ylim(0, 105)
+        util_ax.set_xlabel("time into the phase (s)")
+        util_ax.set_xlim(left=0)
+        fig.legend(loc="outside lower center", ncols=min(len(runs), 4))
         return fig

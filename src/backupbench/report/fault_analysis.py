@@ -28,10 +28,6 @@ class OperationRow:
     speeds: dict[str, float] = field(default_factory=dict)  # state -> value
     model: Expected | None = None
 
-    def factor(self, state: str) -> float | None:
-        healthy, mine = self.speeds.get("healthy"), self.speeds.get(state)
-        return mine / healthy if healthy and mine is not None else None
-
     @property
     def model_error(self) -> float | None:
         healthy = self.speeds.get("healthy")

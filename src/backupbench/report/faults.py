@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from backupbench import units
+from backupbench.analysis.compare import relative_speed
 from backupbench.report.fault_analysis import STATES, FaultReport, OperationRow
 
 
@@ -29,10 +30,11 @@ def rows(report: FaultReport) -> list[list[str]]:
     table = []
     for row in report.rows:
         cells = [row.operation, _speed(row, row.speeds.get("healthy"))]
+        healthy = row.speeds.get("healthy")
         for state in STATES[1:]:
-            factor = row.factor(state)
-            shown = _speed(row, row.speeds.get(state))
-            cells.append(shown + (f" ({factor:.2f}x)" if factor is not None else ""))
+            mine = row.speeds.get(state)
+            against = f" ({relative_speed(mine, healthy)})" if healthy and mine is not None else ""
+            cells.append(_speed(row, mine) + against)
         cells += [_speed(row, row.model.value) if row.model else "-", _percent(row.model_error)]
         table.append(cells)
     return table
@@ -40,7 +42,7 @@ def rows(report: FaultReport) -> list[list[str]]:
 
 def title(report: FaultReport) -> str:
     after = f"rebuilt onto {report.target}" if report.rebuilds else "no replacement"
-    return f"{report.layout}: {', '.join(report.failed)} failed, {after} (x = against healthy)"
+    return f"{report.layout}: {', '.join(report.failed)} failed, {after} (faster/slower: against healthy)"
 
 
 def rebuild_line(report: FaultReport) -> str:

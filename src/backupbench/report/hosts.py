@@ -2,12 +2,16 @@
 `note:` lines, the same table in HTML, and a bar chart of each operation per host against the
 hosts' median.
 
-No per-host timeline is drawn: a multi-host run stores each host's figures for the whole
-phase, not samples over time (the monitor samples only the machine that ran backupbench, which
-carries none of the hosts' I/O). Drawing one from phase totals would invent a shape.
+Per-host timelines (HTML only): when each host ran `backupbench agent` and the run was given
+its token, the controller fetched every host's 1 s samples (runner/host_monitor.py); each measured
+phase then gets one chart, one line per host: its whole disks' read+write MiB/s over the phase
+(analysis/hosts.py cuts them out of the hosts' CSVs). Without agents there are only whole-phase
+figures, and no timeline is made up from them.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -16,7 +20,8 @@ from rich.text import Text
 from backupbench import units
 from backupbench.report import html_page as page
 from backupbench.report.html_page import e
-from backupbench.analysis.hosts import SLOW_FRACTION, OperationHosts, host_breakdown, lost_hosts, slow_hosts
+from backupbench.analysis.hosts import (SLOW_FRACTION, OperationHosts, PhaseTimeline, host_breakdown, lost_hosts,
+                                        phase_timeline, run_hosts, slow_hosts, timeline_sources)
 from backupbench.results.model import RunRecord
 
 # figure -> (column heading, divisor)
@@ -70,7 +75,8 @@ def headings(breakdown: list[OperationHosts]) -> list[str]:
 
 def caption(run: RunRecord, breakdown: list[OperationHosts]) -> str:
     parts = [f"slow: more than {SLOW_FRACTION:.0%} under the median of the hosts that reported"]
-    # What the runner says the total's p99 is (runner/hosts.py: the worst host's), verbatim.
+    # What the runner says the total's p99 is (runner/hosts.py: merged histograms, or the worst
+    # host's when fio gave none), verbatim.
     said = next((str(op.detail["p99_total"]) for op in run.operations if op.detail.get("p99_total")), "")
     if said:
         parts.append(said)
@@ -144,9 +150,11 @@ def hosts_chart_html(run: RunRecord) -> str:
     figure = hosts_figure(breakdown) if breakdown else None
     if figure is None:
         return ""
+    over_time = ("each host over time: Per-host timelines below" if any(timeline_sources(op) for op in run.operations)
+                 else "no per-host samples were fetched (give the run --agent-token-file, with an agent on each "
+                      "host), so no per-host timeline is drawn")
     caption_text = ("Each operation per host, dashed: the median of the hosts that reported; hatched red-edged "
-                    f"bars are more than {SLOW_FRACTION:.0%} under it. Whole-phase figures: no per-host "
-                    "time series is recorded, so no per-host timeline is drawn.")
+                    f"bars are more than {SLOW_FRACTION:.0%} under it. Whole-phase figures; {over_time}.")
     return page.figure(charts.inline_svg(figure, "hosts", "Each operation per host against the median"),
                        caption_text)
 
@@ -202,3 +210,86 @@ def hosts_figure(breakdown: list[OperationHosts]):
         ax.margins(x=0.18)
         fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 5))
         return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-host timelines
+
+
+def _read(root: Path, name: str) -> str | None:
+    """A host's CSV in the run folder; None if absent, unreadable or (a crafted name) outside it."""
+    path = (root / name).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def host_timelines(run: RunRecord, folder: Path) -> list[PhaseTimeline]:
+    """Every phase's per-host timeline, in run order, from the CSVs in the run folder (each read once)."""
+    root = Path(folder).resolve()
+    texts: dict[str, str | None] = {}
+    found = []
+    for op in run.operations:
+        for name in timeline_sources(op).values():
+            if name not in texts:
+                texts[name] = _read(root, name)
+        timeline = phase_timeline(op, texts)
+        if timeline is not None:
+            found.append(timeline)
+    return found
+
+
+def host_timeline_figure(timeline: PhaseTimeline, order: list[str]):
+    """One line per host (a host keeps its colour of the hosts chart); None when no host has one."""
+    from backupbench.report import charts
+    from matplotlib.figure import Figure
+
+    if not timeline.lines:
+        return None
+    with charts.style():
+        fig = Figure(figsize=(charts.WIDTH_IN, 3.2), layout="constrained")
+        ax = fig.add_subplot()
+        for line in timeline.lines:
+            slot = order.index(line.host) if line.host in order else len(order)
+            xs, ys = charts._steps(line.ends, line.mib_s)
+            ax.plot(xs, ys, color=charts.PALETTE[slot % len(charts.PALETTE)], linewidth=1.6,
+                    label=f"{line.host} (mean {line.mean:,.1f}, peak {line.peak:,.1f} MiB/s)")
+        ax.set_xlim(0, max(timeline.duration_s, 1.0))
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("read+write MiB/s\n(the host's whole disks)")
+        ax.set_xlabel("time into the phase (s)")
+        ax.set_title(f"{timeline.operation}: each host's disks over time", loc="left")
+        fig.legend(loc="outside lower center", ncols=min(len(timeline.lines), 3))
+        return fig
+
+
+def _timeline_caption(timeline: PhaseTimeline) -> str:
+    hosts = "; ".join(f"{line.host}: mean {line.mean:,.1f}, peak {line.peak:,.1f} MiB/s over "
+                      f"{', '.join(line.disks) or 'no disk'} ({len(line.ends)} samples; raw: {line.csv})"
+                      for line in timeline.lines)
+    missing = "".join(f"; no line for {host}: {why}" for host, why in timeline.missing.items())
+    missing += "".join(f"; {line.host}'s agent stopped answering ({timeline.lost[line.host]}): its line ends there"
+                       for line in timeline.lines if line.host in timeline.lost)
+    return (f"{timeline.operation}: read+write MiB/s of each host's whole disks, 1 s samples from its backupbench "
+            f"agent over the phase's time by this machine's clock (the hosts' clocks are taken to agree). "
+            f"{hosts}{missing}")
+
+
+def host_timelines_html(run: RunRecord, folder: Path) -> str:
+    """A chart per measured phase with per-host samples; "" for a run without any."""
+    from backupbench.report import charts
+
+    order = run_hosts(run)
+    parts = []
+    for index, timeline in enumerate(host_timelines(run, folder)):
+        figure = host_timeline_figure(timeline, order)
+        if figure is None:
+            parts.append(f"<p>{e(_timeline_caption(timeline))}</p>\n")
+            continue
+        label = f"Per-host timeline of {timeline.operation}: {', '.join(line.host for line in timeline.lines)}"
+        parts.append(page.figure(charts.inline_svg(figure, f"host-timeline-{index}", label),
+                                 _timeline_caption(timeline)))
+    return "".join(parts)

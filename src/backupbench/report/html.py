@@ -9,20 +9,21 @@ notes, commands, settings) is escaped. No clock is read: the same run renders th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from backupbench import units
 from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.fault_chart import fault_timeline, rebuild_points, workload_segments
 from backupbench.report.faults import comparison_rows, headings as fault_headings, rebuild_line
 from backupbench.report.faults import rows as fault_rows, title as fault_title
-from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
-from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effective_speeds, restore_range
+from backupbench.analysis.compare import first_write_penalty, layout_matrix, run_name, speed_changes, speed_text
+from backupbench.analysis.windows import backup_windows, restore_range
 from backupbench.report import charts
 from backupbench.report import html_page as page
+from backupbench.report.compare_html import render_comparison, settings_differences_html
 from backupbench.report.html_page import e
-from backupbench.report.hosts import hosts_chart_html, hosts_html
-from backupbench.report.terminal import layout_cells, monitor_columns, table_specs, target_text
+from backupbench.report.hosts import host_timelines_html, hosts_chart_html, hosts_html
+from backupbench.report.terminal import layout_cells, monitor_columns, restore_range_text, table_specs, target_text
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
 from backupbench.results.model import COMPLETE, RunRecord
@@ -77,17 +78,18 @@ def layouts_html(run: RunRecord) -> str:
     for phase in matrix.phases:
         rows.append([e(phase), *[e(cell) for cell in layout_cells(matrix, phase)]])
     rows += [[e(cell) for cell in cells] for cells in comparison_rows(fault_reports(run), matrix.layouts)]
-    return page.table(["phase", *matrix.layouts], rows,
-                  caption="Layouts compared (effective MiB/s or files/s; x = against the first layout)")
+    verdicts = [v.text for v in map(matrix.verdict, matrix.phases) if v is not None]
+    return (page.table(["phase", *matrix.layouts], rows,
+                       caption="Layouts compared (effective MiB/s or files/s; faster/slower: against the first layout)")
+            + "".join(f'<p class="headline verdict">Verdict: {e(text)}.</p>\n' for text in verdicts))
 
 
 def summary_html(run: RunRecord, backup_size: int | None) -> str:
     parts = []
     restore = restore_range(run)
     if restore:
-        low, high = sorted((restore.worst_bps, restore.best_bps))
         parts.append(
-            f'<p class="headline"><strong>Restore range: {low / units.MiB:,.1f}–{high / units.MiB:,.1f} MiB/s</strong> '
+            f'<p class="headline"><strong>Restore range: {restore_range_text(restore)} MiB/s</strong> '
             f"(unfragmented/sequential {e(units.format_rate(restore.best_bps))}, "
             f"fully fragmented/random {e(units.format_rate(restore.worst_bps))})</p>\n")
     size = backup_size or run.settings.get("backup_size")
@@ -103,16 +105,18 @@ def summary_html(run: RunRecord, backup_size: int | None) -> str:
     return "".join(parts)
 
 
-def slowdown_html(run: RunRecord, baseline: RunRecord) -> str:
-    rows = []
-    for row in slowdowns(run, baseline):
-        scale, unit = (units.MiB, " MiB/s") if row.figure == "effective_bw" else (1, " files/s")
-        rows.append([e(row.operation), e(f"{row.baseline / scale:,.1f}{unit}"), e(f"{row.current / scale:,.1f}{unit}"),
-                     f'<span class="strong">{row.factor:,.2f}x</span>'])
+def baseline_html(run: RunRecord, baseline: RunRecord) -> str:
+    """The settings in which the run and its baseline differ (flagged), then each phase against it."""
+    names = [f"baseline {run_name(baseline)}", f"this run {run_name(run)}"]
+    settings = settings_differences_html([baseline, run], names)
+    rows = [[e(row.operation), e(speed_text(row.figure, row.baseline)), e(speed_text(row.figure, row.current)),
+             e(row.wording)] for row in speed_changes(run, baseline)]
     if not rows:
-        return f"<p>No operation of this run has a counterpart in baseline {e(baseline.run_id)}.</p>\n"
-    return (page.table(["phase", "baseline", "this run", "slowdown"], rows, caption=f"Against baseline {baseline.run_id}")
-            + '<p class="table-note">slowdown = baseline speed / this run\'s speed (2.00x: twice as long)</p>\n')
+        return settings + f"<p>No operation of this run has a counterpart in baseline {e(run_name(baseline))}.</p>\n"
+    return (settings + page.table(["phase", "baseline", "this run", "this run against the baseline"], rows,
+                                  caption=f"Against baseline {run_name(baseline)}")
+            + '<p class="table-note">faster/slower: this run\'s speed against the baseline\'s; '
+              'same: within 2%</p>\n')
 
 
 def faults_html(run: RunRecord, folder: Path) -> str:
@@ -239,10 +243,14 @@ def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = No
         body.append(page.section("Degraded and rebuilding", faults, "faults"))
     body.append(page.section("Charts", charts_html(run), "charts"))
     if baseline is not None:
-        body.append(page.section(f"Slowdown against {baseline.run_id}", slowdown_html(run, baseline), "baseline"))
+        body.append(page.section(f"Against baseline {run_name(baseline)}", baseline_html(run, baseline), "baseline"))
     timelines = timelines_html(run, folder) if folder.is_dir() else ""
     if timelines:
         body.append(page.section("Monitor timelines (1 s samples per phase)", timelines, "monitor"))
+    per_host = host_timelines_html(run, folder) if folder.is_dir() else ""
+    if per_host:
+        body.append(page.section("Per-host timelines (1 s samples from each host's agent)", per_host,
+                                 "host-timelines"))
     body.append(page.section("Host", host_html(run), "host"))
     body.append(page.section("Settings", settings_html(run), "settings"))
     body.append(page.section("Commands", commands_html(folder), "commands"))
@@ -250,71 +258,6 @@ def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = No
 
 
 # ---------------------------------------------------------------------------------------------
-# Several runs
+# Several runs: report/compare_html.py (imported here for callers that render through this module)
 
-
-def _restore_text(restore) -> str:
-    if restore is None:
-        return "-"
-    low, high = sorted((restore.worst_bps, restore.best_bps))
-    return f"{page.mib(low)}–{page.mib(high)}"
-
-
-def render_comparison(runs: Sequence[RunRecord], *, backup_size: int | None = None) -> str:
-    """Effective speed of the same operation across runs: a table (x = against the first run
-    that has the operation) and a bar chart; then what each run was."""
-    if not runs:
-        raise ValueError("render_comparison needs at least one run")
-    names, series = charts.comparison_series(runs)
-    rows = []
-    for row, name in enumerate(names):
-        values = [values[row] for _, values in series]
-        first = next((i for i, v in enumerate(values) if v), None)
-        cells = [e(name)]
-        for index, value in enumerate(values):
-            if not value:
-                cells.append("-")
-                continue
-            base = values[first] if first is not None else None
-            ratio = f" ({value / base:.2f}x)" if base and index != first else ""
-            cells.append(e(f"{value:,.1f}{ratio}"))
-        rows.append(cells)
-    ids = [run.run_id for run in runs]
-    table = (page.table(["operation", *ids], rows, caption="Effective MiB/s (x = against the first run that has it)")
-             if rows else "<p>No completed operation with an effective speed in these runs.</p>\n")
-    body = [f"<header>\n<h1>backupbench: {len(runs)} runs compared</h1>\n"
-            f'<p class="subtitle">{e(", ".join(ids))}</p>\n</header>\n']
-    chart = _chart(charts.comparison_figure(runs), "compare", "Effective speed across runs")
-    body.append(page.section("Effective speed", table + chart, "speed"))
-    if backup_size:
-        windows = [{w.operation: w.seconds for w in backup_windows(run, backup_size)} for run in runs]
-        window_rows = [[e(label), *[f"{w[op] / 3600:,.1f}" if op in w else "-" for w in windows]]
-                       for op, label in WINDOW_OPERATIONS if any(op in w for w in windows)]
-        if window_rows:
-            body.append(page.section(f"Backup windows for {units.format_size(backup_size)} (hours)",
-                                 page.table(["job", *ids], window_rows), "windows"))
-    facts = []
-    for run in runs:
-        target = run.target + (f" ({target_text(run)})" if target_text(run) else "")
-        restore = restore_range(run)
-        facts.append([f"<code>{e(run.run_id)}</code>", e(run.started_at.replace("+00:00", "").replace("T", " ")),
-                      e(run.kind), e(run.status), e(target), e(run.host.get("hostname", "")),
-                      e(units.format_size(run.settings.get("file_size") or run.settings.get("size") or 0)
-                         if run.settings.get("file_size") or run.settings.get("size") else "-"),
-                      e(_restore_text(restore))])
-    body.append(page.section("Runs", page.table(["run", "started (UTC)", "kind", "status", "target", "host", "test file",
-                                         "restore MiB/s"], facts, numeric_from=6), "runs"))
-    notes = [f"{run.run_id}: {note}" for run in runs for note in run.notes]
-    notes += [f"{run.run_id}: run {run.status}" + (f": {run.error}" if run.error else "")
-              for run in runs if run.status != COMPLETE]
-    if notes:
-        body.append(page.section("Notes and warnings", page.callout(notes, "From the runs"), "notes"))
-    unlike = sorted({run.kind for run in runs})
-    if len(unlike) > 1:
-        body.insert(1, page.callout([f"kinds: {', '.join(unlike)}"], "These runs measured different workloads."))
-    speeds = [effective_speeds(run) for run in runs]
-    if speeds and not any(speeds):
-        body.insert(1, page.callout(["none of the runs has a completed operation"], "Nothing to compare."))
-    return page.document(f"backupbench: {', '.join(ids)} compared", "".join(body))
-
-
+__all__ = ["render", "render_comparison"]

@@ -1,6 +1,7 @@
-"""Rendering samples for a terminal with rich: the iostat-like live view and the summary.
+"""Rendering samples: the iostat-like live view and the summary (rich), and the plain-text
+block per interval that `monitor` prints when its output is not a terminal.
 
-Pure functions from data to rich renderables; the CLI owns the Live and the console.
+Pure functions from data to rich renderables or text; the CLI owns the Live and the console.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from backupbench.monitor.summary import MonitorSummary
 from backupbench.monitor.thresholds import Thresholds
 
 _AWAITS = ("r_await", "w_await")
+# iostat's own widths: 13 for the device, 8 for a figure; wider where a name or value needs it.
+_PLAIN_DEVICE_WIDTH = 13
+_PLAIN_FIGURE_WIDTH = 8
 
 
 def _device_label(device: str, labels: Mapping[str, str] | None) -> str:
@@ -92,3 +96,22 @@ def summary_table(summary: MonitorSummary, labels: Mapping[str, str] | None = No
         cells.append(f"{summary[disk_key(device, 'util')].max:.1f}")
         table.add_row(_device_label(device, labels), *cells)
     return table
+
+
+def plain_block(sample: Sample, devices: Sequence[str]) -> str:
+    """One interval as `iostat -x` prints it into a pipe: a time line, the header, one row per
+    device, then a blank line. Every column is written whole (nothing is cut to a terminal's
+    width) and a device without figures this interval shows '-' in each, so that every row
+    has as many fields as the header for awk or a spreadsheet."""
+    header = ["Device", *(metric.column for metric in DISK_METRICS)]
+    rows = []
+    for device in devices:
+        rates = sample.disks.get(device)
+        rows.append([device, *(f"{metric.read(rates):.2f}" if rates is not None else "-" for metric in DISK_METRICS)])
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    widths = [max(widths[0], _PLAIN_DEVICE_WIDTH), *(max(w, _PLAIN_FIGURE_WIDTH) for w in widths[1:])]
+    lines = [format_timestamp(sample.wall)]
+    for row in (header, *rows):
+        cells = [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:]))]
+        lines.append(" ".join(cells))
+    return "\n".join(lines) + "\n\n"

@@ -10,10 +10,13 @@ from rich.text import Text
 
 from backupbench import units
 from backupbench.engines.content import settings_label
-from backupbench.analysis.compare import first_write_penalty, layout_matrix, slowdowns
-from backupbench.analysis.windows import backup_windows, layouts_of, restore_range
+from backupbench.analysis.compare import first_write_penalty, layout_matrix, relative_speed, run_name, speed_changes
+from backupbench.analysis.compare import speed_text
+from backupbench.analysis.settings_diff import SettingDifference, settings_differences
+from backupbench.analysis.windows import RestoreRange, backup_windows, layouts_of, restore_range
 from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.faults import comparison_rows, fault_table
+from backupbench.monitor.thresholds import FillThresholds
 from backupbench.report.hosts import hosts_renderables
 from backupbench.results.model import COMPLETE, RunRecord
 
@@ -124,10 +127,57 @@ ZFS_COLUMNS: list[Column] = [
 ]
 
 
+SNAPSHOT_PREFIX, SNAPSHOT_FILL, SNAPSHOT_INVALID = "snapshot.", ".data_pct_max", ".invalid"
+THIN_PREFIX, THIN_DATA, THIN_METADATA = "thinpool.", ".data_pct_max", ".metadata_pct_max"
+
+
+def _named(figures: dict[str, float], prefix: str, suffix: str) -> dict[str, float]:
+    """{snapshot or pool: value} of the figures '<prefix><name><suffix>' (layouts/snapwatch.py,
+    layouts/thinwatch.py store one per snapshot and per pool)."""
+    return {k[len(prefix):-len(suffix)]: v for k, v in figures.items() if k.startswith(prefix) and k.endswith(suffix)}
+
+
+def _fill(value: float | None) -> str | Text:
+    """A fill level, yellow from the warning threshold and bold red from the critical one."""
+    level = FillThresholds().level(value) if value is not None else None
+    style = {"warning": "yellow", "critical": "bold red"}.get(level or "", "")
+    return Text(_number(value, "%"), style=style) if style else _number(value, "%")
+
+
+def _snapshot_cell(figures: dict[str, float]) -> str | Text:
+    """The fullest snapshot's highest Data%, and which snapshots turned Invalid."""
+    fills = _named(figures, SNAPSHOT_PREFIX, SNAPSHOT_FILL)
+    invalid = sorted(name for name, flag in _named(figures, SNAPSHOT_PREFIX, SNAPSHOT_INVALID).items() if flag)
+    highest = max(fills.values()) if fills else None
+    if invalid:
+        return Text(f"{_number(highest, '%')} Invalid ({', '.join(invalid)})", style="bold red")
+    return _fill(highest)
+
+
+def _highest(figures: dict[str, float], suffix: str) -> str | Text:
+    values = _named(figures, THIN_PREFIX, suffix).values()
+    return _fill(max(values) if values else None)
+
+
+# Space a layout's snapshots or thin pool had left: the highest fill of the workload's phases.
+SNAPSHOT_COLUMNS: list[Column] = [("snapshot Data% max", _snapshot_cell)]
+THIN_COLUMNS: list[Column] = [
+    ("thin pool data% max", lambda f: _highest(f, THIN_DATA)),
+    ("thin pool meta% max", lambda f: _highest(f, THIN_METADATA)),
+]
+
+
 def monitor_columns(ops: list) -> list[Column]:
-    """The sampled columns the phases have figures for: member disks, then a ZFS pool's."""
+    """The sampled columns the phases have figures for: member disks, then a ZFS pool's, then
+    the fill of an LVM layout's snapshots and thin pool."""
     columns = MONITOR_COLUMNS if any("members_util" in op.figures for op in ops) else []
-    return columns + (ZFS_COLUMNS if any("zfs.arc_hit" in op.figures for op in ops) else [])
+    columns = columns + (ZFS_COLUMNS if any("zfs.arc_hit" in op.figures for op in ops) else [])
+    names = {name for op in ops for name in op.figures}
+    if any(name.startswith(SNAPSHOT_PREFIX) and name.endswith(SNAPSHOT_FILL) for name in names):
+        columns = columns + SNAPSHOT_COLUMNS
+    if any(name.startswith(THIN_PREFIX) for name in names):
+        columns = columns + THIN_COLUMNS
+    return columns
 
 
 def _is_file_phase(op) -> bool:
@@ -189,15 +239,40 @@ def _number(value: float | None, unit: str) -> str:
     return "-" if value is None else f"{value:,.1f}{unit}"
 
 
-def slowdown_table(run: RunRecord, baseline: RunRecord) -> Table:
-    table = Table(title=f"Against baseline {baseline.run_id}", title_justify="left")
-    for heading in ("phase", "baseline", "this run", "slowdown"):
-        table.add_column(heading, justify="left" if heading == "phase" else "right")
-    for row in slowdowns(run, baseline):
-        scale, unit = (units.MiB, " MiB/s") if row.figure == "effective_bw" else (1, " files/s")
-        table.add_row(row.operation, f"{row.baseline / scale:,.1f}{unit}", f"{row.current / scale:,.1f}{unit}",
-                      Text(f"{row.factor:,.2f}x", style="bold"))
+def settings_table(differences: list[SettingDifference], names: list[str]) -> RenderableType:
+    """Settings that differ between compared runs, flagged; printed above every comparison."""
+    if not differences:
+        return Text(f"Same settings: {' and '.join(names)} ran the same workload the same way.")
+    table = Table(title="Settings differ: the comparison below measures them as well as the storage",
+                  title_justify="left", title_style="bold yellow")
+    table.add_column("setting")
+    for name in names:
+        table.add_column(name)
+    for difference in differences:
+        table.add_row(Text(difference.setting, style="yellow"), *difference.values)
     return table
+
+
+def baseline_table(run: RunRecord, baseline: RunRecord) -> RenderableType:
+    """Each phase against the baseline run, below the settings in which the two differ."""
+    names = [f"baseline {run_name(baseline)}", f"this run {run_name(run)}"]
+    settings = settings_table(settings_differences([baseline, run]), names)
+    title = f"Against baseline {run_name(baseline)}" + (f" ({baseline.run_id})" if baseline.label else "")
+    changes = speed_changes(run, baseline)
+    if not changes:
+        return Group(settings, Text(f"{title}: no completed phase in common to compare", style="yellow"))
+    table = Table(title=title, title_justify="left")
+    for heading in ("phase", "baseline", "this run", "this run against the baseline"):
+        table.add_column(heading, justify="left" if heading == "phase" else "right")
+    for row in changes:
+        table.add_row(row.operation, speed_text(row.figure, row.baseline), speed_text(row.figure, row.current),
+                      row.wording)
+    return Group(settings, table)
+
+
+def restore_range_text(restore: RestoreRange) -> str:
+    """'1,441.7–1,888.2': low to high, whichever end is random; the one form every table uses."""
+    return f"{restore.low_bps / units.MiB:,.1f}–{restore.high_bps / units.MiB:,.1f}"
 
 
 def recorded_backup_size(run: RunRecord) -> int | None:
@@ -213,11 +288,9 @@ def _layout_lines(run: RunRecord, layout: str | None, size: int | None) -> list[
     prefix = f"{layout}: " if layout else ""
     restore = restore_range(run, layout)
     if restore:
-        # On flash, random reads can beat sequential ones: show the range low to high
-        # and say which end is which rather than assume.
-        low, high = sorted((restore.worst_bps, restore.best_bps))
+        # On flash, random reads can beat sequential ones: say which end is which rather than assume.
         lines.append(Text(
-            f"{prefix}Restore range: {low / units.MiB:,.1f}-{high / units.MiB:,.1f} MiB/s "
+            f"{prefix}Restore range: {restore_range_text(restore)} MiB/s "
             f"(unfragmented/sequential {units.format_rate(restore.best_bps)}, "
             f"fully fragmented/random {units.format_rate(restore.worst_bps)})"
         ))
@@ -251,11 +324,11 @@ def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[Render
     return lines
 
 
-def layouts_table(run: RunRecord) -> Table | None:
+def layouts_table(run: RunRecord) -> RenderableType | None:
     matrix = layout_matrix(run)
     if matrix is None:
         return None
-    table = Table(title="Layouts compared (effective MiB/s or files/s; x = against the first layout)",
+    table = Table(title="Layouts compared (effective MiB/s or files/s; faster/slower: against the first layout)",
                   title_justify="left")
     table.add_column("phase")
     for layout in matrix.layouts:
@@ -264,11 +337,12 @@ def layouts_table(run: RunRecord) -> Table | None:
         table.add_row(phase, *layout_cells(matrix, phase))
     for cells in comparison_rows(fault_reports(run), matrix.layouts):
         table.add_row(*cells)
-    return table
+    verdicts = [Text(f"Verdict: {v.text}") for v in map(matrix.verdict, matrix.phases) if v is not None]
+    return Group(table, *verdicts)
 
 
 def layout_cells(matrix, phase: str) -> list[str]:
-    """One phase across the layouts: '201.0 (4.00x)' against the first layout; the HTML
+    """One phase across the layouts: '201.0 (4.00x faster)' against the first layout; the HTML
     report shows the same cells."""
     cells = []
     for layout in matrix.layouts:
@@ -278,8 +352,10 @@ def layout_cells(matrix, phase: str) -> list[str]:
             continue
         figure, value = found
         shown = f"{value / units.MiB:,.1f}" if figure == "effective_bw" else f"{value:,.0f}"
-        ratio = matrix.ratio(phase, layout)
-        cells.append(shown + (f" ({ratio:.2f}x)" if ratio is not None and layout != matrix.layouts[0] else ""))
+        reference = matrix.reference_layout(phase)
+        base = matrix.values.get((phase, reference or ""))
+        against = base is not None and base[0] == figure and layout != reference
+        cells.append(shown + (f" ({relative_speed(value, base[1])})" if against and base else ""))
     return cells
 
 
@@ -291,7 +367,7 @@ def run_report(run: RunRecord, backup_size: int | None = None, baseline: RunReco
     if comparison is not None:
         parts.insert(len(tables), comparison)
     if baseline is not None:
-        parts.append(slowdown_table(run, baseline))
+        parts.append(baseline_table(run, baseline))
     return Group(*parts)
 
 
@@ -299,7 +375,8 @@ def history_table(runs: list[RunRecord]) -> Table:
     table = Table(title="Stored runs", title_justify="left")
     for heading in ("run", "started (UTC)"):
         table.add_column(heading, no_wrap=True)
-    for heading in ("status", "target", "size"):
+    labelled = any(run.label for run in runs)  # no empty column for stores without labels
+    for heading in (["label"] if labelled else []) + ["status", "target", "size"]:
         table.add_column(heading)
     table.add_column("active-full MiB/s", justify="right")
     table.add_column("restore MiB/s", justify="right")
@@ -307,9 +384,10 @@ def history_table(runs: list[RunRecord]) -> Table:
         speeds = {op.name: op.figures.get("effective_bw") for op in run.operations if op.status == COMPLETE}
         restore = restore_range(run)
         table.add_row(
-            run.run_id, run.started_at.replace("+00:00", "").replace("T", " "), run.status, run.target,
+            run.run_id, run.started_at.replace("+00:00", "").replace("T", " "),
+            *([Text(run.label)] if labelled else []), run.status, run.target,
             units.format_size(run.settings.get("file_size") or 0),
             _mib(speeds.get("active-full")),
-            f"{_mib(restore.worst_bps)}-{_mib(restore.best_bps)}" if restore else "-",
+            restore_range_text(restore) if restore else "-",
         )
     return table

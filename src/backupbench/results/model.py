@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from backupbench import process
+from backupbench.monitor.metrics import DISK_METRICS
 
 # Run and operation states.
 RUNNING = "running"
@@ -30,7 +31,73 @@ FIGURE_UNITS = {
     "runtime": "s",
     "members_util": "%",
     "members_w_await": "ms",
+    # The small-file engine's phases.
+    "files_per_s": "files/s",
+    "file_p50_lat": "ns",
+    "file_p99_lat": "ns",
+    "files": "files",
+    "sync_seconds": "s",
+    "mismatches": "files",
+    # S3 phases (a mixed phase also has each request kind's, prefixed: put_ops, get_lat_p99_ns).
+    "ops": "requests",
+    "errors": "requests",
+    "bytes": "B",
+    "objects_per_s": "objects/s",
+    "lat_p50_ns": "ns",
+    "lat_p90_ns": "ns",
+    "lat_p99_ns": "ns",
+    "ttfb_p50_ns": "ns",
+    "ttfb_p99_ns": "ns",
+    "objects_checked": "objects",
+    # Per device: the device is a label, not a part of the name (split_device).
+    "snapshot.data_pct_max": "%",
+    "snapshot.invalid": "1",
+    "thinpool.data_pct_max": "%",
+    "thinpool.metadata_pct_max": "%",
 }
+# A mixed S3 phase's per-kind figures are the plain ones prefixed with the request kind.
+S3_REQUEST_KINDS = ("put", "get", "list", "delete")
+
+
+MONITOR_PREFIX = "mon."  # runner/phases.py stores the monitor summary under it
+# Figures stored per LV as '<prefix><lv>.<figure>': layouts/snapwatch.py (a snapshot's fill,
+# whether it turned Invalid), layouts/thinwatch.py (a thin pool's data and metadata fill).
+PER_VOLUME_PREFIXES = ("snapshot.", "thinpool.")
+DISK_METRIC_KEYS = frozenset(metric.key for metric in DISK_METRICS)
+
+
+def split_device(name: str) -> tuple[str, str | None]:
+    """A stored figure name -> (figure name, device), the device taken out of the name:
+    'mon.vda.w_await.p95' -> ('mon.w_await.p95', 'vda'); 'snapshot.snap1.data_pct_max' ->
+    ('snapshot.data_pct_max', 'snap1'); 'effective_bw' -> ('effective_bw', None)."""
+    if name.startswith(MONITOR_PREFIX):
+        metric_path, dot, stat = name[len(MONITOR_PREFIX):].rpartition(".")
+        device, dot_before, metric = metric_path.rpartition(".")
+        if dot and dot_before and device and metric in DISK_METRIC_KEYS:
+            return f"{MONITOR_PREFIX}{metric}.{stat}", device
+    prefix = next((p for p in PER_VOLUME_PREFIXES if name.startswith(p)), None)
+    if prefix is not None:
+        device, dot, rest = name[len(prefix):].rpartition(".")
+        if dot and device:
+            return prefix + rest, device
+    return name, None
+
+
+def stored_name(figure: str, device: str | None) -> str:
+    """The inverse of split_device: the name the store keeps the figure under."""
+    if device is None:
+        return figure
+    prefix, _, rest = figure.partition(".")
+    return f"{prefix}.{device}.{rest}"
+
+
+def known_unit(name: str) -> str:
+    """The unit of a well-known figure name, '' when the name is not one."""
+    figure, _ = split_device(name)
+    if figure in FIGURE_UNITS:
+        return FIGURE_UNITS[figure]
+    kind, _, plain = figure.partition("_")
+    return FIGURE_UNITS.get(plain, "") if kind in S3_REQUEST_KINDS else ""
 
 
 def now_iso() -> str:
@@ -65,7 +132,7 @@ class OperationRecord:
     units: dict[str, str] = field(default_factory=dict)
 
     def unit(self, name: str) -> str:
-        return self.units.get(name) or FIGURE_UNITS.get(name, "")
+        return self.units.get(name) or known_unit(name)
 
     def figure(self, name: str) -> float | None:
         return self.figures.get(name)
@@ -87,3 +154,5 @@ class RunRecord:
     # The process the run belongs to (process.identity()): a run whose process is gone is
     # not running, whatever its stored status says.
     owner: str = ""
+    # The user's name for the run (--label), shown wherever runs are listed or compared.
+    label: str = ""

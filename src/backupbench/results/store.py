@@ -11,10 +11,16 @@ from typing import Callable, Iterator
 from backupbench import stopping
 from backupbench.errors import NotFoundError, StoreError
 from backupbench.process import is_alive as process_alive
-from backupbench.results.model import FIGURE_UNITS, INTERRUPTED, RUNNING, OperationRecord, RunRecord, now_iso
+from backupbench.results.model import INTERRUPTED, RUNNING, OperationRecord, RunRecord, known_unit, now_iso
 
-# 1: runs, operations, figures. 2: runs.owner (the process a run belongs to).
-SCHEMA_VERSION = 2
+# PRAGMA user_version; docs/results.md describes every table and column of each version.
+# 1: runs, operations, figures. 2: runs.owner (the process a run belongs to). 3: runs.label.
+SCHEMA_VERSION = 3
+# Columns later versions added to a table, oldest first: an older store gets them on open.
+ADDED_COLUMNS = (
+    ("runs", "owner", "TEXT NOT NULL DEFAULT ''"),
+    ("runs", "label", "TEXT NOT NULL DEFAULT ''"),
+)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -27,7 +33,8 @@ CREATE TABLE IF NOT EXISTS runs (
     host_json TEXT NOT NULL,
     notes_json TEXT NOT NULL DEFAULT '[]',
     error TEXT,
-    owner TEXT NOT NULL DEFAULT ''
+    owner TEXT NOT NULL DEFAULT '',
+    label TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS operations (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
@@ -74,9 +81,7 @@ class Store:
                         f"{path} was written by a newer backupbench (schema {version})",
                         "upgrade backupbench or use another --results directory",
                     )
-                run_columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
-                if run_columns and "owner" not in run_columns:
-                    db.execute("ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+                _add_missing_columns(db)
                 db.executescript(SCHEMA)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except OSError as exc:
@@ -98,10 +103,16 @@ class Store:
         with self._connect() as db:
             db.execute(
                 "INSERT INTO runs (run_id, kind, target, status, started_at, finished_at, settings_json, host_json,"
-                " notes_json, error, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " notes_json, error, owner, label) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run.run_id, run.kind, run.target, run.status, run.started_at, run.finished_at,
-                 json.dumps(run.settings), json.dumps(run.host), json.dumps(run.notes), run.error, run.owner),
+                 json.dumps(run.settings), json.dumps(run.host), json.dumps(run.notes), run.error, run.owner,
+                 run.label),
             )
+
+    def set_label(self, run_id: str, label: str) -> None:
+        with self._connect() as db:
+            if db.execute("UPDATE runs SET label = ? WHERE run_id = ?", (label, run_id)).rowcount == 0:
+                raise NotFoundError(f"no run {run_id!r} in {self.path}", "see `backupbench history` for run ids")
 
     def save_operation(self, run_id: str, seq: int, op: OperationRecord) -> None:
         with self._connect() as db:
@@ -181,13 +192,14 @@ class Store:
     @staticmethod
     def _load_operations(db: sqlite3.Connection, run: RunRecord) -> RunRecord:
         ops = db.execute("SELECT * FROM operations WHERE run_id = ? ORDER BY seq", (run.run_id,)).fetchall()
-        figures = db.execute("SELECT operation, name, value, unit FROM figures WHERE run_id = ?",
+        # In the order they were stored: the workload's own first, as in the run's --json.
+        figures = db.execute("SELECT operation, name, value, unit FROM figures WHERE run_id = ? ORDER BY rowid",
                              (run.run_id,)).fetchall()
         by_op: dict[str, dict[str, float]] = {}
         units_by_op: dict[str, dict[str, str]] = {}
         for fig in figures:
             by_op.setdefault(fig["operation"], {})[fig["name"]] = fig["value"]
-            if fig["unit"] != FIGURE_UNITS.get(fig["name"], ""):
+            if fig["unit"] != known_unit(fig["name"]):
                 units_by_op.setdefault(fig["operation"], {})[fig["name"]] = fig["unit"]
         run.operations = [
             OperationRecord(
@@ -207,4 +219,14 @@ def _run_from_row(row: sqlite3.Row) -> RunRecord:
         started_at=row["started_at"], finished_at=row["finished_at"],
         settings=json.loads(row["settings_json"]), host=json.loads(row["host_json"]),
         notes=json.loads(row["notes_json"]), error=row["error"], owner=row["owner"] or "",
+        label=row["label"] or "",
     )
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """A store an older backupbench made gets the columns added since (tables not yet
+    made are made whole by SCHEMA)."""
+    for table, column, declaration in ADDED_COLUMNS:
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if present and column not in present:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")

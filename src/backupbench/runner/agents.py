@@ -7,25 +7,22 @@ GET with another's PUT. So each phase is one job per agent, started on all at th
 (`start_in` leaves each time for its pre-flight checks); the objects are kept between the jobs
 (keep/resume) and deleted by the last one.
 
-Prefixes: one per agent, `backupbench/<run-id>.<label>/`, so counts and keys never collide (not
-`backupbench/<run-id>/<label>/`: the load generator writes and deletes exactly one level below
-backupbench/, native/s3load/main.go prefixRe). Each is journalled before the first PUT; the
-controller deletes them all at the end, lost agents' too.
+Prefixes: one per agent, `backupbench/<run-id>/<label>/`, so counts and keys never collide, all
+below the run's own `backupbench/<run-id>/`. That one prefix is found unused and journalled
+before any agent writes: if this process is killed, `backupbench cleanup` removes every agent's
+objects (and nothing else) with one delete, with this host's credentials, as the end of a run
+does, lost agents' objects too.
 
-Figures: one operation per phase; ops, bytes and errors summed; rates over the common wall time
-(first agent's start to last agent's end, by the agents' clocks, which NTP keeps within
-milliseconds); latency percentiles of every request of every agent together (the agents return
-their exact sorted latencies), not averages of percentiles. Each agent's own figures are in
-detail["hosts"]; an agent lost mid-run in detail["lost_hosts"] and the run's notes, and the
-others go on. The options describe the whole run: objects and streams are split evenly over the
-agents, so a run from N agents does what the same run from this host does.
+Figures (agents_merge.py): one operation per phase, merged from every agent that finished it.
+Each agent's own figures are in detail["hosts"]; an agent lost mid-run in detail["lost_hosts"]
+and the run's notes, and the others go on. The options describe the whole run: objects and
+streams are split evenly over the agents, so a run from N agents does what the same run from
+this host does.
 """
 
 from __future__ import annotations
 
-import heapq
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,16 +30,16 @@ from typing import Any
 
 from backupbench import __version__, stopping
 from backupbench.agent.client import AgentClient, AgentUnreachable
-from backupbench.agent.protocol import pack_sorted, unpack_sorted
 from backupbench.agent.startup import parse_listen
 from backupbench.errors import BackupbenchError, EngineError, InputError, RefusedError
 from backupbench.results.model import RunRecord
+from backupbench.runner import host_monitor
+from backupbench.runner.agents_merge import MERGE_NOTE, errors_by_kind, merge_phase, split
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunRequest, execute_remote
-from backupbench.stats import nearest_rank
 from backupbench.workloads.base import PhaseHooks
 from backupbench.workloads.s3 import S3Workload, objects_artefact
-from backupbench.workloads.s3_options import PHASE_TITLES
+from backupbench.workloads.s3_options import PHASE_TITLES, run_prefix
 
 AGENT_PHASES = ("put", "get", "delete")
 # Time every agent has to check the endpoint before the common start.
@@ -58,7 +55,6 @@ STOP_WAIT_S = 60.0
 # How long an agent keeps a phase's objects for the next phase's job: the controller sends it
 # within a second; if it never does (the controller was killed) the agent deletes them.
 KEEP_S = 60.0
-MERGE_NOTE = "latency percentiles of every agent's requests together; rates over the common wall time"
 
 
 @dataclass(frozen=True)
@@ -74,7 +70,8 @@ def parse_agents(text: str) -> tuple[AgentRef, ...]:
         if not item:
             continue
         host, port = parse_listen(item)
-        label = f"{host.replace(':', '_')}-{port}"
+        # A key part must start with a letter or digit: '::1' is written as the same '0::1'.
+        label = f"{'0' if host.startswith(':') else ''}{host.replace(':', '_')}-{port}"
         if any(ref.label == label for ref in found):
             raise InputError(f"--agents names {item} twice")
         found.append(AgentRef(item, label))
@@ -84,12 +81,8 @@ def parse_agents(text: str) -> tuple[AgentRef, ...]:
 
 
 def agent_prefix(run_id: str, label: str) -> str:
-    return f"backupbench/{run_id}.{label}/"
-
-
-def split(total: int, parts: int) -> list[int]:
-    """total as `parts` near-equal shares, the larger ones first."""
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+    """The agent's own prefix, below the run's (which the journal holds)."""
+    return f"{run_prefix(run_id)}{label}/"
 
 
 def refuse_unsupported(workload: S3Workload) -> None:
@@ -109,29 +102,6 @@ def refuse_unsupported(workload: S3Workload) -> None:
         raise InputError("--agents needs an object count (--objects)")
 
 
-# ---- merging (pure) --------------------------------------------------------------------------
-
-def merge_phase(op: str, phases: dict[str, dict[str, Any]]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """One phase of every agent that finished it -> (merged figures, each agent's figures)."""
-    starts = {label: float(p["started_wall"]) for label, p in phases.items()}
-    first = min(starts.values())
-    per_host: dict[str, dict[str, float]] = {}
-    for label, phase in phases.items():
-        per_host[label] = {**phase["figures"], "start_offset_s": starts[label] - first}
-    runtimes = [f["runtime"] for f in per_host.values()]
-    wall = max(max(f["start_offset_s"] + f["runtime"] for f in per_host.values()), max(runtimes))
-    merged = {name: sum(f.get(name, 0.0) for f in per_host.values()) for name in ("ops", "errors", "bytes")}
-    merged.update(runtime=wall, effective_bw=merged["bytes"] / wall if wall > 0 else 0.0,
-                  objects_per_s=merged["ops"] / wall if wall > 0 else 0.0, hosts_reporting=float(len(phases)))
-    latencies = list(heapq.merge(*(unpack_sorted(p["lat_ns"]) for p in phases.values())))
-    for p in (50, 90, 99):
-        merged[f"lat_p{p}_ns"] = nearest_rank(latencies, p)
-    if op == "get":
-        ttfb = list(heapq.merge(*(unpack_sorted(p.get("ttfb_ns") or pack_sorted([])) for p in phases.values())))
-        merged["ttfb_p50_ns"], merged["ttfb_p99_ns"] = nearest_rank(ttfb, 50), nearest_rank(ttfb, 99)
-    return merged, per_host
-
-
 # ---- the workload ------------------------------------------------------------------------------
 
 @dataclass
@@ -149,7 +119,7 @@ class AgentsWorkload:
     buffered: bool = field(default=False, init=False)
     test_file_cautions: bool = field(default=False, init=False)
     space_fix: str = field(default="", init=False)
-    _ids: dict[str, int | None] = field(default_factory=dict, init=False, repr=False)
+    _objects_id: int | None = field(default=None, init=False, repr=False)
     _run_id: str = field(default="", init=False, repr=False)
 
     def client(self, ref: AgentRef) -> AgentClient:
@@ -174,7 +144,7 @@ class AgentsWorkload:
     def settings(self) -> dict[str, Any]:
         return {**self.inner.settings(), "agents": [r.address for r in self.agents],
                 "per_agent": {k: {"objects": o, "concurrency": c} for k, (o, c) in self.shares().items()},
-                "key_prefix": "backupbench/<run_id>.<agent>/"}
+                "key_prefix": "backupbench/<run_id>/<agent>/"}
 
     def space_needed(self) -> int:
         return self.inner.space_needed()
@@ -196,11 +166,13 @@ class AgentsWorkload:
 
     # ---- the run ------------------------------------------------------------------------------
     def execute(self, target: Path | None, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
-        s3, creds = self.inner.connect()
+        clients = {ref.label: self.client(ref) for ref in self.agents}
+        with host_monitor.sampling(clients, folder, hooks, self.notes) as sampled:
+            self._execute(run_id, sampled)
+
+    def _execute(self, run_id: str, hooks: PhaseHooks) -> None:
         self._run_id = run_id
-        for ref in self.agents:
-            self._ids[ref.label] = hooks.will_create(objects_artefact(
-                s3, agent_prefix(run_id, ref.label), self.inner.options.profile, creds.source))
+        self._claim(run_id, hooks)
         ops = self.phases()
         for index, op in enumerate(ops):
             active = [ref for ref in self.agents if ref.label not in self.lost]
@@ -212,6 +184,17 @@ class AgentsWorkload:
             if not finished:
                 raise EngineError(f"no agent finished {op}: " + "; ".join(self.lost.values()))
             self._record(op, finished, hooks)
+
+    def _claim(self, run_id: str, hooks: PhaseHooks) -> None:
+        """Refuse a run prefix already in use; then journal it whole, before any agent writes:
+        it holds every agent's prefix, so one removal with this host's credentials takes them
+        all, also in `backupbench cleanup` after this process was killed."""
+        s3, creds = self.inner.connect()
+        prefix = run_prefix(run_id)
+        if self.inner.engine.probe(s3, creds, prefix).prefix_empty is False:
+            raise RefusedError(f"bucket {s3.bucket} already holds objects under {prefix}; they are not this "
+                               "run's and will not be touched", "use another run id")
+        self._objects_id = hooks.will_create(objects_artefact(s3, prefix, self.inner.options.profile, creds.source))
 
     def _request(self, ref: AgentRef, op: str, first: bool, last: bool) -> dict[str, Any]:
         opts, (s3, creds) = self.inner.options, self.inner.connect()
@@ -332,28 +315,24 @@ class AgentsWorkload:
         detail = {"hosts": per_host, "lost_hosts": dict(self.lost), "endpoint": s3.endpoint, "bucket": s3.bucket,
                   "prefixes": {ref.label: agent_prefix(self._run_id, ref.label) for ref in self.agents},
                   "credentials_from": creds.source, "merged": MERGE_NOTE,
-                  "errors_by_kind": _errors(finished), "units": {"hosts_reporting": "hosts"}}
+                  "errors_by_kind": errors_by_kind(finished), "units": {"hosts_reporting": "hosts"}}
         hooks.finished(op, figures, detail)
 
     def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:
-        """Every agent's prefix deleted from here: a lost or stopped agent may have left objects."""
-        if not self._ids:
+        """The run's prefix, every agent's below it, deleted from here: a lost or stopped agent
+        may have left objects."""
+        artefact_id, self._objects_id = self._objects_id, None
+        if artefact_id is None:
             return
         s3, creds = self.inner.connect()
-        for ref in self.agents:
-            artefact_id = self._ids.pop(ref.label, None)
-            prefix = agent_prefix(run_id, ref.label)
-            try:
-                deleted = self.inner.engine.delete_prefix(s3, creds, prefix)
-            except BackupbenchError as exc:
-                # Stays in the journal; the note says where they are.
-                self.notes.append(f"objects may be left under {prefix} in bucket {s3.bucket}: {exc.one_line()}")
-                continue
-            hooks.removed(artefact_id, f"removed ({deleted:,} left by the agent deleted here)")
-
-
-def _errors(finished: dict[str, dict[str, Any]]) -> dict[str, int]:
-    return dict(sum((Counter(phase.get("errors") or {}) for phase in finished.values()), Counter()))
+        prefix = run_prefix(run_id)
+        try:
+            deleted = self.inner.engine.delete_prefix(s3, creds, prefix)
+        except BackupbenchError as exc:
+            # Stays in the journal for `backupbench cleanup`; the note says where they are.
+            self.notes.append(f"objects may be left under {prefix} in bucket {s3.bucket}: {exc.one_line()}")
+            return
+        hooks.removed(artefact_id, f"removed ({deleted:,} left by the agents deleted here)")
 
 
 def on_agents(workload_name: str, built: object, agents: str, token_file: Path | None) -> AgentsWorkload:

@@ -1,4 +1,5 @@
-"""`backupbench apply`: for each layout of a recipe: provision, run the workloads, tear down.
+"""`backupbench apply`: for each layout of a recipe: provision, run the workloads, tear down
+(a recipe with [hosts] builds nothing: runner/apply_hosts.py).
 
 Every layout is checked (kernel, tools, every device) before the first one is built, so a
 recipe never half-runs. Teardown happens on success, failure and Ctrl-C; the journal lets
@@ -18,8 +19,10 @@ from backupbench.journal import Journal
 from backupbench.layouts.executor import Provisioner
 from backupbench.layouts.minio import MinioServer
 from backupbench.layouts.snapwatch import SnapshotWatch
+from backupbench.layouts.thinwatch import ThinPoolWatch, thin_pool_vgs
 from backupbench.plan import Plan
 from backupbench.results.model import RunRecord
+from backupbench.runner.apply_hosts import apply_on_hosts
 from backupbench.runner.faulted import FaultRun, member_baseline
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunSession, journalled, open_journal
@@ -42,9 +45,12 @@ class ApplyHooks:
     recheck: Callable[[tuple[str, ...]], None]  # right before the first destructive command
     announce: Callable[[str], None] = lambda message: None
     on_closed: Callable[[RunRecord], None] | None = None  # the run is stored as closed
+    label: str = ""  # --label: what the run is called wherever runs are compared
 
 
 def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host_facts: dict | None = None) -> RunRecord:
+    if plan.recipe.hosts is not None:  # nothing to build: the workloads run on other machines
+        return apply_on_hosts(plan, results, reporter, hooks.announce, hooks.on_closed, host_facts, hooks.label)
     if plan.refusals:
         raise RefusedError("the recipe cannot run here: " + "; ".join(plan.refusals),
                            "fix the devices or run it where the kernel has what it needs (see backupbench plan)")
@@ -57,7 +63,7 @@ def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host
             journal.will_create(artefacts.folder(folder, plan.run_id, "folder of mount points"))
         # The plan's object names (VGs, md arrays, mounts) carry its run id: the stored run keeps it.
         session = RunSession(results, "recipe", recipe.name, {"recipe": recipe.model_dump(mode="json")}, host,
-                             reporter, recipe.monitor, plan.run_id, journal, hooks.on_closed)
+                             reporter, recipe.monitor, plan.run_id, journal, hooks.on_closed, hooks.label)
         with session:
             for step in plan.steps:
                 _one_layout(session, step.layout, plan, journal, hooks)
@@ -126,12 +132,15 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
         base = layout.name if len(recipe.workload) == 1 else f"{layout.name}/{index + 1}-{spec.kind}"
         group = f"{base}/{state}" if state else base
         before = len(session.run.operations)
-        with SnapshotWatch(layout.watched_snapshots) as watch:
+        with SnapshotWatch(layout.watched_snapshots) as watch, ThinPoolWatch(thin_pool_vgs(layout)) as pools:
             session.measure(build_workload(spec, server, layout.name), target, group=group,
                             storage=layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ()),
                             layout=base, state=state)
-        if watch.snapshots:
-            session.annotate(session.run.operations[before:], watch.figures())
+        if watch.snapshots or pools.vgs:
+            session.annotate(session.run.operations[before:], {**watch.figures(), **pools.figures()})
+        session.run.notes.extend(f"{group}: {note}" for note in (*watch.notes(), *pools.notes()))
+        if (full_pool := pools.void_reason(layout.name)) is not None:
+            session.void(full_pool)
         if watch.invalid:
             session.void(f"snapshot {', '.join(sorted(watch.invalid))} of {layout.name} overflowed and is Invalid: "
                          "the figures of this run are void; give the snapshots more space")

@@ -2,8 +2,9 @@
 mode (engines/fio_client.py): `backupbench run --hosts H1,H2 PATH`.
 
 Each phase is one `fio --client` run on every host still answering. The operation's figures
-are the hosts' total (bandwidth and IOPS summed; p99 latency the worst host's, as fio's client
-mode gives no histogram to merge); each host's own figures are in detail["hosts"]. A host lost
+are the hosts' total (bandwidth and IOPS summed; p99 latency read from every host's latency
+histogram merged, fio's json+ `bins`, never an average); each host's own figures are in
+detail["hosts"], the total's p50/p95/p99/p99.9 in detail["total_percentiles_ns"]. A host lost
 during a phase is named in detail["lost_hosts"] and in the run's notes, and left out of the
 later phases: the run goes on with the others. Each host's test file is journalled before the
 first phase and removed at the end by a cleanup job sent to that host.
@@ -17,11 +18,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from backupbench import units
+from backupbench.agent.client import AgentClient
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_client import (ClientResult, Host, ServerInfo, check_servers, remote_file,
                                             remote_path, remove_on_host, run_clients)
 from backupbench.errors import EngineError, InputError
 from backupbench.results.model import RunRecord
+from backupbench.runner import host_monitor
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunRequest, execute_remote
 from backupbench.workloads.base import PhaseHooks, Workload
@@ -33,7 +36,9 @@ HOST_WORKLOADS = ("kb2014", "first-write")
 PHASE_GRACE_S = 120.0
 # A phase without a runtime (laying out the file) at a pessimistic 10 MiB/s per host.
 SLOWEST_BPS = 10 * units.MiB
-P99_NOTE = "p99 latency of the total is the worst host's: fio's client mode gives no histograms to merge"
+P99_MERGED = "p99 latency of the total is read from the hosts' latency histograms merged (fio json+ bins)"
+# Only when fio gave no histograms (an output without json+ bins): an upper bound, not the p99.
+P99_WORST = "p99 latency of the total is the worst host's: fio gave no latency histograms to merge"
 
 
 def test_file(path: PurePosixPath, run_id: str, host: Host) -> PurePosixPath:
@@ -60,6 +65,8 @@ class HostsWorkload:
     notes: list[str] = field(default_factory=list)
     lost: dict[str, str] = field(default_factory=dict)
     servers: dict[str, ServerInfo] = field(default_factory=dict)
+    # Each host's agent by host name, asked for its 1 s samples (a per-host timeline); empty: none.
+    agents: dict[str, AgentClient] = field(default_factory=dict)
     needs_directory: bool = field(default=False, init=False)  # PATH is on the hosts, not here
     test_file_cautions: bool = field(default=False, init=False)
     _journal_ids: dict[Host, int | None] = field(default_factory=dict, init=False, repr=False)
@@ -81,10 +88,13 @@ class HostsWorkload:
         return f"{','.join(h.name for h in self.hosts)}:{self.path}"
 
     def engine_versions(self) -> dict[str, str]:
-        """The local fio and every server's; refuses (RefusedError) naming each host down."""
+        """The local fio and every server's, and every host's agent's; refuses (RefusedError)
+        naming each host down."""
         local = FioEngine(self.binary).version()
         self.servers = check_servers(self.hosts, local, self.binary)
-        return {"fio": local, **{f"fio@{name}": info.fio_version for name, info in self.servers.items()}}
+        agents = host_monitor.check_agents(self.agents)
+        return {"fio": local, **{f"fio@{name}": info.fio_version for name, info in self.servers.items()},
+                **{f"backupbench@{name}": version for name, version in agents.items()}}
 
     def phases(self) -> tuple[str, ...]:
         return self.inner.phases()
@@ -100,6 +110,10 @@ class HostsWorkload:
             self.engine_versions()
 
     def execute(self, target: Path | None, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
+        with host_monitor.sampling(self.agents, folder, hooks, self.notes) as sampled:
+            self._execute(folder, run_id, sampled)
+
+    def _execute(self, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
         files = {host: test_file(self.path, run_id, host) for host in self.hosts}
         for host, path in files.items():
             self._journal_ids[host] = hooks.will_create(remote_file(host, path, run_id))
@@ -141,7 +155,8 @@ class HostsWorkload:
         figures = {**score(result.total), "hosts_reporting": float(len(result.per_host))}
         detail = {"job_file": f"{name}.<host>.fio", "raw": f"{name}.json", "buffered": not phase.job.direct,
                   "hosts": {host: score(summary) for host, summary in result.per_host.items()},
-                  "lost_hosts": dict(result.lost), "p99_total": P99_NOTE, "units": {"hosts_reporting": "hosts"}}
+                  "lost_hosts": dict(result.lost), "p99_total": P99_MERGED if result.total_p99_merged else P99_WORST,
+                  "total_percentiles_ns": result.total_percentiles(), "units": {"hosts_reporting": "hosts"}}
         hooks.finished(name, figures, detail)
 
     def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:

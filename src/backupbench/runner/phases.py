@@ -12,10 +12,8 @@ from typing import Any, Protocol
 from backupbench.journal import Journal
 from backupbench.monitor import DeviceStack, Sampler, Thresholds
 from backupbench.monitor.zfs import PoolGauge
-from backupbench.results.model import COMPLETE, OperationRecord, RunRecord, now_iso
+from backupbench.results.model import COMPLETE, MONITOR_PREFIX, OperationRecord, RunRecord, now_iso
 from backupbench.results.store import Store
-
-MONITOR_PREFIX = "mon."
 
 
 class Reporter(Protocol):

@@ -48,6 +48,7 @@ class RunRequest:
     host_facts: dict | None = None  # e.g. the engine version, recorded with the run
     # Told the moment the run is stored as closed (a stop signal after that still counts).
     on_closed: Callable[[RunRecord], None] | None = None
+    label: str = ""  # --label: the user's name for the run
 
 
 def check_target(target: Path, workload: Workload, journal: Journal | None = None,
@@ -115,7 +116,7 @@ class RunSession:
 
     def __init__(self, results: Path, kind: str, target: str, settings: dict[str, Any],
                  host: dict[str, Any], reporter: Reporter, monitor: MonitorOptions, run_id: str,
-                 journal: Journal, on_closed: Callable[[RunRecord], None] | None = None):
+                 journal: Journal, on_closed: Callable[[RunRecord], None] | None = None, label: str = ""):
         self.results = results
         self.on_closed = on_closed
         self.reporter = reporter
@@ -124,7 +125,7 @@ class RunSession:
         self.store = Store(results / "results.db")
         self.run = RunRecord(run_id=run_id, kind=kind, target=target,
                              settings={**settings, "monitor": monitor.model_dump(mode="json")}, host=host,
-                             owner=current_owner())
+                             owner=current_owner(), label=label)
         self.folder = run_folder(results, self.run.run_id)
         self._recorder: PhaseRecorder | None = None
         self._void_reason: str | None = None
@@ -282,7 +283,7 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
             check_target(target, workload, journal, run_id)
         workload.check(target)
         session = RunSession(request.results, workload.kind, workload.target_label(target), workload.settings(), host,
-                             reporter, request.monitor, run_id, journal, request.on_closed)
+                             reporter, request.monitor, run_id, journal, request.on_closed, request.label)
         with session:
             session.measure(workload, target, checked=True)
         return session.run
@@ -306,7 +307,7 @@ def execute_remote(request: RunRequest, workload: RemoteWorkload, reporter: Repo
         workload.check(None)
         monitor = request.monitor.model_copy(update={"no_monitor": True})
         session = RunSession(request.results, workload.kind, workload.target_label(None), workload.settings(), host,
-                             reporter, monitor, run_id, journal, request.on_closed)
+                             reporter, monitor, run_id, journal, request.on_closed, request.label)
         with session:
             try:
                 session.measure(workload, None, checked=True)

@@ -1,0 +1,249 @@
+"""Expectations: `--expect 'restore-random>=300MiB/s' --expect 'active-full.p99<=50ms'`, a
+run's figures held against promised ones (a CI gate, a vendor's datasheet).
+
+Syntax: PHASE[.FIGURE]OP VALUE[UNIT], OP one of >= <= > <.
+- PHASE: an operation of the run (`restore-random`), or the end of one (`restore-random`
+  also matches every layout's `raid6/restore-random`; each is checked).
+- FIGURE: a stored figure name (`read_p99_lat`, `members_util`, `mon.cpu_iowait.avg`) or an
+  alias (ALIASES). Without one, the phase's speed figure the unit names: a byte rate is its
+  effective speed, files/s its files per second, objects/s its objects, IO/s its IOPS.
+- UNIT: rates MiB/s GiB/s MB/s KiB/s B/s (backupbench.units: MiB binary, MB decimal); times
+  ms us ns s m h; %; sizes MiB GiB...; IO/s, files/s, objects/s; none for plain counts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import operator
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from backupbench import units
+from backupbench.analysis.compare import p99_label, phase_p99
+from backupbench.errors import ExpectationMissed, InputError
+from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+OPERATORS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<=": operator.le,
+                                                         ">": operator.gt, "<": operator.lt}
+_EXPECTATION = re.compile(r"^\s*(?P<phase>[^.<>=\s]+)(?:\.(?P<figure>[^<>=\s]+))?\s*(?P<op>>=|<=|>|<)\s*"
+                          r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>\S*)\s*$")
+# Aliases -> stored figure; P99, P50 and IOPS are worked out per phase.
+P99, P50, IOPS = "p99", "p50", "iops"
+ALIASES = {
+    "bw": "effective_bw", "speed": "effective_bw", "effective": "effective_bw",
+    "read": "read_bw", "write": "write_bw", "files/s": "files_per_s", "objects/s": "objects_per_s",
+    "util": "members_util", "%util": "members_util", "await": "members_w_await",
+    P99: P99, P50: P50, IOPS: IOPS,
+}
+P50_FIGURES = ("file_p50_lat", "lat_p50_ns")
+# Figures stored without a unit of their own (results/model.py FIGURE_UNITS has the rest).
+KNOWN_UNITS = {"files_per_s": "files/s", "objects_per_s": "objects/s", "clone_s": "s", "clone_s_per_tib": "s",
+               "fs_used_delta": "B", "unique_bytes": "B", IOPS: "IO/s"}
+# A figure's unit -> (what kind of quantity, how many of the unit make one of the kind's base).
+UNIT_KINDS = {"B/s": ("rate", 1.0), "MiB/s": ("rate", 1 / units.MiB), "MiB": ("size", 1 / units.MiB),
+              "ns": ("time", 1e9), "us": ("time", 1e6), "ms": ("time", 1e3),
+              "s": ("time", 1.0), "%": ("percent", 1.0), "B": ("size", 1.0), "IO/s": ("IO/s", 1.0),
+              "files/s": ("files/s", 1.0), "objects/s": ("objects/s", 1.0), "": ("number", 1.0)}
+COUNT_UNITS = {"io/s": "IO/s", "iops": "IO/s", "files/s": "files/s", "objects/s": "objects/s"}
+SUB_MILLISECOND = {"us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+# Without a FIGURE: the speed figure a unit of this kind names.
+SPEED_BY_KIND = {"rate": "effective_bw", "files/s": "files_per_s", "objects/s": "objects_per_s", "IO/s": IOPS}
+# A bare number is clear only where the figure is a count; elsewhere it would be read as bytes or ns.
+BARE_NUMBER_KINDS = ("number", "IO/s", "files/s", "objects/s")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    kind: str      # rate (B/s), time (s), percent, size (B), IO/s, files/s, objects/s, number
+    value: float   # in the kind's base unit
+
+
+@dataclass(frozen=True)
+class Expectation:
+    text: str
+    phase: str
+    figure: str | None
+    op: str
+    quantity: Quantity
+    bare: bool  # the value had no unit
+
+
+@dataclass(frozen=True)
+class GateResult:
+    expectation: Expectation
+    operation: str
+    figure: str          # the stored figure it was checked against ('' when the phase had none)
+    measured: float | None
+    measured_text: str   # '205.1 MiB/s', '12.40 ms (write p99)', 'failed'
+    met: bool
+
+
+def _quantity(number: str, unit: str, text: str) -> Quantity:
+    lowered = unit.lower()
+    try:
+        if not unit:
+            return Quantity("number", float(number))
+        if unit == "%":
+            return Quantity("percent", float(number))
+        if lowered in COUNT_UNITS:
+            return Quantity(COUNT_UNITS[lowered], float(number))
+        if lowered in SUB_MILLISECOND:
+            return Quantity("time", float(number) * SUB_MILLISECOND[lowered])
+        if lowered in ("ms", "s", "m", "min", "h"):
+            return Quantity("time", units.parse_duration(number + lowered))
+        # The unit's size from units.py, times the number: a threshold may be 0.4GiB/s, which is
+        # no whole number of bytes.
+        if lowered.endswith("/s"):
+            return Quantity("rate", float(number) * units.parse_rate("1" + unit))
+        return Quantity("size", float(number) * units.parse_size("1" + unit))
+    except ValueError as exc:  # the number matched the pattern: the unit is what is wrong
+        raise InputError(f"--expect {text!r}: unknown unit {unit!r}",
+                         "units: MiB/s GiB/s MB/s, ms us s, %, IO/s files/s objects/s, MiB GiB") from exc
+
+
+def parse(text: str) -> Expectation:
+    """'restore-random>=300MiB/s' -> Expectation; InputError (one line) when it is not one."""
+    match = _EXPECTATION.match(text)
+    if not match:
+        raise InputError(f"--expect {text!r} is not PHASE[.FIGURE]OP VALUE[UNIT]",
+                         "e.g. --expect 'restore-random>=300MiB/s' --expect 'active-full.p99<=50ms'")
+    quantity = _quantity(match["number"], match["unit"], text)
+    return Expectation(text.strip(), match["phase"], match["figure"], match["op"], quantity, not match["unit"])
+
+
+def parse_all(texts: Sequence[str]) -> list[Expectation]:
+    return [parse(text) for text in texts]
+
+
+def _suggest(wanted: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(wanted, known, n=3, cutoff=0.5)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def _matching(phase: str, names: Sequence[str]) -> list[str]:
+    exact = [name for name in names if name == phase]
+    return exact or [name for name in names if name.endswith(f"/{phase}")]
+
+
+def check_phases(expectations: Sequence[Expectation], phases: Sequence[str], owner: str) -> None:
+    """Every expectation names one of `phases` (checked before a run measures anything)."""
+    for expectation in expectations:
+        if not _matching(expectation.phase, phases):
+            known = list(dict.fromkeys([*phases, *(name.rsplit("/", 1)[-1] for name in phases)]))
+            raise InputError(f"--expect {expectation.text!r}: {owner} has no phase {expectation.phase!r}"
+                             f"{_suggest(expectation.phase, known)}; its phases: {', '.join(phases) or 'none'}")
+
+
+def figure_unit(op: OperationRecord, name: str) -> str:
+    return KNOWN_UNITS.get(name) or op.unit(name) or ("ns" if name.endswith("_ns") else "")
+
+
+def _resolve(op: OperationRecord, name: str) -> tuple[str, float | None, str]:
+    """(stored figure, value or None, what to call it) for a figure name or alias on one phase."""
+    figures = op.figures
+    if name == P99:
+        found = phase_p99(figures)
+        return (found[0], found[1], p99_label(found[0])) if found else ("", None, "")
+    if name == P50:
+        stored = next((n for n in P50_FIGURES if n in figures), "")
+        return stored, figures.get(stored), ""
+    if name == IOPS:
+        parts = [figures[n] for n in ("read_iops", "write_iops") if n in figures]
+        return IOPS, (sum(parts) if parts else None), ""
+    return name, figures.get(name), ""
+
+
+def _figure_name(expectation: Expectation) -> str:
+    if expectation.figure is not None:
+        return ALIASES.get(expectation.figure.lower(), expectation.figure)
+    kind = expectation.quantity.kind
+    if kind == "number":
+        raise InputError(f"--expect {expectation.text!r}: give a unit or name the figure",
+                         f"e.g. {expectation.phase}>=300MiB/s for its speed, {expectation.phase}.iops>=1000")
+    if kind not in SPEED_BY_KIND:
+        raise InputError(f"--expect {expectation.text!r}: name the figure for a {kind}",
+                         f"e.g. {expectation.phase}.p99<=50ms or {expectation.phase}.util<=80%")
+    return SPEED_BY_KIND[kind]
+
+
+def _check_figure_exists(expectation: Expectation, name: str, ops: Sequence[OperationRecord]) -> None:
+    """Some completed phase the expectation names has the figure (a layout without it is then a
+    miss, not an error); else the name is a typo or belongs to another workload's phases."""
+    if not ops or any(_resolve(op, name)[1] is not None for op in ops):
+        return
+    aliases = sorted(alias for alias, target in ALIASES.items()
+                     if any(_resolve(op, target)[1] is not None for op in ops))
+    stored = sorted({figure for op in ops for figure in op.figures})
+    asked = expectation.figure or name
+    # The monitor's own (mon.*) figures are many: named in the suggestions, not in the list.
+    listed = [*aliases, *(figure for figure in stored if not figure.startswith("mon."))]
+    raise InputError(f"--expect {expectation.text!r}: {expectation.phase} has no figure {asked!r}"
+                     f"{_suggest(asked, [*aliases, *stored])}; its figures: {', '.join(listed)}")
+
+
+def _shown(kind: str, base_value: float, unit: str) -> str:
+    """A measured value in the words of its kind: '205.1 MiB/s', '12.40 ms', '38.0%'."""
+    if kind == "rate":
+        return units.format_rate(base_value)
+    if kind == "time":
+        return f"{base_value * 1e3:,.2f} ms" if base_value < 1 else f"{base_value:,.2f} s"
+    if kind == "percent":
+        return f"{base_value:,.1f}%"
+    if kind == "size":
+        return units.format_size(base_value)
+    return f"{base_value:,.6g}" + (f" {unit}" if unit else "")
+
+
+def _check_op(expectation: Expectation, name: str, op: OperationRecord) -> GateResult:
+    if op.status != COMPLETE:
+        return GateResult(expectation, op.name, "", None, f"no figures: the phase {op.status}", False)
+    stored, value, called = _resolve(op, name)
+    if value is None:
+        return GateResult(expectation, op.name, stored, None, "not measured in this phase", False)
+    unit = figure_unit(op, stored)
+    kind, per_base = UNIT_KINDS.get(unit, ("number", 1.0))
+    wanted = expectation.quantity
+    if wanted.kind != kind and not (expectation.bare and kind in BARE_NUMBER_KINDS):
+        raise InputError(f"--expect {expectation.text!r}: {stored} of {op.name} is a {kind}"
+                         f"{f' ({unit})' if unit else ''}, the value given is a {wanted.kind}",
+                         "give the value in the figure's kind of unit" + (", e.g. 300MiB/s" if kind == "rate" else ""))
+    measured = _shown(kind, value / per_base, unit) + (f" ({called})" if called else "")
+    return GateResult(expectation, op.name, stored, value, measured,
+                      OPERATORS[expectation.op](value, wanted.value * per_base))
+
+
+def evaluate(expectations: Sequence[Expectation], run: RunRecord, owner: str = "") -> list[GateResult]:
+    """Each expectation against each phase it names (a recipe run: every layout's); InputError
+    for a phase or figure the run does not have, naming the closest ones."""
+    names = [op.name for op in run.operations]
+    check_phases(expectations, names, owner or f"run {run.run_id}")
+    results = []
+    for expectation in expectations:
+        ops = [op for op in run.operations if op.name in _matching(expectation.phase, names)]
+        figure = _figure_name(expectation)
+        _check_figure_exists(expectation, figure, [op for op in ops if op.status == COMPLETE])
+        results += [_check_op(expectation, figure, op) for op in ops]
+    return results
+
+
+def missed(results: Sequence[GateResult]) -> list[GateResult]:
+    return [result for result in results if not result.met]
+
+
+def raise_if_missed(results: Sequence[GateResult]) -> None:
+    """ExpectationMissed (exit 5) when any expectation was missed; called after all output."""
+    failed = missed(results)
+    if failed:
+        shown = "; ".join(r.expectation.text + ("" if r.operation == r.expectation.phase else f" on {r.operation}")
+                          + f": {r.measured_text}" for r in failed)
+        raise ExpectationMissed(f"{len(failed)} of {len(results)} expectation checks missed: {shown}")
+
+
+def expectations_dict(results: Sequence[GateResult]) -> dict[str, list[dict[str, object]]]:
+    """The `expectations` key of a command's --json output ({} when none were given)."""
+    if not results:
+        return {}
+    return {"expectations": [
+        {"expectation": r.expectation.text, "operation": r.operation, "figure": r.figure, "measured": r.measured,
+         "measured_text": r.measured_text, "met": r.met} for r in results]}

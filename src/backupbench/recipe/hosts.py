@@ -1,0 +1,126 @@
+"""A recipe's [hosts] table: workloads run on other machines, as `run --hosts` / `run --agents` do.
+
+backupbench builds no storage on another machine, so a recipe with [hosts] has no [[layout]]:
+each workload runs where the table says, kb2014 and first-write on the fio servers of `names`
+(in `path` on every host), s3 from the backupbench agents of `agents`. Host names and the path
+are checked here by the same functions as the flags, so a recipe gets the flag's message.
+
+An agent's address cannot be checked here: its parser (runner/agents.parse_agents) belongs to
+a later stage than the recipe. `plan` and `apply` check it before anything starts
+(runner/apply_hosts.refusals), with the message `--agents` gives.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from backupbench.engines.fio_client import Host, parse_hosts, remote_path
+from backupbench.errors import InputError
+from backupbench.paths import Syntax, for_program
+
+# Workloads fio's servers can run (runner/hosts.HOST_WORKLOADS; a unit test keeps the two equal)
+# and the one agents run (runner/agents.on_agents).
+FIO_SERVER_WORKLOADS = ("kb2014", "first-write")
+AGENT_WORKLOADS = ("s3",)
+# Longer than any host name (253) or ADDR:PORT; a longer value is a mistake, not an address.
+MAX_ADDRESS_CHARS = 300
+
+
+def _flag_message(exc: InputError, flag: str) -> str:
+    """The flag's message, less the flag's name where the key path already says where."""
+    return exc.message.removeprefix(f"{flag}: ").removeprefix(f"{flag} ")
+
+
+def _one_host(text: str) -> str:
+    try:
+        found = parse_hosts(text)
+    except InputError as exc:
+        raise ValueError(_flag_message(exc, "--hosts")) from None
+    if len(found) != 1:
+        raise ValueError(f"{text!r} names {len(found)} hosts; give one per entry, e.g. [\"10.0.0.5\", \"10.0.0.6\"]")
+    return text.strip()
+
+
+def _remote_directory(text: str) -> str:
+    try:
+        return str(remote_path(text))
+    except InputError as exc:  # PathRefused too: a path a fio job file cannot say
+        raise ValueError(exc.message) from None
+
+
+def _one_agent(text: str) -> str:
+    if "," in text:
+        raise ValueError(f"{text!r} names several agents; give one ADDR:PORT per entry")
+    return text.strip()
+
+
+def _local_file(text: str) -> str:
+    if not text.startswith("/"):
+        raise ValueError(f"must be an absolute path such as /etc/backupbench/agent-token, not {text!r}")
+    try:
+        return for_program(text, Syntax.ARGV)
+    except InputError as exc:
+        raise ValueError(exc.message) from None
+
+
+HostName = Annotated[str, Field(max_length=MAX_ADDRESS_CHARS), AfterValidator(_one_host)]
+AgentAddress = Annotated[str, Field(min_length=1, max_length=MAX_ADDRESS_CHARS), AfterValidator(_one_agent)]
+
+
+class HostsSpec(BaseModel):
+    """The [hosts] table: where a recipe's workloads run when not on storage built here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    names: tuple[HostName, ...] = Field(
+        (), max_length=256,
+        description="Hosts running `fio --server` (ADDR or ADDR:PORT, port 8765 by default), as --hosts: "
+                    "kb2014 and first-write run on all of them at once.")
+    path: Annotated[str, Field(max_length=4096), AfterValidator(_remote_directory)] | None = Field(
+        None, description="The directory to test on every host (absolute, as the hosts see it), as run's PATH.")
+    agents: tuple[AgentAddress, ...] = Field(
+        (), max_length=256,
+        description="backupbench agents (ADDR:PORT), as --agents: an s3 workload runs from all of them at once.")
+    agent_token_file: Annotated[str, Field(max_length=4096), AfterValidator(_local_file)] | None = Field(
+        None, description="File (absolute path, on this machine) holding the agents' token, "
+                                           "as --agent-token-file.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "HostsSpec":
+        if not self.names and not self.agents:
+            raise ValueError("[hosts] needs names (fio servers) or agents (backupbench agents), or both")
+        if self.names:
+            try:
+                parse_hosts(",".join(self.names))  # the same host written twice (10.0.0.5, 10.0.0.5:8765)
+            except InputError as exc:
+                raise ValueError(_flag_message(exc, "--hosts")) from None
+        if self.names and self.path is None:
+            raise ValueError("[hosts] with names needs path: the directory to test on every host")
+        if self.agents and self.agent_token_file is None:
+            raise ValueError("[hosts] with agents needs agent_token_file: the token the agents were started with")
+        return self
+
+    def hosts(self) -> tuple[Host, ...]:
+        return parse_hosts(",".join(self.names)) if self.names else ()
+
+    def remote_path(self) -> PurePosixPath | None:
+        return PurePosixPath(self.path) if self.path is not None else None
+
+
+def workload_refusal(entry: Any, spec: HostsSpec, served_by_layout: bool) -> str:
+    """Why a [[workload]] entry cannot run on `spec`'s hosts, or ''."""
+    kind = entry.kind
+    if kind in FIO_SERVER_WORKLOADS:
+        return "" if spec.names else f"{kind} runs on fio servers: give [hosts] names and path"
+    if kind in AGENT_WORKLOADS:
+        if not spec.agents:
+            return f"{kind} runs from backupbench agents: give [hosts] agents and agent_token_file"
+        if served_by_layout:
+            return f"{kind} on [hosts] needs endpoint: there is no layout whose MinIO could serve it"
+        return ""
+    runnable = ", ".join((*FIO_SERVER_WORKLOADS, *AGENT_WORKLOADS))
+    return (f"{kind} cannot run on [hosts]: only {runnable} run on other machines (as run --hosts "
+            "and run --agents do); measure it with a [[layout]] recipe on that machine instead")

@@ -1,0 +1,50 @@
+"""The pure half of the s3 workload from N agents (runner/agents.py): how the run is shared
+out over the agents, and how their phases come back together as one operation.
+
+Figures: ops, bytes and errors summed; rates over the common wall time (first agent's start
+to last agent's end, by the agents' clocks, which NTP keeps within milliseconds); latency
+percentiles of every request of every agent together (the agents return their exact sorted
+latencies), not averages of percentiles, which would hide a slow agent's tail.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from typing import Any
+
+from backupbench.agent.protocol import pack_sorted, unpack_sorted
+from backupbench.stats import nearest_rank
+
+MERGE_NOTE = "latency percentiles of every agent's requests together; rates over the common wall time"
+
+
+def split(total: int, parts: int) -> list[int]:
+    """total as `parts` near-equal shares, the larger ones first."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def merge_phase(op: str, phases: dict[str, dict[str, Any]]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """One phase of every agent that finished it -> (merged figures, each agent's figures)."""
+    starts = {label: float(p["started_wall"]) for label, p in phases.items()}
+    first = min(starts.values())
+    per_host: dict[str, dict[str, float]] = {}
+    for label, phase in phases.items():
+        per_host[label] = {**phase["figures"], "start_offset_s": starts[label] - first}
+    runtimes = [f["runtime"] for f in per_host.values()]
+    wall = max(max(f["start_offset_s"] + f["runtime"] for f in per_host.values()), max(runtimes))
+    merged = {name: sum(f.get(name, 0.0) for f in per_host.values()) for name in ("ops", "errors", "bytes")}
+    merged.update(runtime=wall, effective_bw=merged["bytes"] / wall if wall > 0 else 0.0,
+                  objects_per_s=merged["ops"] / wall if wall > 0 else 0.0, hosts_reporting=float(len(phases)))
+    latencies = list(heapq.merge(*(unpack_sorted(p["lat_ns"]) for p in phases.values())))
+    for p in (50, 90, 99):
+        merged[f"lat_p{p}_ns"] = nearest_rank(latencies, p)
+    if op == "get":
+        ttfb = list(heapq.merge(*(unpack_sorted(p.get("ttfb_ns") or pack_sorted([])) for p in phases.values())))
+        merged["ttfb_p50_ns"], merged["ttfb_p99_ns"] = nearest_rank(ttfb, 50), nearest_rank(ttfb, 99)
+    return merged, per_host
+
+
+def errors_by_kind(finished: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Every finished agent's failed requests, counted by kind (SlowDown, timeout, ...) together."""
+    return dict(sum((Counter(phase.get("errors") or {}) for phase in finished.values()), Counter()))

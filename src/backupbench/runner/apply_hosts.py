@@ -1,0 +1,101 @@
+"""`backupbench apply` of a recipe with [hosts]: each workload on other machines, one after
+another, as `run --hosts` (kb2014, first-write on fio servers) and `run --agents` (s3 from
+backupbench agents) run it.
+
+Every fio server and every agent is checked before the first workload starts: one that does
+not answer refuses the recipe by name, and nothing is run or stored. The recipe is then one
+stored run, as `apply` stores a recipe with layouts: the recipe in its settings, each
+workload's phases as its operations (named '<n>-<kind>/<phase>' when there are several), each
+with its per-host figures, so `show`, `history` and `report` read it like any other recipe run.
+This machine's monitor is off, as in `run --hosts`: it carries none of the hosts' I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from backupbench.devices import facts
+from backupbench.errors import BackupbenchError, InputError, RefusedError
+from backupbench.plan import Plan, workload_group
+from backupbench.recipe.hosts import FIO_SERVER_WORKLOADS, HostsSpec
+from backupbench.recipe.model import Recipe
+from backupbench.results.model import RunRecord
+from backupbench.results.store import Store
+from backupbench.runner.agents import on_agents
+from backupbench.runner.hosts import on_hosts
+from backupbench.runner.phases import Reporter
+from backupbench.runner.pipeline import RemoteWorkload, RunSession, journalled, open_journal
+from backupbench.workloads.registry import WORKLOADS
+
+
+@dataclass(frozen=True)
+class RemoteJob:
+    """One workload of the recipe, built for the machines it runs on."""
+
+    group: str
+    workload: RemoteWorkload
+    machines: str     # how a message names them: "fio servers 10.0.0.5, 10.0.0.6"
+
+
+def _job(recipe: Recipe, hosts: HostsSpec, index: int) -> RemoteJob:
+    """The recipe's workload `index` as `run --hosts` / `run --agents` builds it; their typed
+    errors (InputError) for what those refuse."""
+    entry = recipe.workload[index]
+    built = WORKLOADS[entry.kind].build(entry, None)
+    if entry.kind in FIO_SERVER_WORKLOADS:
+        targets = hosts.hosts()
+        remote = on_hosts(entry.kind, built, targets, hosts.path)
+        machines = "fio servers " + ", ".join(host.name for host in targets)
+    else:
+        token_file = Path(hosts.agent_token_file) if hosts.agent_token_file else None
+        remote = on_agents(entry.kind, built, ",".join(hosts.agents), token_file)
+        machines = "agents " + ", ".join(hosts.agents)
+    return RemoteJob(workload_group(recipe, index), remote, machines)
+
+
+def refusals(recipe: Recipe) -> list[str]:
+    """Why the recipe's workloads cannot run on its hosts as asked, without asking the hosts:
+    what the recipe's validation cannot check (an agent's address, what agents cannot do, the
+    token file). Worded as plan.remote_steps words a workload that cannot be built."""
+    if recipe.hosts is None:
+        return []
+    found = []
+    for index, entry in enumerate(recipe.workload):
+        try:
+            _job(recipe, recipe.hosts, index)
+        except BackupbenchError as exc:
+            found.append(f"workload[{index}] ({entry.kind}): {exc.one_line()}")
+    return found
+
+
+def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, announce: Callable[[str], None] = lambda _m: None,
+                   on_closed: Callable[[RunRecord], None] | None = None, host_facts: dict | None = None,
+                   label: str = "") -> RunRecord:
+    recipe, hosts = plan.recipe, plan.recipe.hosts
+    if hosts is None:
+        raise InputError(f"recipe {recipe.name!r} has no [hosts]", "apply it with runner.apply.apply")
+    if plan.refusals:
+        raise RefusedError("the recipe cannot run as asked: " + "; ".join(plan.refusals),
+                           "see `backupbench plan RECIPE`")
+    jobs = [_job(recipe, hosts, index) for index in range(len(recipe.workload))]
+    Store(results / "results.db")  # a --results that is no directory fails first, in one line
+    with journalled(open_journal(results, plan.run_id)) as journal:
+        for job in jobs:
+            announce(f"checking {job.machines}")
+            job.workload.check(None)  # RefusedError naming the first one that does not answer
+        # After the checks: an agent's version is known only once it has answered. (A fio
+        # server is asked once more for its version: a null job, a fraction of a second.)
+        versions = {name: version for job in jobs for name, version in job.workload.engine_versions().items()}
+        host = {**facts.collect_host(), **(host_facts or {}), **versions}
+        monitor = recipe.monitor.model_copy(update={"no_monitor": True})
+        session = RunSession(results, "recipe", recipe.name, {"recipe": recipe.model_dump(mode="json")}, host,
+                             reporter, monitor, plan.run_id, journal, on_closed, label)
+        with session:
+            for job in jobs:
+                try:
+                    session.measure(job.workload, None, group=job.group, checked=True)
+                finally:
+                    session.run.notes += [note for note in job.workload.notes if note not in session.run.notes]
+        return session.run

@@ -1,0 +1,277 @@
+"""Per-host timelines (issue 15): each host's `backupbench agent` samples fetched during a
+multi-host run, drawn one line per host in the HTML report.
+
+- In headless Chromium: a run whose phase was sampled from two real agents on 127.0.0.1
+  (runner/host_monitor.py), stored, reported with `backupbench report`; the page shows the
+  per-host timeline and makes no request.
+- `run --hosts ... --agent-token-file F` for real: two network namespaces, each with a fio
+  server and an agent on its own address (10.231.X.2), no mocks. These need HostsWorkload to
+  use host_monitor (its `agents` field, engine_versions and execute): skipped until it does.
+
+Everything started or made here (agents, servers, namespaces, veth pairs, folders) is removed
+in `finally` blocks or fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from backupbench.agent.client import AgentClient
+from backupbench.runner import host_monitor
+from netns_support import Agent, Hosts, token_file
+
+pytestmark = pytest.mark.real
+RUN_TIMEOUT_S = 240
+
+
+def _chromium_tools():
+    import test_report_browser as browser
+
+    if browser.CHROMIUM is None:
+        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
+    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
+    return browser
+
+
+class Recorded:
+    """PhaseHooks keeping each finished phase's figures and detail, as PhaseRecorder stores them."""
+
+    def __init__(self):
+        self.finished_ops: list[tuple[str, dict, dict]] = []
+
+    def started(self, name, title, pattern, measured=True):
+        pass
+
+    def progress(self, name, fraction, detail):
+        pass
+
+    def finished(self, name, figures, detail=None):
+        self.finished_ops.append((name, figures, detail or {}))
+
+    def will_create(self, artefact):
+        return None
+
+    def removed(self, artefact_id, how="removed"):
+        pass
+
+
+def _busy_disk(folder: Path, mib: int = 48) -> None:
+    """Real writes reaching this machine's disk during the phase (fsync'd), then removed."""
+    path = folder / "load.bin"
+    with open(path, "wb") as handle:
+        for _ in range(mib):
+            handle.write(os.urandom(2**20))
+        handle.flush()
+        os.fsync(handle.fileno())
+    path.unlink()
+
+
+def _stored_run(results: Path, run_id: str, timeline_phase: tuple[str, dict, dict]) -> None:
+    from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+    from backupbench.results.store import Store
+
+    name, _, detail = timeline_phase
+    hosts = list(detail[host_monitor.DETAIL_KEY]["hosts"])
+    per_host = {host: {"effective_bw": (100 + 10 * i) * 2**20, "write_bw": (100 + 10 * i) * 2**20}
+                for i, host in enumerate(hosts)}
+    figures = {k: sum(f[k] for f in per_host.values()) for k in ("effective_bw", "write_bw")}
+    op = OperationRecord(name, "write qd1", COMPLETE, figures=figures,
+                         detail={**detail, "hosts": per_host, "lost_hosts": {}})
+    run = RunRecord(run_id, "kb2014", ",".join(hosts) + ":/backup", {"hosts": hosts}, status=COMPLETE,
+                    operations=[op])
+    store = Store(results / "results.db")
+    store.create_run(run)
+    store.save_operation(run_id, 0, op)
+    store.finish_run(run)
+
+
+def test_per_host_timeline_is_drawn_and_visible_in_chromium(cli, tmp_path):
+    browser = _chromium_tools()
+    import matplotlib.image
+    import numpy
+
+    from backupbench.report import charts
+
+    run_id = "20261125T000000-71e11e00"
+    folder = cli.results / "runs" / run_id
+    folder.mkdir(parents=True)
+    token = token_file(tmp_path)
+    agents: list[Agent] = []
+    try:
+        for name in ("a", "b"):
+            (tmp_path / f"root-{name}").mkdir()
+            agents.append(Agent([], "127.0.0.1:0", token, tmp_path / f"root-{name}", tmp_path / f"{name}.log"))
+        clients = {f"host-{name}": AgentClient(agent.address, token.read_text().strip())
+                   for name, agent in zip("ab", agents)}
+        hooks, notes = Recorded(), []
+        with host_monitor.sampling(clients, folder, hooks, notes) as sampled:
+            sampled.started("active-full", "write", "write qd1")
+            time.sleep(1.5)
+            _busy_disk(tmp_path)
+            time.sleep(2.5)
+            sampled.finished("active-full", {})
+    finally:
+        for agent in agents:
+            agent.stop()
+    assert notes == []
+    _stored_run(cli.results, run_id, hooks.finished_ops[0])
+    done = browser.report(cli, run_id, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = Path(done.stdout.strip())
+
+    dom = browser.chromium(tmp_path, page.as_uri(), "--dump-dom").stdout
+    assert "Per-host timelines (1 s samples from each host" in dom
+    assert 'aria-label="Per-host timeline of active-full: host-a, host-b"' in dom
+    assert "host-a: mean " in dom and "host-b: mean " in dom and "raw: monitor.host-a.csv" in dom
+    assert dom.count('aria-label="Per-host timeline of') == 1   # the one phase, one chart
+    assert "<script" not in dom
+
+    shot = tmp_path / "timeline.png"
+    chromium_height = browser.HEIGHT * 2
+    browser.chromium(tmp_path, page.as_uri() + "#host-timelines", f"--screenshot={shot}",
+                     f"--window-size={browser.WIDTH},{chromium_height}")
+    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    # host-b's line is orange (the hosts chart's second colour), drawn nowhere else on the page;
+    # both agents sample this one machine, so it lies on host-a's blue line.
+    orange = tuple(int(charts.PALETTE[1][i:i + 2], 16) / 255 for i in (1, 3, 5))
+    assert (numpy.abs(pixels - numpy.array(orange)) < 0.08).all(axis=2).sum() > 200, "no per-host line drawn"
+
+    net_log = tmp_path / "net.json"
+    browser.chromium(tmp_path, page.as_uri(), "--dump-dom", f"--log-net-log={net_log}",
+                     "--net-log-capture-mode=Everything", name="net-profile")
+    assert browser.page_requests(net_log) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# `run --hosts` with each host's agent (needs runner/hosts.py to use host_monitor)
+
+
+def _wired() -> bool:
+    from backupbench.runner.hosts import HostsWorkload
+
+    return "agents" in HostsWorkload.__dataclass_fields__
+
+
+@pytest.fixture
+def hosts(tmp_path):
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None:
+        pytest.skip("needs root, ip (iproute2) and fio for the network namespaces and servers")
+    if not _wired():
+        pytest.skip("runner/hosts.py does not use runner/host_monitor.py yet (HostsWorkload.agents)")
+    made = Hosts.for_this_test(tmp_path, "bbtl")
+    try:
+        for n in (1, 2):
+            made.make(n)
+            made.start_fio(n)
+        yield made
+    finally:
+        problems = made.teardown()
+        assert not problems, problems
+
+
+def _run(args: list[str], results: Path, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
+    return subprocess.run([sys.executable, "-m", "backupbench", *args], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=RUN_TIMEOUT_S)
+
+
+def _run_args(made: Hosts, target: Path) -> list[str]:
+    return ["run", "--hosts", ",".join(made.addresses.values()), str(target), "--operations",
+            "active-full,restore-random", "--size", "32MiB", "--runtime", "3s", "--quiet"]
+
+
+def _stored(results: Path) -> dict:
+    """The one run in `results`, as its folder's result.json holds it."""
+    (folder,) = (results / "runs").iterdir()
+    return json.loads((folder / "result.json").read_text())
+
+
+def test_run_hosts_with_agents_keeps_each_hosts_samples_and_reports_them(hosts, tmp_path):
+    token = token_file(tmp_path)
+    for n in (1, 2):
+        hosts.start_agent(n, token)
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    done = _run([*_run_args(hosts, target), "--agent-token-file", str(token)], results, tmp_path)
+    assert done.returncode == 0, done.stderr
+    run = _stored(results)
+    names = sorted(hosts.addresses.values())
+    assert run["status"] == "complete" and not any("per-host timeline" in note for note in run["notes"])
+    assert sorted(k.removeprefix("backupbench@") for k in run["host"] if k.startswith("backupbench@")) == names
+    folder = results / "runs" / run["run_id"]
+    for op in run["operations"]:
+        timeline = op["detail"][host_monitor.DETAIL_KEY]
+        assert sorted(timeline["hosts"]) == names and timeline["lost"] == {}
+        assert timeline["to_wall"] - timeline["from_wall"] >= 3
+        for where in timeline["hosts"].values():
+            lines = (folder / where["csv"]).read_text().splitlines()
+            assert lines[0].startswith("timestamp,elapsed_s,") and len(lines) > 4
+    report = _run(["report", run["run_id"]], results, tmp_path)
+    assert report.returncode == 0, report.stderr
+    page = Path(report.stdout.strip()).read_text()
+    for phase in ("active-full", "restore-random"):
+        assert f'aria-label="Per-host timeline of {phase}: {", ".join(names)}"' in page
+    assert list(target.iterdir()) == []
+
+
+def test_run_hosts_refuses_a_host_whose_agent_is_down_by_name(hosts, tmp_path):
+    token = token_file(tmp_path)
+    hosts.start_agent(1, token)   # none on host 2
+    target = tmp_path / "target"
+    target.mkdir()
+    done = _run([*_run_args(hosts, target), "--agent-token-file", str(token)], tmp_path / "results", tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert f"agent check failed: {hosts.addresses[2]}: agent {hosts.addresses[2]}:7480" in done.stderr
+    assert hosts.addresses[1] + ":" not in done.stderr.split("agent check failed:")[1]
+    assert list(target.iterdir()) == []
+
+
+def test_run_hosts_without_a_token_says_how_to_get_a_timeline(hosts, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    done = _run([*_run_args(hosts, target)], tmp_path / "results", tmp_path)
+    assert done.returncode == 0, done.stderr
+    run = _stored(tmp_path / "results")
+    assert host_monitor.NO_TIMELINE_NOTE in run["notes"]
+    assert all(host_monitor.DETAIL_KEY not in op["detail"] for op in run["operations"])
+
+
+def test_an_agent_killed_mid_run_is_noted_and_the_run_completes(hosts, tmp_path):
+    token = token_file(tmp_path)
+    for n in (1, 2):
+        hosts.start_agent(n, token)
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
+    args = _run_args(hosts, target)
+    args[args.index("3s")] = "8s"
+    child = subprocess.Popen([sys.executable, "-m", "backupbench", *args, "--agent-token-file", str(token)],
+                             cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):  # bounded: 60 s, until the first phase's job files are written
+            if list(results.rglob("active-full.*.fio")):
+                break
+            time.sleep(0.1)
+        time.sleep(2)
+        hosts.agents[2].stop(signal.SIGKILL)
+        _, err = child.communicate(timeout=RUN_TIMEOUT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, err
+    run = _stored(results)
+    lost = hosts.addresses[2]
+    assert run["status"] == "complete"
+    assert any(note.startswith(f"host {lost}: no more samples from its agent") for note in run["notes"])
+    last = run["operations"][-1]["detail"][host_monitor.DETAIL_KEY]
+    assert lost in last["lost"] and hosts.addresses[1] in last["hosts"]

@@ -1,0 +1,167 @@
+"""Helpers for tests that need real `backupbench agent`s and hosts in network namespaces.
+
+`Agent` is one agent process (on 127.0.0.1, or inside a namespace through a prefix such as
+`ip netns exec NS`). `Hosts` makes namespaces TAG-N, each reached over a veth pair
+10.231.X.0/30 (10.231.X.1 here, 10.231.X.2 there), and starts in each what a test asks for: a
+fio server, an agent. Traffic goes only to those addresses. Everything made is removed by
+`teardown()`, which a fixture calls in `finally`.
+
+(tests/integration/test_hosts_fio.py has its own copy of the namespace part; it can move here.)
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
+FIO_PORT = 8765
+AGENT_PORT = 7480
+
+
+def token_file(folder: Path) -> Path:
+    """A fresh token in a file the agent accepts (mode 0600)."""
+    path = folder / "agent-token"
+    path.write_text(secrets.token_hex(32) + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+class Agent:
+    """One `backupbench agent` process; stop() ends it (SIGTERM, then SIGKILL) and says how."""
+
+    def __init__(self, prefix: list[str], listen: str, token: Path, root: Path, log: Path):
+        self.log = log
+        self._stderr = open(log, "wb")
+        self.proc = subprocess.Popen([*prefix, BACKUPBENCH, "agent", "--listen", listen, "--token-file",
+                                      str(token), "--root", str(root)],
+                                     stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL)
+        try:
+            self.address = self._listening(deadline=time.monotonic() + 30)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _listening(self, deadline: float) -> str:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+            if ready:
+                line = self.proc.stdout.readline().decode()
+                assert "listening on" in line, line + self.log.read_text()
+                return line.split("listening on ")[1].split()[0]
+            if self.proc.poll() is not None:
+                break
+        raise AssertionError(f"the agent did not start: {self.log.read_text()}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._stderr.close()
+        return self.proc.returncode
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
+
+
+@dataclass
+class Hosts:
+    """Namespaces TAG-N (N = 1, 2, ...); X in 10.231.X comes from the test's pid, so concurrent
+    test runs pick other subnets."""
+
+    tag: str
+    first_octet: int
+    folder: Path
+    addresses: dict[int, str] = field(default_factory=dict)
+    servers: dict[int, subprocess.Popen] = field(default_factory=dict)
+    agents: dict[int, Agent] = field(default_factory=dict)
+    namespaces: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+    @classmethod
+    def for_this_test(cls, folder: Path, prefix: str = "bbt") -> "Hosts":
+        return cls(tag=f"{prefix}{os.getpid() % 100000}", first_octet=100 + (os.getpid() % 70) * 2 + 1,
+                   folder=folder)
+
+    def make(self, n: int) -> str:
+        ns, here, there = f"{self.tag}-{n}", f"{self.tag}{n}h", f"{self.tag}{n}n"
+        net = f"10.231.{self.first_octet + n - 1}"
+        in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
+        assert f" {net}." not in in_use, f"{net}.0/30 is in use on this machine"
+        _ip("netns", "add", ns)
+        self.namespaces.append(ns)
+        _ip("link", "add", here, "type", "veth", "peer", "name", there)
+        self.links.append(here)
+        _ip("link", "set", there, "netns", ns)
+        _ip("addr", "add", f"{net}.1/30", "dev", here)
+        _ip("link", "set", here, "up")
+        _ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/30", "dev", there)
+        _ip("netns", "exec", ns, "ip", "link", "set", there, "up")
+        _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        self.addresses[n] = f"{net}.2"
+        return self.addresses[n]
+
+    def start_fio(self, n: int) -> None:
+        """fio's server, in a session of its own: it forks a child per connection, and the
+        teardown must take those children (the jobs) too."""
+        from backupbench.engines import fio_client
+        from backupbench.errors import EngineError
+
+        argv = ["ip", "netns", "exec", f"{self.tag}-{n}", "fio", f"--server=ip:{self.addresses[n]},{FIO_PORT}"]
+        self.servers[n] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True)
+        host = fio_client.Host(self.addresses[n], FIO_PORT)
+        for _ in range(50):  # bounded: up to ~10 s for the server to listen
+            try:
+                fio_client.probe(host, timeout_s=5)
+                return
+            except EngineError:
+                time.sleep(0.2)
+        raise AssertionError(f"fio server in {self.tag}-{n} did not answer")
+
+    def start_agent(self, n: int, token: Path, port: int = AGENT_PORT) -> Agent:
+        root = self.folder / f"agent-root-{n}"
+        root.mkdir(exist_ok=True)
+        agent = Agent(["ip", "netns", "exec", f"{self.tag}-{n}"], f"{self.addresses[n]}:{port}", token, root,
+                      self.folder / f"agent-{n}.log")
+        self.agents[n] = agent
+        return agent
+
+    def stop_fio(self, n: int) -> None:
+        server = self.servers.pop(n, None)
+        if server is not None and server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+        if server is not None:
+            server.wait(timeout=20)
+
+    def teardown(self) -> list[str]:
+        problems = []
+        for n in list(self.servers):
+            self.stop_fio(n)
+        for n, agent in list(self.agents.items()):
+            code = agent.stop()
+            if code not in (0, -signal.SIGKILL):
+                problems.append(f"agent {n} ended with {code}: {agent.log.read_text()[-500:]}")
+        for ns in self.namespaces:
+            done = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, timeout=20)
+            if done.returncode:
+                problems.append(f"ip netns del {ns}: {done.stderr.strip()}")
+        for link in self.links:  # gone with its peer's namespace; make sure
+            subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=20)
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
+        problems += [f"namespace {ns} still there" for ns in self.namespaces if ns in listed]
+        return problems

@@ -1,0 +1,156 @@
+"""Comparisons that cannot mislead: the direction in words, settings that differ listed first,
+one order for ranges, a baseline with nothing in common refused, a verdict per phase."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from rich.console import Console
+
+from backupbench.analysis.compare import (
+    layout_matrix, overall_verdict, phase_verdict, relative_speed, require_common_phase, run_names, speed_changes,
+)
+from backupbench.analysis.settings_diff import settings_differences
+from backupbench.analysis.windows import restore_range
+from backupbench.errors import InputError
+from backupbench.report.terminal import history_table, run_report
+from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+MiB = 2**20
+
+
+def text_of(renderable) -> str:
+    console = Console(width=200, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def op(name: str, mib: float, util: float | None = None, p99_ms: float | None = None, **detail) -> OperationRecord:
+    figures = {"effective_bw": mib * MiB, "read_bw": mib * MiB}
+    if util is not None:
+        figures["members_util"] = util
+    if p99_ms is not None:
+        figures["read_p99_lat"] = p99_ms * 1e6
+    return OperationRecord(name, "randread qd1", COMPLETE, figures=figures, detail=detail)
+
+
+def kb_run(run_id: str, speeds: dict[str, float], label: str = "", **settings) -> RunRecord:
+    stored = {"jobs": 1, "iodepth": None, "block_size": 512 * 1024, "file_size": 2**30, "runtime": 10.0,
+              "engine": "libaio", "buffered": False, "data": "incompressible", "compress": 0, "dedupe": 0, **settings}
+    run = RunRecord(run_id, "kb2014", "/srv/backups", stored, host={"hostname": "repo01", "fio": "fio-3.33"},
+                    status=COMPLETE, label=label)
+    run.operations = [op(name, mib) for name, mib in speeds.items()]
+    return run
+
+
+@pytest.mark.parametrize("current, reference, wording", [
+    (200.0, 100.0, "2.00x faster"),
+    (50.0, 100.0, "2.00x slower"),     # was printed as "slowdown 0.50x"... and as "0.50x" for twice as fast
+    (101.0, 100.0, "same (within 2%)"),
+    (100.0, 101.9, "same (within 2%)"),
+    (100.0, 103.0, "1.03x slower"),
+    (0.0, 100.0, "no speed to compare"),
+])
+def test_relative_speed_says_the_direction(current, reference, wording):
+    assert relative_speed(current, reference) == wording
+
+
+def test_speed_changes_against_a_baseline():
+    baseline = kb_run("base", {"active-full": 100, "restore-random": 400})
+    run = kb_run("new", {"active-full": 200, "restore-random": 200, "synthetic-full": 50})
+    changes = {c.operation: c for c in speed_changes(run, baseline)}
+    assert set(changes) == {"active-full", "restore-random"}
+    assert changes["active-full"].wording == "2.00x faster" and changes["active-full"].factor == 2.0
+    assert changes["restore-random"].wording == "2.00x slower"
+
+
+def test_a_baseline_with_no_phase_in_common_is_an_error_naming_both():
+    baseline = kb_run("base", {"active-full": 100})
+    require_common_phase(["active-full", "create"], "run new", baseline)
+    with pytest.raises(InputError) as raised:
+        require_common_phase(["create", "update-1"], "run new", baseline)
+    assert raised.value.message == ("run new and baseline base have no phase in common "
+                                    "(run new: create, update-1; base: active-full)")
+
+
+def test_settings_that_differ_are_listed_with_each_runs_value():
+    one = kb_run("one", {"active-full": 100})
+    four = kb_run("four", {"active-full": 100}, jobs=4, iodepth=8, block_size=2**20, runtime=30.0, data="pattern",
+                  pattern=0x55)
+    four.host["hostname"], four.host["fio"], four.target = "repo02", "fio-3.36", "/mnt/other"
+    found = {d.setting: d.values for d in settings_differences([one, four])}
+    assert found == {
+        "jobs (fio numjobs)": ("1", "4"), "iodepth": ("per operation", "8"), "block size": ("512 KiB", "1 MiB"),
+        "runtime per operation": ("10 s", "30 s"),
+        "data content": ("incompressible (random, fresh for every block)", "constant pattern 0x55"),
+        "host name": ("repo01", "repo02"), "fio version": ("fio-3.33", "fio-3.36"),
+        "target": ("/srv/backups", "/mnt/other")}
+    assert settings_differences([one, kb_run("again", {"restore-random": 5})]) == []
+
+
+def test_settings_of_recipe_runs_come_from_their_workloads():
+    def recipe(run_id: str, jobs: int) -> RunRecord:
+        return RunRecord(run_id, "recipe", "r", {"recipe": {"layout": [{"name": "a", "kind": "lvm"}],
+                                                            "workload": [{"kind": "kb2014", "jobs": jobs}]}})
+    found = {d.setting: d.values for d in settings_differences([recipe("x", 1), recipe("y", 2)])}
+    assert found == {"jobs (fio numjobs)": ("1", "2")}
+
+
+def test_verdict_names_winner_margin_and_member_disk_evidence():
+    verdict = phase_verdict("restore-random", [("lvm-linear", op("restore-random", 205, util=97.0)),
+                                               ("lvm-striped", op("restore-random", 412, util=38.0))])
+    assert verdict.winner == "lvm-striped"
+    assert verdict.text == ("lvm-striped wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear "
+                            "(2.01x faster); its member disks were 38% busy against 97%")
+
+
+def test_verdict_falls_back_to_latency_and_says_when_there_is_no_winner():
+    verdict = phase_verdict("restore-random", [("a", op("x", 100, p99_ms=9.8)), ("b", op("x", 300, p99_ms=3.1)),
+                                               ("c", op("x", 150))])
+    assert verdict.text == ("b wins restore-random: 300.0 MiB/s vs 150.0 MiB/s for c, the next best (2.00x faster)")
+    verdict = phase_verdict("restore-random", [("a", op("x", 100, p99_ms=9.8)), ("b", op("x", 300, p99_ms=3.1))])
+    assert verdict.text.endswith("(3.00x faster); its read p99 latency was 3.10 ms against 9.80 ms")
+    tie = phase_verdict("active-full", [("a", op("x", 100)), ("b", op("x", 101))])
+    assert tie.winner is None
+    assert tie.text == "no clear winner in active-full: b 101.0 MiB/s vs 100.0 MiB/s for a (same (within 2%))"
+    assert phase_verdict("active-full", [("a", op("x", 100))]) is None
+    assert overall_verdict([verdict, tie]) == "Overall: b is the fastest in 1 of 2 phases compared"
+    assert overall_verdict([verdict]) is None
+
+
+def test_runs_are_called_by_label_and_shared_labels_stay_apart():
+    runs = [kb_run("id1", {}, label="raid6"), kb_run("id2", {}), kb_run("id3", {}, label="raid6")]
+    assert run_names(runs) == ["raid6 (id1)", "id2", "raid6 (id3)"]
+
+
+def test_restore_range_is_low_to_high_in_show_and_history_alike():
+    # Flash: random restores beat sequential ones. Both views print the same low–high range.
+    run = kb_run("flash", {"restore-sequential": 300, "restore-random": 400})
+    assert (restore_range(run).low_bps, restore_range(run).high_bps) == (300 * MiB, 400 * MiB)
+    shown, listed = text_of(run_report(run)), text_of(history_table([run]))
+    assert "Restore range: 300.0–400.0 MiB/s" in shown and "300.0–400.0" in listed
+
+
+def test_show_with_a_baseline_lists_differing_settings_above_the_comparison():
+    baseline = kb_run("base", {"active-full": 100, "restore-random": 400}, label="jobs1")
+    run = kb_run("new", {"active-full": 200, "restore-random": 400}, jobs=4)
+    text = text_of(run_report(run, baseline=baseline))
+    assert text.index("Settings differ") < text.index("Against baseline jobs1 (base)")
+    assert re.search(r"jobs \(fio numjobs\)\s+│ 1\s+│ 4", text)
+    assert re.search(r"active-full\s+│\s+100.0 MiB/s │\s+200.0 MiB/s │\s+2.00x faster", text)
+    assert re.search(r"restore-random .* same \(within 2%\)", text)
+    assert "slowdown" not in text
+    same = text_of(run_report(kb_run("again", {"active-full": 100}), baseline=baseline))
+    assert "Same settings: baseline jobs1 and this run again ran the same workload the same way." in same
+
+
+def test_layouts_compared_say_faster_or_slower_and_give_a_verdict():
+    run = RunRecord("r", "recipe", "layouts", {}, status=COMPLETE)
+    run.operations = [op(f"{layout}/restore-random", mib, util=util, layout=layout)
+                      for layout, mib, util in (("linear", 205, 97.0), ("striped", 412, 38.0))]
+    matrix = layout_matrix(run)
+    assert matrix is not None and matrix.verdict("restore-random").winner == "striped"
+    text = text_of(run_report(run))
+    assert "412.0 (2.01x faster)" in text
+    assert "Verdict: striped wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for linear (2.01x faster)" in text
