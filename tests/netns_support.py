@@ -6,7 +6,8 @@
 fio server, an agent. Traffic goes only to those addresses. Everything made is removed by
 `teardown()`, which a fixture calls in `finally`.
 
-(tests/integration/test_hosts_fio.py has its own copy of the namespace part; it can move here.)
+`fio_hosts(folder, prefix, count)` is the usual fixture body: namespaces 1..count, each with a
+fio server, torn down (and checked gone) on the way out.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
 FIO_PORT = 8765
@@ -165,3 +168,18 @@ class Hosts:
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
         problems += [f"namespace {ns} still there" for ns in self.namespaces if ns in listed]
         return problems
+
+
+@contextmanager
+def fio_hosts(folder: Path, prefix: str, count: int = 2) -> Iterator[Hosts]:
+    """Namespaces 1..count with a fio server in each; everything removed, even on failure,
+    and a namespace left behind fails the test."""
+    made = Hosts.for_this_test(folder, prefix)
+    try:
+        for n in range(1, count + 1):
+            made.make(n)
+            made.start_fio(n)
+        yield made
+    finally:
+        problems = made.teardown()
+        assert not problems, problems

@@ -1,10 +1,11 @@
 """`backupbench apply` of a recipe with [hosts], for real: two fio servers, each in a network
-namespace of its own reached over a veth pair (10.232.N.1 here, 10.232.N.2 there), no mocks.
+namespace of its own reached over a veth pair (10.231.N.1 here, 10.231.N.2 there), no mocks.
 
-The setup is test_hosts_fio.py's, on other subnets (10.232.x) and other names, so the two files
-can run at the same time. The namespaces share this machine's mount namespace: both servers
-write their test files into the test's own directory, which must be empty at the end. Every
-namespace, veth pair and server is removed by the fixture, even on failure.
+The setup is tests/netns_support.py's `fio_hosts`, as in test_hosts_fio.py; the tests of
+agent_token_file also start a `backupbench agent` beside a server (`start_agent`). The
+namespaces share this machine's mount namespace: both servers write their test files into the
+test's own directory, which must be empty at the end. Every namespace, veth pair, server and
+agent is removed by the fixture, even on failure.
 """
 
 from __future__ import annotations
@@ -12,107 +13,30 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from backupbench.engines import fio_client
-from backupbench.errors import EngineError
+from backupbench import __version__
 from backupbench.results.store import Store
+from backupbench.runner import host_monitor
+from netns_support import fio_hosts, token_file
 
 pytestmark = pytest.mark.root
 PORT = 8765
+# Not the agent's default: the recipe's agent_port is what finds them.
+AGENT_PORT = 7491
 RUN_TIMEOUT_S = 240
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
-
-
-@dataclass
-class Servers:
-    """Namespaces TAG-N (N = 1, 2), each with fio --server=ip:10.232.X.2,8765 on a veth pair
-    10.232.X.0/30; X comes from the test's pid, so concurrent test runs pick other subnets."""
-
-    tag: str
-    first_octet: int
-    addresses: dict[int, str] = field(default_factory=dict)
-    servers: dict[int, subprocess.Popen] = field(default_factory=dict)
-    namespaces: list[str] = field(default_factory=list)
-    links: list[str] = field(default_factory=list)
-
-    def make(self, n: int) -> None:
-        ns, here, there = f"{self.tag}-{n}", f"{self.tag}{n}h", f"{self.tag}{n}n"
-        net = f"10.232.{self.first_octet + n - 1}"
-        in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
-        assert f" {net}." not in in_use, f"{net}.0/30 is in use on this machine"
-        _ip("netns", "add", ns)
-        self.namespaces.append(ns)
-        _ip("link", "add", here, "type", "veth", "peer", "name", there)
-        self.links.append(here)
-        _ip("link", "set", there, "netns", ns)
-        _ip("addr", "add", f"{net}.1/30", "dev", here)
-        _ip("link", "set", here, "up")
-        _ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/30", "dev", there)
-        _ip("netns", "exec", ns, "ip", "link", "set", there, "up")
-        _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        self.addresses[n] = f"{net}.2"
-        self.start(n)
-
-    def start(self, n: int) -> None:
-        """The server, in a session of its own: it forks a child per connection, and kill()
-        must take those children (the jobs) too."""
-        argv = ["ip", "netns", "exec", f"{self.tag}-{n}", "fio", f"--server=ip:{self.addresses[n]},{PORT}"]
-        self.servers[n] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL, start_new_session=True)
-        host = fio_client.Host(self.addresses[n], PORT)
-        for _ in range(50):  # bounded: up to ~10 s for the server to listen
-            try:
-                fio_client.probe(host, timeout_s=5)
-                return
-            except EngineError:
-                time.sleep(0.2)
-        raise AssertionError(f"fio server in {self.tag}-{n} did not answer")
-
-    def kill(self, n: int) -> None:
-        server = self.servers.pop(n, None)
-        if server is not None and server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-        if server is not None:
-            server.wait(timeout=20)
-
-    def teardown(self) -> list[str]:
-        problems = []
-        for n in list(self.servers):
-            self.kill(n)
-        for ns in self.namespaces:
-            done = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, timeout=20)
-            if done.returncode:
-                problems.append(f"ip netns del {ns}: {done.stderr.strip()}")
-        for link in self.links:  # gone with its peer's namespace; make sure
-            subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=20)
-        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
-        problems += [f"namespace {ns} still there" for ns in self.namespaces if ns in listed]
-        return problems
-
-
 @pytest.fixture
-def servers():
+def servers(tmp_path):
     if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None:
         pytest.skip("needs root, ip (iproute2) and fio for the network namespaces and servers")
-    made = Servers(tag=f"bba{os.getpid() % 10000}", first_octet=100 + (os.getpid() % 70) * 2)
-    try:
-        made.make(1)
-        made.make(2)
+    with fio_hosts(tmp_path, "bba") as made:
         yield made
-    finally:
-        problems = made.teardown()
-        assert not problems, problems
 
 
 def _cli(args: list[str], results: Path, cwd: Path) -> subprocess.CompletedProcess:
@@ -121,15 +45,18 @@ def _cli(args: list[str], results: Path, cwd: Path) -> subprocess.CompletedProce
                           capture_output=True, timeout=RUN_TIMEOUT_S)
 
 
-def _recipe(tmp_path: Path, names: list[str], target: Path) -> Path:
-    """kb2014 (two phases, tiny) and first-write, one after the other, on `names`."""
+def _recipe(tmp_path: Path, names: list[str], target: Path, first_write: bool = True, runtime: str = "1s",
+            **hosts: object) -> Path:
+    """kb2014 (two phases, tiny) and first-write, one after the other, on `names`; `hosts`: more
+    keys of [hosts]."""
     recipe = tmp_path / "hosts.toml"
     recipe.write_text(
         'name = "hosts-test"\n'
         f"[hosts]\nnames = {json.dumps(names)}\npath = {json.dumps(str(target))}\n"
-        '[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\nsize = "16MiB"\n'
-        'runtime = "1s"\n'
-        '[[workload]]\nkind = "first-write"\nsize = "8MiB"\n')
+        + "".join(f"{key} = {json.dumps(value)}\n" for key, value in hosts.items())
+        + '[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\nsize = "16MiB"\n'
+        f'runtime = "{runtime}"\n'
+        + ('[[workload]]\nkind = "first-write"\nsize = "8MiB"\n' if first_write else ""))
     return recipe
 
 
@@ -185,3 +112,78 @@ def test_a_host_down_before_the_start_refuses_the_recipe_by_name(servers, tmp_pa
     assert f"{down} is not reachable" in done.stderr and "Run " not in done.stdout
     assert list(target.iterdir()) == []  # the host that answered was given no job
     assert _stored_runs(results) == []
+
+
+def test_apply_with_agent_token_file_checks_and_samples_each_hosts_agent(servers, tmp_path):
+    token = token_file(tmp_path)
+    for n in (1, 2):
+        servers.start_agent(n, token, AGENT_PORT)
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    names = [servers.addresses[1], servers.addresses[2]]
+    recipe = _recipe(tmp_path, names, target, first_write=False, runtime="3s", agent_token_file=str(token),
+                     agent_port=AGENT_PORT)
+    done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
+    assert done.returncode == 0, done.stderr
+    [run] = _stored_runs(results)
+    assert run.status == "complete"
+    assert [run.host.get(f"backupbench@{name}") for name in names] == [__version__] * 2   # both agents checked
+    assert not any("per-host timeline" in note or "no more samples" in note for note in run.notes), run.notes
+    folder = results / "runs" / run.run_id
+    assert [op.name for op in run.operations] == ["active-full", "restore-random"]
+    for op in run.operations:
+        timeline = op.detail[host_monitor.DETAIL_KEY]
+        assert sorted(timeline["hosts"]) == sorted(names) and timeline["lost"] == {}
+        assert timeline["to_wall"] - timeline["from_wall"] >= 3
+        for name, where in timeline["hosts"].items():
+            assert where["csv"] == f"monitor.{name}.csv" and where["disks"]
+            lines = (folder / where["csv"]).read_text().splitlines()
+            assert lines[0].startswith("timestamp,elapsed_s,") and len(lines) > 4
+    report = _cli(["report", run.run_id], results, tmp_path)
+    assert report.returncode == 0, report.stderr
+    page = Path(report.stdout.strip()).read_text()
+    for phase in ("active-full", "restore-random"):
+        assert f'aria-label="Per-host timeline of {phase}: {", ".join(names)}"' in page
+    assert list(target.iterdir()) == []
+
+
+def test_apply_refuses_by_name_a_host_whose_agent_is_down_before_anything_runs(servers, tmp_path):
+    token = token_file(tmp_path)
+    servers.start_agent(1, token, AGENT_PORT)   # none on host 2
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    recipe = _recipe(tmp_path, [servers.addresses[1], servers.addresses[2]], target, first_write=False,
+                     agent_token_file=str(token), agent_port=AGENT_PORT)
+    done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
+    assert done.returncode == 3, done.stderr
+    down = servers.addresses[2]
+    assert f"agent check failed: {down}: agent {down}:{AGENT_PORT}" in done.stderr
+    assert servers.addresses[1] + ":" not in done.stderr.split("agent check failed:")[1]
+    assert list(target.iterdir()) == [] and _stored_runs(results) == []
+
+
+def test_a_recipe_with_two_workloads_samples_the_agents_in_each(servers, tmp_path):
+    token = token_file(tmp_path)
+    for n in (1, 2):
+        servers.start_agent(n, token, AGENT_PORT)
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    names = [servers.addresses[1], servers.addresses[2]]
+    recipe = _recipe(tmp_path, names, target, runtime="3s", agent_token_file=str(token), agent_port=AGENT_PORT)
+    done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
+    assert done.returncode == 0, done.stderr
+    [run] = _stored_runs(results)
+    folder = results / "runs" / run.run_id
+    for op in run.operations:
+        group = op.name.split("/")[0]
+        timeline = op.detail[host_monitor.DETAIL_KEY]
+        assert sorted(timeline["hosts"]) == sorted(names) and timeline["lost"] == {}
+        for where in timeline["hosts"].values():
+            assert (folder / group / where["csv"]).read_text().startswith("timestamp,elapsed_s,")
+    report = _cli(["report", run.run_id], results, tmp_path)
+    assert report.returncode == 0, report.stderr
+    page = Path(report.stdout.strip()).read_text()
+    # kb2014's phases run 3 s, long enough for samples in each; first-write's may be shorter than one.
+    timed = [op.name for op in run.operations if op.name.startswith("1-kb2014/")]
+    drawn = [name for name in timed if f'aria-label="Per-host timeline of {name}: ' in page]
+    assert timed and drawn == timed, f"of {timed}, timelines drawn only for {drawn}"

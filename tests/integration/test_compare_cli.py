@@ -1,6 +1,7 @@
 """Gates and comparisons through the command line, as a user or a CI job runs them: exit codes
-of --expect (0 met, 5 missed, 2 a name the run lacks), `show --baseline` on two real runs with
-different --jobs, and a baseline with no phase in common refused."""
+of --expect (0 met, 5 missed, 2 a name the run lacks, checked before `run` or `apply` measures
+anything), a void run that meets nothing, `show --baseline` on two real runs with different
+--jobs, and a baseline with no phase in common refused."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import shutil
 
 import pytest
 
-from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+from backupbench.results.model import COMPLETE, VOID, OperationRecord, RunRecord
 from backupbench.results.store import Store
+from tests.integration.test_json_schema_cli import validated
 
 MiB = 2**20
 QUICK = ("--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-random", "--quiet")
@@ -127,3 +129,80 @@ def test_run_refuses_a_bad_expectation_or_baseline_before_measuring(cli, tmp_pat
     assert unlike.returncode == 2 and "have no phase in common" in unlike.stderr
     assert list(repo.iterdir()) == []
     assert [run.run_id for run in Store(cli.results / "results.db").list_runs(10)] == ["20261124T010000-bbbb"]
+
+
+def test_run_refuses_an_expectation_without_figure_or_unit_before_measuring(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    bare = cli("run", str(repo), *QUICK, "--expect", "restore-random>=300")
+    assert bare.returncode == 2, bare.stderr
+    assert "--expect 'restore-random>=300': give a unit or name the figure" in bare.stderr
+    wrong = cli("run", str(repo), *QUICK, "--expect", "active-full.p99<=50MiB/s")
+    assert wrong.returncode == 2 and "p99 is a time (ns), the value given is a rate" in wrong.stderr
+    assert list(repo.iterdir()) == []
+    assert not (cli.results / "results.db").exists() or Store(cli.results / "results.db").list_runs(10) == []
+
+
+def directory_recipe(tmp_path) -> tuple:
+    """A recipe whose one layout is an existing directory: nothing to format, no --yes."""
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(f'name = "dir-test"\n\n[[layout]]\nname = "dir"\nkind = "directory"\npath = "{folder}"\n'
+                      '\n[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\n'
+                      'size = "16MiB"\nruntime = "1s"\n')
+    return recipe, folder
+
+
+@pytest.mark.parametrize("expectation, message", [
+    ("nosuchphase>=1MiB/s", r"recipe 'dir-test' has no phase 'nosuchphase'; its phases: .*dir/active-full, "
+                            r"dir/restore-random$"),
+    ("dir/restore-randon>=1MiB/s", r"has no phase 'dir/restore-randon' \(did you mean dir/restore-random or "
+                                   r"restore-random\?\)"),
+    ("restore-random>=300", r"'restore-random>=300': give a unit or name the figure"),
+])
+def test_apply_refuses_a_bad_expectation_before_measuring(cli, tmp_path, expectation, message):
+    recipe, folder = directory_recipe(tmp_path)
+    done = cli("apply", str(recipe), "--quiet", "--expect", "active-full>=1B/s", "--expect", expectation)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and re.search(message, done.stderr.strip()), done.stderr
+    assert list(folder.iterdir()) == []
+    assert not (cli.results / "runs").exists() or list((cli.results / "runs").iterdir()) == []
+
+
+@pytest.mark.real
+def test_apply_checks_each_layouts_phase_and_says_it_in_json(cli, tmp_path):
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (make test installs it)")
+    recipe, folder = directory_recipe(tmp_path)
+    done = cli("apply", str(recipe), "--quiet", "--json", "--expect", "restore-random>=1B/s",
+               "--expect", "dir/active-full.p99<=1h")
+    assert done.returncode == 0, done.stderr
+    found = validated(done.stdout, "run")["expectations"]
+    assert [(e["operation"], e["figure"], e["unit"], e["met"]) for e in found] == \
+        [("dir/restore-random", "effective_bw", "B/s", True), ("dir/active-full", "write_p99_lat", "ns", True)]
+    assert found[0]["threshold"] == 1.0 and found[1]["threshold"] == 3600e9 and found[0]["measured"] > 1
+    assert list(folder.iterdir()) == []
+
+
+def void_run(run_id: str) -> RunRecord:
+    run = kb_run(run_id)
+    run.status = VOID
+    run.notes = ["snapshot snap1 of lin overflowed and is Invalid: the figures of this run are void; "
+                 "give the snapshots more space"]
+    run.operations[0].figures["mon.vda.w_await.p95"] = 12.5
+    run.operations[0].units["mon.vda.w_await.p95"] = "ms"
+    return run
+
+
+def test_show_expect_on_a_void_run_is_missed_with_the_reason(cli):
+    store_runs(cli, void_run("20261124T000000-cccc"))
+    done = cli("show", "20261124T000000-cccc", "--json", "--expect", "restore-random>=1MiB/s",
+               "--expect", "active-full.mon.w_await.p95[vda]<=20ms")
+    assert done.returncode == 5, done.stderr
+    assert "2 of 2 expectation checks missed: restore-random>=1MiB/s: run is void: snapshot snap1" in done.stderr
+    speed, latency = validated(done.stdout, "run")["expectations"]
+    assert (speed["met"], speed["measured"], speed["unit"]) == (False, 205 * MiB, "B/s")
+    assert speed["measured_text"].startswith("run is void: snapshot snap1 of lin overflowed")
+    assert {k: latency[k] for k in ("figure", "device", "measured", "threshold", "unit", "met")} == \
+        {"figure": "mon.w_await.p95", "device": "vda", "measured": 12.5, "threshold": 20.0, "unit": "ms", "met": False}

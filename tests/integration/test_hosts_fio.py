@@ -19,102 +19,25 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from backupbench.engines import fio_bins, fio_client
 from backupbench.errors import EngineError
+from netns_support import Hosts, fio_hosts
 
 ROOT = pytest.mark.root  # the namespace tests; the IPv6 loopback one runs as anyone
 PORT = 8765
 RUN_TIMEOUT_S = 180
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
-
-
-@dataclass
-class Servers:
-    """Namespaces TAG-N (N = 1, 2), each with fio --server=ip:10.231.X.2,8765 on a veth pair
-    10.231.X.0/30; X comes from the test's pid, so concurrent test runs pick other subnets."""
-
-    tag: str
-    first_octet: int
-    addresses: dict[int, str] = field(default_factory=dict)
-    servers: dict[int, subprocess.Popen] = field(default_factory=dict)
-    namespaces: list[str] = field(default_factory=list)
-    links: list[str] = field(default_factory=list)
-
-    def make(self, n: int) -> None:
-        ns, here, there = f"{self.tag}-{n}", f"{self.tag}{n}h", f"{self.tag}{n}n"
-        net = f"10.231.{self.first_octet + n - 1}"
-        in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
-        assert f" {net}." not in in_use, f"{net}.0/30 is in use on this machine"
-        _ip("netns", "add", ns)
-        self.namespaces.append(ns)
-        _ip("link", "add", here, "type", "veth", "peer", "name", there)
-        self.links.append(here)
-        _ip("link", "set", there, "netns", ns)
-        _ip("addr", "add", f"{net}.1/30", "dev", here)
-        _ip("link", "set", here, "up")
-        _ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/30", "dev", there)
-        _ip("netns", "exec", ns, "ip", "link", "set", there, "up")
-        _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        self.addresses[n] = f"{net}.2"
-        self.start(n)
-
-    def start(self, n: int) -> None:
-        """The server, in a session of its own: it forks a child per connection, and kill()
-        must take those children (the jobs) too."""
-        argv = ["ip", "netns", "exec", f"{self.tag}-{n}", "fio", f"--server=ip:{self.addresses[n]},{PORT}"]
-        self.servers[n] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL, start_new_session=True)
-        host = fio_client.Host(self.addresses[n], PORT)
-        for _ in range(50):  # bounded: up to ~10 s for the server to listen
-            try:
-                fio_client.probe(host, timeout_s=5)
-                return
-            except EngineError:
-                time.sleep(0.2)
-        raise AssertionError(f"fio server in {self.tag}-{n} did not answer")
-
-    def kill(self, n: int) -> None:
-        server = self.servers.pop(n, None)
-        if server is not None and server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-        if server is not None:
-            server.wait(timeout=20)
-
-    def teardown(self) -> list[str]:
-        problems = []
-        for n in list(self.servers):
-            self.kill(n)
-        for ns in self.namespaces:
-            done = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, timeout=20)
-            if done.returncode:
-                problems.append(f"ip netns del {ns}: {done.stderr.strip()}")
-        for link in self.links:  # gone with its peer's namespace; make sure
-            subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=20)
-        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
-        problems += [f"namespace {ns} still there" for ns in self.namespaces if ns in listed]
-        return problems
-
-
 @pytest.fixture
-def servers():
+def servers(tmp_path):
     if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None:
         pytest.skip("needs root, ip (iproute2) and fio for the network namespaces and servers")
-    made = Servers(tag=f"bb{os.getpid() % 100000}", first_octet=100 + (os.getpid() % 70) * 2)
-    try:
-        made.make(1)
-        made.make(2)
+    with fio_hosts(tmp_path, "bbf") as made:
         yield made
-    finally:
-        problems = made.teardown()
-        assert not problems, problems
 
 
 def _cli(args: list[str], results: Path, cwd: Path) -> subprocess.Popen:
@@ -133,7 +56,7 @@ def _read_run(out: str) -> dict:
     return {**document["run"], "run_id": document["run"]["id"], "operations": operations}
 
 
-def _run_args(servers: Servers, target: Path, runtime: str) -> list[str]:
+def _run_args(servers: Hosts, target: Path, runtime: str) -> list[str]:
     return ["run", "--hosts", ",".join(servers.addresses.values()), str(target),
             "--operations", "active-full,restore-random", "--size", "32MiB", "--runtime", runtime,
             "--json", "--quiet", "--no-monitor"]
@@ -217,9 +140,9 @@ def test_a_server_lost_mid_run_leaves_the_other_host_running(servers, tmp_path):
     try:
         _wait_for_phase(results, "active-full", servers.addresses[2])
         time.sleep(2)  # into the phase's I/O, not its connecting
-        servers.kill(2)
+        servers.stop_fio(2)
         # Back as systemd's Restart= would bring it: the run's cleanup job reaches it again.
-        servers.start(2)
+        servers.start_fio(2)
         out, err = child.communicate(timeout=RUN_TIMEOUT_S)
     finally:
         if child.poll() is None:

@@ -5,8 +5,7 @@ multi-host run, drawn one line per host in the HTML report.
   (runner/host_monitor.py), stored, reported with `backupbench report`; the page shows the
   per-host timeline and makes no request.
 - `run --hosts ... --agent-token-file F` for real: two network namespaces, each with a fio
-  server and an agent on its own address (10.231.X.2), no mocks. These need HostsWorkload to
-  use host_monitor (its `agents` field, engine_versions and execute): skipped until it does.
+  server and an agent on its own address (10.231.X.2), no mocks.
 
 Everything started or made here (agents, servers, namespaces, veth pairs, folders) is removed
 in `finally` blocks or fixtures.
@@ -27,7 +26,7 @@ import pytest
 
 from backupbench.agent.client import AgentClient
 from backupbench.runner import host_monitor
-from netns_support import Agent, Hosts, token_file
+from netns_support import Agent, Hosts, fio_hosts, token_file
 
 pytestmark = pytest.mark.real
 RUN_TIMEOUT_S = 240
@@ -152,30 +151,15 @@ def test_per_host_timeline_is_drawn_and_visible_in_chromium(cli, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# `run --hosts` with each host's agent (needs runner/hosts.py to use host_monitor)
-
-
-def _wired() -> bool:
-    from backupbench.runner.hosts import HostsWorkload
-
-    return "agents" in HostsWorkload.__dataclass_fields__
+# `run --hosts` with each host's agent
 
 
 @pytest.fixture
 def hosts(tmp_path):
     if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None:
         pytest.skip("needs root, ip (iproute2) and fio for the network namespaces and servers")
-    if not _wired():
-        pytest.skip("runner/hosts.py does not use runner/host_monitor.py yet (HostsWorkload.agents)")
-    made = Hosts.for_this_test(tmp_path, "bbtl")
-    try:
-        for n in (1, 2):
-            made.make(n)
-            made.start_fio(n)
+    with fio_hosts(tmp_path, "bbtl") as made:
         yield made
-    finally:
-        problems = made.teardown()
-        assert not problems, problems
 
 
 def _run(args: list[str], results: Path, cwd: Path) -> subprocess.CompletedProcess:

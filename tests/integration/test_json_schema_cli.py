@@ -109,7 +109,8 @@ def test_show_and_history_documents(stored):
     table = cli("history")
     assert table.returncode == 0 and "small files" in table.stdout and "label" in table.stdout
     labelled = cli("show", first)
-    assert labelled.returncode == 0 and 'Label: before, "tuned"' in labelled.stdout
+    heading = " ".join(labelled.stdout.split())  # unwrapped: the table title may break at 80 columns
+    assert labelled.returncode == 0 and f'Run {first} (before, "tuned")' in heading
 
 
 def test_history_csv_round_trip_against_the_store(stored):

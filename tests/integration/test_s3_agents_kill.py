@@ -112,12 +112,8 @@ def test_sigkilled_controller_then_cleanup_deletes_every_agents_objects_and_noth
             admin.request("DELETE", BUCKET, key)
 
 
-def test_zz_namespaces_are_removed(lab):
-    # Runs last in this module; the fixture's teardown is checked right after it.
-    assert set(_ours()) == set(NAMESPACES)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _after_all():
+    # Set up before the module's lab and torn down after it: the lab's namespaces must be gone.
     yield
     assert _ours() == [], "namespaces left behind"

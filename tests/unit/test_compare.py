@@ -14,6 +14,8 @@ from backupbench.analysis.compare import (
 from backupbench.analysis.settings_diff import settings_differences
 from backupbench.analysis.windows import restore_range
 from backupbench.errors import InputError
+from backupbench.recipe import model as recipe_model
+from backupbench.workloads.registry import WORKLOADS
 from backupbench.report.terminal import history_table, run_report
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
@@ -95,6 +97,55 @@ def test_settings_of_recipe_runs_come_from_their_workloads():
                                                             "workload": [{"kind": "kb2014", "jobs": jobs}]}})
     found = {d.setting: d.values for d in settings_differences([recipe("x", 1), recipe("y", 2)])}
     assert found == {"jobs (fio numjobs)": ("1", "2")}
+
+
+def stored_recipe_run(tmp_path, run_id: str, workload: str, hosts: str = "") -> RunRecord:
+    """A recipe run's settings exactly as runner/apply.py stores them: the recipe, dumped."""
+    path = tmp_path / f"{run_id}.toml"
+    layout = '[[layout]]\nname = "dir"\nkind = "directory"\npath = "/srv"\n'
+    path.write_text(f'name = "r"\n{hosts or layout}\n[[workload]]\n{workload}\n')
+    recipe = recipe_model.load(path)
+    return RunRecord(run_id, "recipe", "r", {"recipe": recipe.model_dump(mode="json")}, status=COMPLETE)
+
+
+def test_recipe_runs_differ_in_file_size_and_operations(tmp_path):
+    small = stored_recipe_run(tmp_path, "small", 'kind = "kb2014"\nsize = "1GiB"\noperations = ["active-full"]')
+    large = stored_recipe_run(tmp_path, "large", 'kind = "kb2014"\nsize = "4GiB"')
+    found = {d.setting: d.values for d in settings_differences([small, large])}
+    assert found == {"operations": ("active-full", "active-full, synthetic-full, reverse-incremental, "
+                                                   "restore-sequential, restore-random"),
+                     "test file size": ("1 GiB", "4 GiB")}
+
+
+def test_a_recipe_run_and_a_plain_run_of_the_same_workload_do_not_differ(tmp_path):
+    # The recipe keeps `size` and no block size (the workload's own); `run` stores what it used.
+    recipe_run = stored_recipe_run(tmp_path, "recipe", 'kind = "kb2014"\nsize = "1GiB"\njobs = 3')
+    kb2014 = WORKLOADS["kb2014"]
+    options = kb2014.options.model_validate({"size": 2**30, "jobs": 3})
+    plain = RunRecord("plain", "kb2014", "r", kb2014.build(options, None).settings(), status=COMPLETE)
+    assert plain.settings["file_size"] < 2**30 and plain.settings["block_size"] == 512 * 1024
+    assert {d.setting for d in settings_differences([recipe_run, plain])} == {"layouts"}
+    first_write = stored_recipe_run(tmp_path, "fw", 'kind = "first-write"\nsize = "1GiB"\njobs = 3')
+    found = {d.setting: d.values for d in settings_differences([recipe_run, first_write])}
+    assert found["block size"] == ("512 KiB", "1 MiB") and found["workload"] == ("kb2014", "first-write")
+
+
+def test_a_recipe_entry_this_version_cannot_build_is_read_as_written():
+    old = RunRecord("old", "recipe", "r", {"recipe": {"workload": [
+        {"kind": "kb2014", "size": 2**30, "block_size": None, "retired_key": 1}]}})
+    new = RunRecord("new", "recipe", "r", {"recipe": {"workload": [{"kind": "kb2014", "size": 2**32}]}})
+    found = {d.setting: d.values for d in settings_differences([old, new])}
+    assert found["test file size"] == ("1 GiB", "4 GiB")
+    assert found["block size"] == ("the workload's own", "512 KiB")
+
+
+def test_a_hosts_recipe_names_its_machines_as_run_hosts_does(tmp_path):
+    one = stored_recipe_run(tmp_path, "one", 'kind = "kb2014"',
+                            hosts='[hosts]\nnames = ["10.0.0.5"]\npath = "/srv/backup"\n')
+    two = stored_recipe_run(tmp_path, "two", 'kind = "kb2014"',
+                            hosts='[hosts]\nnames = ["10.0.0.5", "10.0.0.6"]\npath = "/srv/backup"\n')
+    assert {d.setting: d.values for d in settings_differences([one, two])} == \
+        {"hosts (fio --client)": ("10.0.0.5", "10.0.0.5, 10.0.0.6")}
 
 
 def test_verdict_names_winner_margin_and_member_disk_evidence():

@@ -249,3 +249,72 @@ def test_an_ipv6_hosts_agent_is_reached_at_its_bracketed_address(tmp_path):
     clients = host_monitor.host_agents([Host("fd00::5"), Host("10.0.0.6", 8766)], token, 7481)
     assert clients["[fd00::5]"].host == "fd00::5" and clients["[fd00::5]"].port == 7481
     assert clients["10.0.0.6:8766"].host == "10.0.0.6" and clients["10.0.0.6:8766"].port == 7481
+
+
+@pytest.fixture
+def one_agent(tmp_path):
+    """One agent on 127.0.0.1 and its token file: (Agent, token path); stopped in `finally`."""
+    token = token_file(tmp_path)
+    (tmp_path / "root").mkdir()
+    agent = Agent([], "127.0.0.1:0", token, tmp_path / "root", tmp_path / "agent.log")
+    try:
+        yield agent, token
+    finally:
+        agent.stop(signal.SIGKILL)
+
+
+def test_fio_servers_sharing_an_address_share_one_agent_feed(tmp_path):
+    hosts = (Host("10.0.0.5"), Host("10.0.0.5", 8766), Host("fd00::5", 8770), Host("fd00:0::5", 8771),
+             Host("Backup-2.lan", 8765), Host("backup-2.lan", 8766), Host("10.0.0.6", 8766))
+    clients = host_monitor.host_agents(hosts, token_file(tmp_path), 7481)
+    # One per machine, named by its address; a server alone on its address keeps its own name.
+    assert {name: (c.host, c.port) for name, c in clients.items()} == {
+        "10.0.0.5": ("10.0.0.5", 7481), "[fd00::5]": ("fd00::5", 7481), "Backup-2.lan": ("Backup-2.lan", 7481),
+        "10.0.0.6:8766": ("10.0.0.6", 7481)}
+
+
+def test_two_servers_on_one_machine_are_fetched_once_and_drawn_as_one_line(one_agent, tmp_path):
+    agent, token = one_agent
+    port = split_address(agent.address)[1]
+    clients = host_monitor.host_agents((Host("127.0.0.1", 8765), Host("127.0.0.1", 8766)), token, port)
+    folder = tmp_path / "run"
+    hooks, notes = Recorded(), []
+    with host_monitor.sampling(clients, folder, hooks, notes) as sampled:
+        sampled.started("active-full", "write", "write qd1")
+        _until(lambda: len(sampled.sampler.feeds[0].points) >= 2, "2 samples from the machine")
+        sampled.finished("active-full", {})
+    assert notes == []
+    timeline = hooks.finished_detail["active-full"][host_monitor.DETAIL_KEY]
+    assert list(timeline["hosts"]) == ["127.0.0.1"]
+    assert sorted(path.name for path in folder.iterdir()) == ["monitor.127.0.0.1.csv"]
+
+
+def _newest(client: AgentClient) -> int:
+    return int(client.monitor(since=0)["last"])
+
+
+def test_a_restarted_agent_is_noted_and_read_from_its_first_sample_even_past_since(one_agent, tmp_path):
+    agent, token = one_agent
+    client = AgentClient(agent.address, token.read_text().strip())
+    _until(lambda: _newest(client) >= 3, "3 samples from the first agent", attempts=100)
+    feed = host_monitor.HostFeed("host-a", client, tmp_path / "monitor.host-a.csv")
+    feed.poll()                        # reached: from its newest sample on
+    _until(lambda: not feed.poll() and len(feed.points) >= 1 and feed.since >= 3, "a sample read")
+    before, since = len(feed.points), feed.since
+    agent.stop(signal.SIGKILL)
+    again = Agent([], agent.address, token, tmp_path / "root", tmp_path / "agent-again.log")
+    try:
+        # The restarted agent's numbers pass where the feed stood: a "since" call alone would
+        # now skip its first `since` samples and look like an agent that never went away.
+        _until(lambda: _newest(client) > since + 1, "the restarted agent past the feed's number", attempts=150)
+        first_walls = [s["wall"] for s in client.monitor(since=0)["samples"]][:since]
+        while feed.poll():
+            pass
+    finally:
+        again.stop(signal.SIGKILL)
+    feed.close()
+    assert len(feed.notes) == 1 and feed.notes[0].startswith("agent of host host-a restarted during the run")
+    read_after = [wall for wall, _, _ in feed.points[before:]]
+    assert read_after[:len(first_walls)] == first_walls   # none of its early samples skipped
+    _, rows = _rows(tmp_path / "monitor.host-a.csv")
+    assert len(rows) == len(feed.points)

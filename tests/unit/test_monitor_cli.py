@@ -124,9 +124,13 @@ def test_plain_block_is_a_time_line_a_header_and_one_full_row_per_device():
     long_name = "nvme0n1-a-device-name-longer-than-iostat-gives"
     sample = _fixture_sample()
     block = plain_block(sample, ["dm-0", "vda", "sdq", long_name])
-    lines = block.split("\n")
-    assert lines[-2:] == ["", ""] and len(lines) == 1 + 1 + 4 + 2     # time, header, 4 devices, blank
-    assert datetime.fromisoformat(lines[0]).timestamp() == pytest.approx(sample.wall, abs=0.001)
+    time_line, cpu_header, cpu_values, *lines = block.split("\n")
+    assert lines[-2:] == ["", ""] and len(lines) == 1 + 4 + 2         # header, 4 devices, blank
+    assert datetime.fromisoformat(time_line).timestamp() == pytest.approx(sample.wall, abs=0.001)
+    cpu = sample.cpu
+    assert cpu_header.split() == ["avg-cpu:", "%user", "%system", "%iowait", "%steal", "%idle"]
+    assert cpu_values.split() == [f"{v:.2f}" for v in (cpu.user, cpu.system, cpu.iowait, cpu.steal, cpu.idle)]
+    lines = ["", *lines]   # the device part's lines at the indexes the checks below use
     header, *rows = [line.split() for line in lines[1:6]]
     assert header == ["Device", *IOSTAT_COLUMNS] == ["Device", *(m.column for m in DISK_METRICS)]
     assert all(len(row) == len(header) for row in rows)             # every row splits like the header
@@ -161,8 +165,9 @@ def test_monitor_into_a_pipe_prints_one_iostat_block_per_interval():
     blocks = done.stdout.split("\n\n")
     assert blocks[-1] == "" and len(blocks) == 3 + 1
     for block in blocks[:3]:
-        stamp, header, row = block.split("\n")                        # nothing else in a block
+        stamp, cpu_header, cpu_values, header, row = block.split("\n")  # nothing else in a block
         datetime.fromisoformat(stamp)
+        assert cpu_header.startswith("avg-cpu:") and len(cpu_values.split()) == 5
         assert header.split() == ["Device", *IOSTAT_COLUMNS]
         assert row.split()[0] == device and len(row.split()) == len(header.split())
         assert all(re.fullmatch(r"\d+\.\d\d", cell) for cell in row.split()[1:])

@@ -19,9 +19,10 @@ from backupbench.layouts.capabilities import HostCapabilities
 from backupbench.plan import build
 from backupbench.recipe import hosts as hosts_spec
 from backupbench.recipe import model
-from backupbench.runner import apply_hosts
+from backupbench.agent.startup import DEFAULT_AGENT_PORT
+from backupbench.runner import apply_hosts, host_monitor
 from backupbench.runner.agents import parse_agents
-from backupbench.runner.hosts import HOST_WORKLOADS
+from backupbench.runner.hosts import HOST_WORKLOADS, HostsWorkload
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "hosts-kb2014.toml"
 NOTHING = HostCapabilities(frozenset(), frozenset())
@@ -155,6 +156,7 @@ def test_the_plan_says_what_runs_where_and_asks_no_host():
 def test_agent_refusals_come_from_run_agents_checks(tmp_path):
     token = tmp_path / "token"
     token.write_text("0123456789abcdef0123\n")
+    token.chmod(0o600)   # the fio hosts' agents read it as run --hosts does: no one else may
     good = model.parse(s3_recipe(str(token)))
     assert apply_hosts.refusals(good) == []
     bad_agent = s3_recipe(str(token))
@@ -164,10 +166,71 @@ def test_agent_refusals_come_from_run_agents_checks(tmp_path):
     unsupported = apply_hosts.refusals(model.parse(s3_recipe(str(token), duration="10s")))
     assert len(unsupported) == 1 and unsupported[0].startswith("workload[1] (s3): --duration does not apply")
     missing = apply_hosts.refusals(model.parse(s3_recipe(str(tmp_path / "absent"))))
-    assert len(missing) == 1 and "No such file or directory" in missing[0]
+    assert len(missing) == 2
+    assert missing[0].startswith("workload[0] (kb2014): token file ") and "does not exist" in missing[0]
+    assert missing[1].startswith("workload[1] (s3): ") and "No such file or directory" in missing[1]
     plan = build(model.parse(s3_recipe(str(tmp_path / "absent"))), RUN_ID, NOTHING, lambda device: [],
                  remote_check=apply_hosts.refusals)
-    assert plan.refusals == [f"hosts: {missing[0]}"]
+    assert plan.refusals == [f"hosts: {line}" for line in missing]
+
+
+def _private_token(folder: Path) -> Path:
+    path = folder / "agent-token"
+    path.write_text("0123456789abcdef0123456789abcdef\n")
+    path.chmod(0o600)
+    return path
+
+
+def test_a_token_file_makes_the_fio_hosts_agents_checked_and_sampled_as_run_hosts_does(tmp_path):
+    token = _private_token(tmp_path)
+    for port, expected in ((None, DEFAULT_AGENT_PORT), (7481, 7481)):
+        extra = {"agent_token_file": str(token)} | ({"agent_port": port} if port else {})
+        job = apply_hosts._job(model.parse(recipe(**extra)), model.parse(recipe(**extra)).hosts, 0)
+        assert isinstance(job.workload, HostsWorkload)
+        assert {name: (client.host, client.port) for name, client in job.workload.agents.items()} == {
+            "10.0.0.5": ("10.0.0.5", expected), "10.0.0.6:8766": ("10.0.0.6", expected)}
+        assert job.machines == "fio servers 10.0.0.5, 10.0.0.6:8766 and their agents"
+        assert not any("per-host timeline" in note for note in job.workload.notes)
+
+
+def test_without_a_token_file_the_run_notes_say_how_to_get_a_timeline():
+    parsed = model.parse(recipe())
+    job = apply_hosts._job(parsed, parsed.hosts, 0)
+    assert job.workload.agents == {} and job.machines == "fio servers 10.0.0.5, 10.0.0.6:8766"
+    assert job.workload.notes == [host_monitor.NO_TIMELINE_NOTE_RECIPE]
+    assert "agent_token_file = F to the recipe's [hosts]" in host_monitor.NO_TIMELINE_NOTE_RECIPE
+
+
+def test_a_token_file_others_may_read_refuses_the_fio_workload_before_any_host_is_asked(tmp_path):
+    token = _private_token(tmp_path)
+    token.chmod(0o644)
+    [line] = apply_hosts.refusals(model.parse(recipe(agent_token_file=str(token))))
+    assert line.startswith("workload[0] (kb2014): token file ") and "others may read it" in line
+
+
+def test_agent_port_is_checked_in_one_line_and_only_where_it_applies():
+    assert hosts_spec.AGENT_PORT_WHEN_NOT_GIVEN == DEFAULT_AGENT_PORT
+    assert str(DEFAULT_AGENT_PORT) in hosts_spec.HostsSpec.model_fields["agent_port"].description
+    for bad in (0, 65536, "7481", True, 7480.5):
+        message = refused(recipe(agent_token_file="/etc/backupbench/agent-token", agent_port=bad))
+        assert message.startswith("recipe: hosts.agent_port: ") and "\n" not in message, message
+    without_token = refused(recipe(agent_port=7481))
+    assert "agent_port applies to names with agent_token_file" in without_token and "\n" not in without_token
+    agents_only = s3_recipe()
+    del agents_only["hosts"]["names"], agents_only["hosts"]["path"]
+    agents_only["workload"] = agents_only["workload"][1:]
+    assert "agent_port applies to names" in refused({**agents_only,
+                                                     "hosts": {**agents_only["hosts"], "agent_port": 7481}})
+
+
+def test_the_examples_commented_agent_keys_are_real_keys():
+    text = EXAMPLE.read_text()
+    for key in ("agent_token_file", "agent_port", "agents"):
+        assert f"\n# {key} = " in text, key
+        text = text.replace(f"\n# {key} = ", f"\n{key} = ")
+    parsed = model.parse(tomllib.loads(text))
+    assert parsed.hosts.agent_token_file == "/etc/backupbench/agent-token"
+    assert parsed.hosts.host_agent_port() == DEFAULT_AGENT_PORT
 
 
 @pytest.fixture

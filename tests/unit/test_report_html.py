@@ -159,6 +159,14 @@ def test_page_has_the_operations_and_formatted_figures(tmp_path):
     assert f"--output={run_folder(tmp_path, run.run_id)}/active-full.json" in page
 
 
+def test_a_labelled_run_is_titled_with_its_label(tmp_path):
+    run = kb_run(tmp_path)
+    run.label = "new controller"
+    page = html.render(run, results_dir=tmp_path, backup_size=10 * TiB)
+    assert "<dt>label</dt><dd>new controller</dd>" in page
+    assert f"Run {run.run_id} (new controller) — /srv/backups" in page
+
+
 def test_hostile_text_is_escaped(tmp_path):
     run = kb_run(tmp_path, target=f"/srv/{HOSTILE}")
     run.notes.append('<img src="http://evil.example/x.png" onerror="alert(1)">')

@@ -4,6 +4,10 @@ The sampler runs for the agent's whole life, so a controller that asks "since N"
 interval in between, whenever it asks (up to KEEP samples back: an hour). Samples are turned
 into their wire form once, as they arrive, so a request only slices a list.
 
+Each answer carries the feed's `instance`, a random id made when the agent starts: sequence
+numbers begin at 1 again in a restarted agent, and a controller that asks "since N" after a
+restart would otherwise skip its first N samples without knowing.
+
 Each answer also names the host's whole disks (`disks`): the sampled devices built on no other
 (no sysfs slaves), loop and zram devices left out. Only this host can tell, and a controller
 adding up the host's disk throughput must not count an LVM volume and the disk under it twice.
@@ -11,6 +15,7 @@ adding up the host's disk throughput must not count an LVM volume and the disk u
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections import deque
 from typing import Any
@@ -42,6 +47,7 @@ class SampleFeed:
         self._host = host or HostFiles()
         self._sampler = Sampler(interval, on_sample=self._add, host=self._host)
         self._disks: list[str] = []
+        self.instance = secrets.token_hex(8)
 
     def start(self) -> "SampleFeed":
         self._sampler.start()
@@ -67,7 +73,8 @@ class SampleFeed:
 
     def since(self, seq: int) -> dict[str, Any]:
         """Samples with a sequence number above `seq`, oldest first, at most one answer's worth;
-        `last` is the newest number, `dropped` how many the controller missed (too old)."""
+        `last` is the newest number, `dropped` how many the controller missed (too old), `instance`
+        this feed's id."""
         with self._lock:
             held = list(self._samples)
             last = self._seq
@@ -75,4 +82,4 @@ class SampleFeed:
         dropped = max(0, first_held - seq - 1) if seq < last else 0
         new = [s for s in held if s["seq"] > seq][:MAX_SAMPLES_PER_ANSWER]
         return {"samples": new, "last": last, "dropped": dropped, "devices": self.devices, "disks": self.disks,
-                "interval_s": self._sampler.interval}
+                "interval_s": self._sampler.interval, "instance": self.instance}

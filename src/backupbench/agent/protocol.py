@@ -4,7 +4,9 @@ Every request is one JSON object POSTed to API_PATH, naming its `kind`. There ar
 and no others: an agent that understood more would be a remote shell in waiting.
 
 - hello            {version}                      -> the agent's version and its host's facts
-- monitor          {since}                        -> the 1 s samples with a sequence number > since
+- monitor          {since}                        -> the 1 s samples with a sequence number > since,
+                                                     and the feed's instance id (new at each agent
+                                                     start: numbers begin again at 1)
 - smallfiles-run   {run_id, subfolder, files, ...} -> {job_id}: the small-file engine under ROOT/subfolder
 - s3-run           {endpoint, bucket, prefix, ops, objects, ..., access_key, secret_key}
                                                   -> {job_id}: the S3 load generator, phase by phase;

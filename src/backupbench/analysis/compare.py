@@ -43,6 +43,11 @@ def run_name(run: RunRecord) -> str:
     return run.label or run.run_id
 
 
+def run_heading(run: RunRecord) -> str:
+    """How a run's own tables and pages are titled: its id, and its --label when it has one."""
+    return f"Run {run.run_id}" + (f" ({run.label})" if run.label else "")
+
+
 def run_names(runs: Sequence[RunRecord]) -> list[str]:
     """Each run's name, with the id added where two runs share a label, so columns stay apart."""
     names = [run_name(run) for run in runs]

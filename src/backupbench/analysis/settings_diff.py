@@ -7,9 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from pydantic import ValidationError
+
 from backupbench import units
 from backupbench.engines.content import from_settings
+from backupbench.engines.fio_client import parse_hosts
+from backupbench.errors import BackupbenchError
+from backupbench.recipe.hosts import FIO_SERVER_WORKLOADS
 from backupbench.results.model import RunRecord
+from backupbench.workloads.registry import WORKLOADS
 
 MISSING = "-"
 
@@ -20,13 +26,49 @@ class SettingDifference:
     values: tuple[str, ...]  # one per run, in the order the runs were given
 
 
+def as_run_settings(entry: dict[str, Any]) -> dict[str, Any]:
+    """A recipe's workload entry as the settings `run` stores for the same workload: a recipe
+    keeps what was written (`size`, no block size for the workload's own), a run what the
+    workload made of it (`file_size` in whole blocks per job, the block size it used). An entry
+    this version cannot build (an older recipe, an s3 entry served by its layout's MinIO) is
+    kept as written."""
+    definition = WORKLOADS.get(str(entry.get("kind")))
+    if definition is None:
+        return entry
+    try:
+        built = definition.build(definition.recipe_entry.model_validate(entry), None)
+    except (ValidationError, BackupbenchError):
+        return entry
+    return {**entry, **built.settings()}
+
+
+def _on_hosts(entry: dict[str, Any], hosts: dict[str, Any]) -> dict[str, Any]:
+    """A [hosts] recipe's entry with the machines it ran on, as `run --hosts` / `--agents` store them."""
+    if entry.get("kind") in FIO_SERVER_WORKLOADS and hosts.get("names"):
+        try:
+            return {**entry, "hosts": [host.name for host in parse_hosts(",".join(hosts["names"]))]}
+        except BackupbenchError:
+            return {**entry, "hosts": list(hosts["names"])}
+    return {**entry, "agents": list(hosts["agents"])} if hosts.get("agents") else entry
+
+
 def workload_settings(run: RunRecord) -> list[dict[str, Any]]:
-    """A plain run's settings, or each workload entry of a recipe run."""
-    return list((run.settings.get("recipe") or {}).get("workload") or [run.settings])
+    """A plain run's settings, or each workload entry of a recipe run as a run would store it."""
+    recipe = run.settings.get("recipe") or {}
+    if not recipe.get("workload"):
+        return [run.settings]
+    entries = [as_run_settings(entry) for entry in recipe["workload"]]
+    hosts = recipe.get("hosts")
+    return [_on_hosts(entry, hosts) for entry in entries] if hosts else entries
 
 
 def _size(value: Any) -> str:
     return units.format_size(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def _block_size(value: Any) -> str:
+    # Unset only in a recipe entry that could not be built: the workload's own block size.
+    return "the workload's own" if value is None else _size(value)
 
 
 def _seconds(value: Any) -> str:
@@ -46,10 +88,12 @@ def _listed(value: Any) -> str:
     return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
-def _workload_value(key: str, shown: Callable[[Any], str]) -> Callable[[RunRecord], str]:
-    """One workload key, shown; a recipe's distinct values joined (its workloads in order)."""
+def _workload_value(key: str, shown: Callable[[Any], str], written_as: str = "") -> Callable[[RunRecord], str]:
+    """One workload key, shown; a recipe's distinct values joined (its workloads in order).
+    `written_as`: the key an entry that could not be built keeps the value under instead."""
     def read(run: RunRecord) -> str:
-        found = [shown(entry[key]) for entry in workload_settings(run) if key in entry]
+        found = [shown(entry[key] if key in entry else entry[written_as]) for entry in workload_settings(run)
+                 if key in entry or (written_as and written_as in entry)]
         return "; ".join(dict.fromkeys(found)) or MISSING
     return read
 
@@ -83,10 +127,11 @@ def _layouts(run: RunRecord) -> str:
 # (what the reader calls it, how to read it from a run), in the order they are listed.
 SETTINGS: tuple[tuple[str, Callable[[RunRecord], str]], ...] = (
     ("workload", _workload),
+    ("operations", _workload_value("operations", _listed)),
     ("jobs (fio numjobs)", _workload_value("jobs", str)),
     ("iodepth", _workload_value("iodepth", _iodepth)),
-    ("block size", _workload_value("block_size", _size)),
-    ("test file size", _workload_value("file_size", _size)),
+    ("block size", _workload_value("block_size", _block_size)),
+    ("test file size", _workload_value("file_size", _size, written_as="size")),
     ("runtime per operation", _workload_value("runtime", _seconds)),
     ("I/O engine", _workload_value("engine", str)),
     ("buffered I/O", _workload_value("buffered", _yes_no)),

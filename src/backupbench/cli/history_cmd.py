@@ -72,8 +72,6 @@ def show_command(run_ref: str, as_json: bool, as_csv: bool, baseline_ref: str | 
     elif as_csv:
         csvout.write_figures([run], sys.stdout)
     else:
-        if run.label:
-            stdout.print(f"Label: {run.label}", markup=False, highlight=False)
         stdout.print(run_report(run, size, baseline))
         gate.print_table()
     gate.finish()

@@ -64,11 +64,11 @@ def _check_agent_flags(hosts: str | None, agents: str | None, token_file: Path |
 
 def _check_comparisons(phases: tuple[str, ...], workload: str, baseline: RunRecord | None,
                        expectations: list[Expectation]) -> None:
-    """A baseline or an --expect that cannot apply to the phases about to be measured fails
-    now, in a second, not after the run."""
+    """A baseline or an --expect that cannot apply to the phases about to be measured (or names
+    no figure, or a value of the wrong kind for it) fails now, in a second, not after the run."""
     if baseline is not None:
         require_common_phase(phases, f"--workload {workload}", baseline)
-    gates.check_phases(expectations, phases, f"--workload {workload}")
+    gates.check_before_run(expectations, phases, f"--workload {workload}")
 
 
 def _with_workload_options(command: Callable) -> Callable:

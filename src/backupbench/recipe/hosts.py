@@ -5,6 +5,11 @@ each workload runs where the table says, kb2014 and first-write on the fio serve
 (in `path` on every host), s3 from the backupbench agents of `agents`. Host names and the path
 are checked here by the same functions as the flags, so a recipe gets the flag's message.
 
+`agent_token_file` serves both kinds of machine, as --agent-token-file does: the s3 workload's
+`agents` take it, and with `names` each fio host's own agent (at the host's address, port
+`agent_port`) is checked before the start and sampled during kb2014 and first-write, as
+`run --hosts H --agent-token-file F [--agent-port P]` does: the run's per-host timeline.
+
 An agent's address cannot be checked here: its parser (runner/agents.parse_agents) belongs to
 a later stage than the recipe. `plan` and `apply` check it before anything starts
 (runner/apply_hosts.refusals), with the message `--agents` gives.
@@ -27,6 +32,8 @@ FIO_SERVER_WORKLOADS = ("kb2014", "first-write")
 AGENT_WORKLOADS = ("s3",)
 # Longer than any host name (253) or ADDR:PORT; a longer value is a mistake, not an address.
 MAX_ADDRESS_CHARS = 300
+# agent/startup.DEFAULT_AGENT_PORT, which this stage may not import; a unit test keeps them equal.
+AGENT_PORT_WHEN_NOT_GIVEN = 7480
 
 
 def _flag_message(exc: InputError, flag: str) -> str:
@@ -85,8 +92,12 @@ class HostsSpec(BaseModel):
         (), max_length=256,
         description="backupbench agents (ADDR:PORT), as --agents: an s3 workload runs from all of them at once.")
     agent_token_file: Annotated[str, Field(max_length=4096), AfterValidator(_local_file)] | None = Field(
-        None, description="File (absolute path, on this machine) holding the agents' token, "
-                                           "as --agent-token-file.")
+        None, description="File (absolute path, on this machine) holding the agents' token, as --agent-token-file: "
+                          "needed with agents; with names, each host's own `backupbench agent` is then checked "
+                          "before the start and its 1 s samples fetched (a per-host timeline).")
+    agent_port: Annotated[int, Field(strict=True, ge=1, le=65535)] | None = Field(
+        None, description=f"With names and agent_token_file: the port of each host's agent, as --agent-port "
+                          f"({AGENT_PORT_WHEN_NOT_GIVEN} when not given).")
 
     @model_validator(mode="after")
     def _consistent(self) -> "HostsSpec":
@@ -101,6 +112,9 @@ class HostsSpec(BaseModel):
             raise ValueError("[hosts] with names needs path: the directory to test on every host")
         if self.agents and self.agent_token_file is None:
             raise ValueError("[hosts] with agents needs agent_token_file: the token the agents were started with")
+        if self.agent_port is not None and (not self.names or self.agent_token_file is None):
+            raise ValueError("agent_port applies to names with agent_token_file (the port of each fio host's "
+                             "agent); each of agents gives its own ADDR:PORT")
         return self
 
     def hosts(self) -> tuple[Host, ...]:
@@ -108,6 +122,9 @@ class HostsSpec(BaseModel):
 
     def remote_path(self) -> PurePosixPath | None:
         return PurePosixPath(self.path) if self.path is not None else None
+
+    def host_agent_port(self) -> int:
+        return AGENT_PORT_WHEN_NOT_GIVEN if self.agent_port is None else self.agent_port
 
 
 def workload_refusal(entry: Any, spec: HostsSpec, served_by_layout: bool) -> str:

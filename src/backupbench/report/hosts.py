@@ -230,12 +230,18 @@ def _read(root: Path, name: str) -> str | None:
 def host_timelines(run: RunRecord, folder: Path) -> list[PhaseTimeline]:
     """Every phase's per-host timeline, in run order, from the CSVs in the run folder (each read once)."""
     root = Path(folder).resolve()
-    texts: dict[str, str | None] = {}
+    read: dict[str, str | None] = {}
     found = []
     for op in run.operations:
+        # A grouped operation (`<n>-<kind>/<phase>` of a recipe) keeps its raw files, these
+        # CSVs too, in its group's folder, as every workload of a recipe does.
+        group = op.name.rpartition("/")[0]
+        texts: dict[str, str | None] = {}
         for name in timeline_sources(op).values():
-            if name not in texts:
-                texts[name] = _read(root, name)
+            where = f"{group}/{name}" if group else name
+            if where not in read:
+                read[where] = _read(root, where)
+            texts[name] = read[where]
         timeline = phase_timeline(op, texts)
         if timeline is not None:
             found.append(timeline)

@@ -16,7 +16,7 @@ from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.fault_chart import fault_timeline, rebuild_points, workload_segments
 from backupbench.report.faults import comparison_rows, headings as fault_headings, rebuild_line
 from backupbench.report.faults import rows as fault_rows, title as fault_title
-from backupbench.analysis.compare import first_write_penalty, layout_matrix, run_name, speed_changes, speed_text
+from backupbench.analysis.compare import first_write_penalty, layout_matrix, run_heading, run_name, speed_changes, speed_text
 from backupbench.analysis.windows import backup_windows, restore_range
 from backupbench.report import charts
 from backupbench.report import html_page as page
@@ -34,6 +34,7 @@ from backupbench.results.model import COMPLETE, RunRecord
 
 def _header(run: RunRecord) -> str:
     facts = [
+        ("label", run.label),
         ("kind", run.kind),
         ("status", run.status),
         ("started (UTC)", run.started_at.replace("+00:00", "").replace("T", " ")),
@@ -60,7 +61,7 @@ def _ops_table(run: RunRecord, ops: list, columns: list, pattern_heading: str, c
                          *[""] * (len(columns) - 1)])
         else:
             rows.append([e(op.name), e(op.pattern), *[page.cell(cell(op.figures)) for _, cell in columns]])
-    title = f"Run {run.run_id} — {run.target}" + (" (BUFFERED)" if run.settings.get("buffered") else "")
+    title = f"{run_heading(run)} — {run.target}" + (" (BUFFERED)" if run.settings.get("buffered") else "")
     table = page.table(["operation", pattern_heading, *[h for h, _ in columns]], rows, caption=title, numeric_from=2)
     return table + (f'<p class="table-note">{e(caption)}</p>\n' if caption else "")
 

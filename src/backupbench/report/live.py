@@ -98,9 +98,20 @@ def summary_table(summary: MonitorSummary, labels: Mapping[str, str] | None = No
     return table
 
 
+def _plain_cpu(sample: Sample) -> list[str]:
+    """iostat's avg-cpu lines (without %nice, which /proc/stat's reading here folds into %user);
+    no blank line after them as iostat has: a blank line is what ends an interval's block here."""
+    if sample.cpu is None:
+        return []
+    cpu = sample.cpu
+    values = (cpu.user, cpu.system, cpu.iowait, cpu.steal, cpu.idle)
+    return ["avg-cpu:  %user %system %iowait  %steal   %idle",
+            "         " + " ".join(f"{value:>{width}.2f}" for value, width in zip(values, (6, 7, 7, 7, 7)))]
+
+
 def plain_block(sample: Sample, devices: Sequence[str]) -> str:
-    """One interval as `iostat -x` prints it into a pipe: a time line, the header, one row per
-    device, then a blank line. Every column is written whole (nothing is cut to a terminal's
+    """One interval as `iostat -x` prints it into a pipe: a time line, avg-cpu, the header, one
+    row per device, then a blank line. Every column is written whole (nothing is cut to a terminal's
     width) and a device without figures this interval shows '-' in each, so that every row
     has as many fields as the header for awk or a spreadsheet."""
     header = ["Device", *(metric.column for metric in DISK_METRICS)]
@@ -110,7 +121,7 @@ def plain_block(sample: Sample, devices: Sequence[str]) -> str:
         rows.append([device, *(f"{metric.read(rates):.2f}" if rates is not None else "-" for metric in DISK_METRICS)])
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
     widths = [max(widths[0], _PLAIN_DEVICE_WIDTH), *(max(w, _PLAIN_FIGURE_WIDTH) for w in widths[1:])]
-    lines = [format_timestamp(sample.wall)]
+    lines = [format_timestamp(sample.wall), *_plain_cpu(sample)]
     for row in (header, *rows):
         cells = [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:]))]
         lines.append(" ".join(cells))

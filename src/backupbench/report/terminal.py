@@ -11,7 +11,7 @@ from rich.text import Text
 from backupbench import units
 from backupbench.engines.content import settings_label
 from backupbench.analysis.compare import first_write_penalty, layout_matrix, relative_speed, run_name, speed_changes
-from backupbench.analysis.compare import speed_text
+from backupbench.analysis.compare import run_heading, speed_text
 from backupbench.analysis.settings_diff import SettingDifference, settings_differences
 from backupbench.analysis.windows import RestoreRange, backup_windows, layouts_of, restore_range
 from backupbench.report.fault_analysis import fault_reports
@@ -186,7 +186,7 @@ def _is_file_phase(op) -> bool:
 
 def _table(run: RunRecord, ops: list, columns: list[Column], pattern_heading: str, caption: str) -> Table:
     buffered = run.settings.get("buffered")
-    title = f"Run {run.run_id} — {run.target}" + (" (BUFFERED)" if buffered else "")
+    title = f"{run_heading(run)} — {run.target}" + (" (BUFFERED)" if buffered else "")
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("operation")
     table.add_column(pattern_heading)

@@ -3,7 +3,10 @@ another, as `run --hosts` (kb2014, first-write on fio servers) and `run --agents
 backupbench agents) run it.
 
 Every fio server and every agent is checked before the first workload starts: one that does
-not answer refuses the recipe by name, and nothing is run or stored. The recipe is then one
+not answer refuses the recipe by name, and nothing is run or stored. With agent_token_file, the
+fio hosts' own agents are among them, and their 1 s samples are fetched while kb2014 and
+first-write run (runner/host_monitor.py: the per-host timeline), as `run --hosts H
+--agent-token-file F` does; without it, the run's notes say how to get one. The recipe is then one
 stored run, as `apply` stores a recipe with layouts: the recipe in its settings, each
 workload's phases as its operations (named '<n>-<kind>/<phase>' when there are several), each
 with its per-host figures, so `show`, `history` and `report` read it like any other recipe run.
@@ -23,10 +26,12 @@ from backupbench.recipe.hosts import FIO_SERVER_WORKLOADS, HostsSpec
 from backupbench.recipe.model import Recipe
 from backupbench.results.model import RunRecord
 from backupbench.results.store import Store
+from backupbench.runner import host_monitor
 from backupbench.runner.agents import on_agents
-from backupbench.runner.hosts import on_hosts
+from backupbench.runner.hosts import HostsWorkload, on_hosts
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RemoteWorkload, RunSession, journalled, open_journal
+from backupbench.workloads.base import Workload
 from backupbench.workloads.registry import WORKLOADS
 
 
@@ -39,20 +44,30 @@ class RemoteJob:
     machines: str     # how a message names them: "fio servers 10.0.0.5, 10.0.0.6"
 
 
+def _on_fio_servers(kind: str, built: Workload, hosts: HostsSpec, token_file: Path | None) -> HostsWorkload:
+    """As `run --hosts NAMES PATH [--agent-token-file F --agent-port P]` builds it: with a token,
+    each host's agent is checked and sampled; without, the notes say how to get a timeline."""
+    workload = on_hosts(kind, built, hosts.hosts(), hosts.path)
+    workload.agents = host_monitor.host_agents(workload.hosts, token_file, hosts.host_agent_port())
+    if not workload.agents:
+        workload.notes.append(host_monitor.NO_TIMELINE_NOTE_RECIPE)
+    return workload
+
+
 def _job(recipe: Recipe, hosts: HostsSpec, index: int) -> RemoteJob:
     """The recipe's workload `index` as `run --hosts` / `run --agents` builds it; their typed
     errors (InputError) for what those refuse."""
     entry = recipe.workload[index]
     built = WORKLOADS[entry.kind].build(entry, None)
+    token_file = Path(hosts.agent_token_file) if hosts.agent_token_file else None
     if entry.kind in FIO_SERVER_WORKLOADS:
-        targets = hosts.hosts()
-        remote = on_hosts(entry.kind, built, targets, hosts.path)
-        machines = "fio servers " + ", ".join(host.name for host in targets)
-    else:
-        token_file = Path(hosts.agent_token_file) if hosts.agent_token_file else None
-        remote = on_agents(entry.kind, built, ",".join(hosts.agents), token_file)
-        machines = "agents " + ", ".join(hosts.agents)
-    return RemoteJob(workload_group(recipe, index), remote, machines)
+        on_servers = _on_fio_servers(entry.kind, built, hosts, token_file)
+        machines = "fio servers " + ", ".join(host.name for host in on_servers.hosts)
+        if on_servers.agents:
+            machines += " and their agents"
+        return RemoteJob(workload_group(recipe, index), on_servers, machines)
+    remote = on_agents(entry.kind, built, ",".join(hosts.agents), token_file)
+    return RemoteJob(workload_group(recipe, index), remote, "agents " + ", ".join(hosts.agents))
 
 
 def refusals(recipe: Recipe) -> list[str]:

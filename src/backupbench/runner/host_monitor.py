@@ -12,7 +12,7 @@ One thread per host asks its agent for the samples after the last one it has, ev
 each call bounded by POLL_TIMEOUT_S: a slow or dead host holds up neither the others nor the
 run, and what a failed call missed comes with the next (`since`). An agent that fails LOST_AFTER
 calls in a row, or refuses the token, is named in the run's notes and left alone; one that
-restarted (its numbers went back) is read again from its first sample.
+restarted (another feed instance in its answer) is noted and read again from its first sample.
 
 Each measured phase gets detail["host_timeline"]: its span by this machine's clock and each
 host's CSV and whole disks. The report cuts each host's line out of its CSV by that span, which
@@ -22,6 +22,7 @@ runner/agents.py does for its common wall time.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import threading
 import time
@@ -48,9 +49,12 @@ LOST_AFTER = 3
 # After the run, how long to wait for each agent's sample covering its last moment.
 TAIL_WAIT_S = 1.5
 DETAIL_KEY = "host_timeline"
-NO_TIMELINE_NOTE = ("no per-host timeline: the hosts' own disks were not sampled. Start `backupbench agent "
-                    f"--listen ADDR:{DEFAULT_AGENT_PORT} --token-file F --root DIR` on each host (backupbench hosts "
-                    "agent-unit prints a systemd unit) and add --agent-token-file F to draw one")
+_NOT_SAMPLED = ("no per-host timeline: the hosts' own disks were not sampled. Start `backupbench agent "
+                f"--listen ADDR:{DEFAULT_AGENT_PORT} --token-file F --root DIR` on each host (backupbench hosts "
+                "agent-unit prints a systemd unit)")
+NO_TIMELINE_NOTE = _NOT_SAMPLED + " and add --agent-token-file F to draw one"
+# apply has no such flag: a recipe names the token file in its [hosts].
+NO_TIMELINE_NOTE_RECIPE = _NOT_SAMPLED + " and add agent_token_file = F to the recipe's [hosts] to draw one"
 
 
 def csv_name(tag: str) -> str:
@@ -90,15 +94,34 @@ def in_span(wall: float, interval_s: float, start: float, end: float) -> bool:
 
 # ---- the agents of `run --hosts` -------------------------------------------------------------
 
+def _machine(address: str) -> str:
+    """One spelling per machine address: IPv6 has several (fd00::5, fd00:0::5), names ignore case."""
+    try:
+        return ipaddress.ip_address(address).compressed
+    except ValueError:
+        return address.lower()
+
+
 def host_agents(hosts: Sequence[Host], token_file: Path | None, port: int = DEFAULT_AGENT_PORT
                 ) -> dict[str, AgentClient]:
     """{host name: its agent's client} at each host's address on `port`; {} without a token file
-    (the run then has no per-host timeline)."""
+    (the run then has no per-host timeline).
+
+    Several fio servers on one address (other ports) are one machine with one agent: its disks
+    carry all their I/O, so it is fetched once and drawn as one line, named by the address
+    ('10.0.0.5' for 10.0.0.5:8765 and 10.0.0.5:8766) rather than twice under each server's name."""
     if token_file is None:
         return {}
     token = load_token(token_file)
-    return {host.name: AgentClient(f"[{host.address}]:{port}" if host.ipv6 else f"{host.address}:{port}", token)
-            for host in hosts}
+    by_machine: dict[str, list[Host]] = {}
+    for host in hosts:
+        by_machine.setdefault(_machine(host.address), []).append(host)
+    clients = {}
+    for servers in by_machine.values():
+        first = servers[0]
+        shown = f"[{first.address}]" if first.ipv6 else first.address
+        clients[first.name if len(servers) == 1 else shown] = AgentClient(f"{shown}:{port}", token)
+    return clients
 
 
 def check_agents(clients: Mapping[str, AgentClient]) -> dict[str, str]:
@@ -118,7 +141,8 @@ def check_agents(clients: Mapping[str, AgentClient]) -> dict[str, str]:
     if problems:
         raise RefusedError("agent check failed: " + "; ".join(problems),
                            "start `backupbench agent --listen ADDR:PORT --token-file F --root DIR` (this version, this "
-                           "token) on each host (backupbench hosts agent-unit prints a unit), or drop --agent-token-file")
+                           "token) on each host (backupbench hosts agent-unit prints a unit), or drop --agent-token-file "
+                           "(a recipe: [hosts] agent_token_file)")
     return versions
 
 
@@ -143,6 +167,9 @@ class HostFeed:
     path: Path
     since: int = 0
     reached: bool = False
+    # The agent's feed as first reached (agent/feed.py `instance`, new at each start): another
+    # one later is a restarted agent, whose numbers began again at 1.
+    instance: str = ""
     misses: int = 0
     lost: str = ""
     devices: list[str] = field(default_factory=list)
@@ -165,14 +192,17 @@ class HostFeed:
                 self.lose(f"{exc.one_line()} ({self.misses} calls in a row)")
             return False
         self.misses = 0
+        instance = str(answer.get("instance", ""))
         if not self.reached:
             # The agent keeps the hour before the run, oldest first: start from its newest sample.
-            self.reached = True
+            self.reached, self.instance = True, instance
             self.since = max(0, int(answer.get("last", 0)) - 1)
             return True
-        if int(answer.get("last", 0)) < self.since:
-            self.notes.append(f"agent of host {self.name} restarted: its samples are read again from its first")
-            self.since = 0
+        # Its numbers going back tell only a restart reached before it passed `since` again.
+        if instance != self.instance or int(answer.get("last", 0)) < self.since:
+            self.notes.append(f"agent of host {self.name} restarted during the run: its timeline has a gap while "
+                              "it was down, and is read again from the restarted agent's first sample")
+            self.instance, self.since = instance, 0
             return True
         if answer.get("dropped"):
             self.notes.append(f"host {self.name}: {answer['dropped']} samples were older than the agent keeps "

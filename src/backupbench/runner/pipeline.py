@@ -242,7 +242,8 @@ class RunSession:
         elif not leftovers.clean:
             self.run.status, self.run.error = FAILED, f"could not remove {leftovers.failed[0]}"
         else:
-            self.run.status = VOID if self._void_reason else COMPLETE
+            # A void run says why where every reader looks (show, --json, the gates).
+            self.run.status, self.run.error = (VOID, self._void_reason) if self._void_reason else (COMPLETE, None)
         self.run.notes += [f"left behind: {line}" for line in leftovers.failed]
         if self._recorder is not None:
             self._recorder.abort(self.run.status)
