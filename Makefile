@@ -42,8 +42,9 @@ bench-all: deps
 	$(BIN)/python bench/signal_trials.py
 
 # The offline bundle for servers with no package index: dist/backupbench-<version>-offline.tar.gz
-# (wheels for CPython 3.10-3.12, the static S3 loader, install.sh). DIST_FLAGS=--with-minio adds
-# MinIO (~110 MB); BACKUPBENCH_DIST_PYTHONS="3.11" narrows the Pythons.
+# (wheels for CPython 3.10-3.12, a single-file pex per Python, the static S3 loader, install.sh).
+# DIST_FLAGS=--with-minio adds MinIO (~110 MB), DIST_FLAGS=--no-pex leaves the pex files out;
+# BACKUPBENCH_DIST_PYTHONS="3.11" narrows the Pythons.
 dist: deps-run
 	@bash scripts/make-dist.sh $(DIST_FLAGS)
 

@@ -7,28 +7,36 @@
 #                  with --with-minio also MinIO (~110 MB, so only when asked), static too
 #     install.sh   scripts/offline-install.sh: a venv, `pip install --no-index`, the binaries
 #     requirements-3.X.txt  the exact versions resolved for each CPython (install.sh holds pip to them)
+#     backupbench-cp3X.pex  for each CPython, one file holding backupbench and exactly those
+#                  wheels: `python3.X backupbench-cp3X.pex run DIR` with nothing installed
 #     PYTHONS      the CPython versions the wheels are for; SHA256SUMS of everything
-# Wheels rather than a zipapp or pex: numpy, matplotlib and pydantic-core are compiled
-# extensions, which a zipapp cannot import from inside itself and a pex unpacks into the
-# user's home on first run; a wheel folder installs into an ordinary venv with pip alone.
+# The wheels + install.sh are the main path (an ordinary venv, pip alone). A pex cannot import
+# the compiled extensions (numpy, matplotlib, pydantic-core) from inside itself: on first run it
+# unpacks its wheels into PEX_ROOT (~/.cache/pex by default, ~160 MB) and runs from there.
+# Each pex is built from the same pinned wheels (pex --no-pypi --find-links wheels/) for a
+# --complete-platform written below (CPython 3.X, x86_64, glibc 2.17..2.34, the same tags pip
+# download is given), so no interpreter of that version is needed on the build host.
 #
-#   scripts/make-dist.sh [--pythons "3.10 3.11 3.12"] [--with-minio] [--out DIR]
-# --pythons (or $BACKUPBENCH_DIST_PYTHONS) narrows the versions, as the bundle test does.
-# Needs PyPI (the wheels, and uv, installed into the build venv when missing) and Go (the
-# loader); the result needs neither.
+#   scripts/make-dist.sh [--pythons "3.10 3.11 3.12"] [--with-minio] [--no-pex] [--out DIR]
+# --pythons (or $BACKUPBENCH_DIST_PYTHONS) narrows the versions, as the bundle test does;
+# --no-pex leaves the pex files out (they double the bundle's size).
+# Needs PyPI (the wheels, and uv and pex, installed into the build venv when missing) and Go
+# (the loader); the result needs neither.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
 pythons=${BACKUPBENCH_DIST_PYTHONS:-"3.10 3.11 3.12"}
 with_minio=0
+with_pex=1
 out=$root/dist
 while [ $# -gt 0 ]; do
   case $1 in
     --pythons) pythons=$2; shift 2 ;;
     --with-minio) with_minio=1; shift ;;
+    --no-pex) with_pex=0; shift ;;
     --out) out=$(realpath -m "$2"); shift 2 ;;
-    *) echo "usage: $0 [--pythons \"3.10 3.11 3.12\"] [--with-minio] [--out DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--pythons \"3.10 3.11 3.12\"] [--with-minio] [--no-pex] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 
@@ -63,16 +71,25 @@ mv "$work/wheels" "$work/bin" "$stage/"
 # pip download --python-version still evaluates markers for the Python running pip (pypa/pip
 # issues 10050, 11010): tomli, needed on 3.10 only, would be left out. uv resolves for the
 # target; pip then fetches exactly those wheels.
-uv=${UV:-$(command -v uv || true)}
-[ -n "$uv" ] || uv=$(dirname "$python")/uv
-if [ ! -x "$uv" ]; then
-  if ! "$python" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
-    echo "uv is needed to resolve for other Pythons: pip install uv, or set UV=/path/to/uv" >&2
-    exit 1
+# tool NAME REQUIREMENT WHY: $NAME_UPPERCASE, NAME on PATH, or the build venv's, installed there
+# when missing (never into a system Python).
+tool() {
+  local name=$1 requirement=$2 why=$3 found
+  found=$(printenv "${name^^}" || command -v "$name" || true)
+  [ -n "$found" ] || found=$(dirname "$python")/$name
+  if [ ! -x "$found" ]; then
+    if ! "$python" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+      echo "$name is needed $why: pip install '$requirement', or set ${name^^}=/path/to/$name" >&2
+      exit 1
+    fi
+    echo "installing $name into $(dirname "$(dirname "$python")")" >&2
+    "$python" -m pip install -q "$requirement" >&2
   fi
-  echo "installing uv into $(dirname "$(dirname "$python")")"
-  "$python" -m pip install -q "uv>=0.5"
-fi
+  echo "$found"
+}
+uv=$(tool uv "uv>=0.5" "to resolve for other Pythons")
+# --complete-platform and the installed-wheel layout are pex 2's; made and tested with 2.105.
+[ "$with_pex" = 0 ] || pex=$(tool pex "pex>=2.100" "to build the single-file pex")
 # Newest glibc first, as pip orders them on a host of its own; 2.34 is the oldest target's.
 platforms=()
 for minor in $(seq 34 -1 17); do platforms+=(--platform "manylinux_2_${minor}_x86_64"); done
@@ -85,6 +102,34 @@ for version_wanted in $pythons; do
   "$python" -m pip download -q --no-deps --only-binary=:all: --implementation cp \
     --python-version "$version_wanted" "${platforms[@]}" --dest "$stage/wheels" -r "$pins"
   echo "$version_wanted" >> "$stage/PYTHONS"
+  [ "$with_pex" = 1 ] || continue
+  # The target described completely (marker environment and wheel tags, most specific first),
+  # as `pex3 interpreter inspect --markers --tags` would print it on such a host: pex resolves
+  # for it with no interpreter of that version here, and evaluates tomli's python_version
+  # marker for the target, not for the Python running pex.
+  tag=cp${version_wanted/./}
+  "$python" - "$version_wanted" > "$work/$tag.json" <<'PLATFORM'
+import json, sys
+major, minor = map(int, sys.argv[1].split("."))
+platforms = [f"manylinux_2_{glibc}_x86_64" for glibc in range(34, 16, -1)]
+platforms += ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"]
+cp = f"cp{major}{minor}"
+pys = [f"py{major}{minor}", f"py{major}"] + [f"py{major}{m}" for m in range(minor - 1, -1, -1)]
+tags = [f"{cp}-{abi}-{p}" for abi in (cp, "abi3", "none") for p in platforms]
+tags += [f"cp{major}{m}-abi3-{p}" for m in range(minor - 1, 1, -1) for p in platforms]
+tags += [f"{py}-none-{p}" for py in pys for p in platforms]
+tags += [f"{cp}-none-any"] + [f"{py}-none-any" for py in pys]
+full = f"{major}.{minor}.0"
+json.dump({"marker_environment": {
+    "implementation_name": "cpython", "implementation_version": full, "os_name": "posix",
+    "platform_machine": "x86_64", "platform_python_implementation": "CPython",
+    "platform_system": "Linux", "python_full_version": full, "python_version": f"{major}.{minor}",
+    "sys_platform": "linux"}, "compatible_tags": tags}, sys.stdout)
+PLATFORM
+  echo "building backupbench-$tag.pex"
+  "$pex" --no-pypi --find-links "$stage/wheels" -r "$pins" "backupbench==$version" -c backupbench \
+    --complete-platform "$work/$tag.json" --python-shebang "/usr/bin/env python$version_wanted" \
+    -o "$stage/backupbench-$tag.pex" > /dev/null
 done
 
 echo "building the static S3 load generator"

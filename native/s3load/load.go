@@ -45,6 +45,7 @@ type Counters struct {
 type PhaseResult struct {
 	Records     int64
 	WallNs      int64
+	StartUnixNs int64 // the phase's time 0 by the wall clock: N agents' phases are lined up by it
 	Interrupted bool
 }
 
@@ -181,7 +182,7 @@ func runPhase(ctx context.Context, cfg *Config, client *Client, counters *Counte
 	if err != nil {
 		return nil, fmt.Errorf("cannot write the records: %v", err)
 	}
-	return &PhaseResult{Records: written, WallNs: wall, Interrupted: ctx.Err() != nil}, nil
+	return &PhaseResult{Records: written, WallNs: wall, StartUnixNs: ph.start.UnixNano(), Interrupted: ctx.Err() != nil}, nil
 }
 
 // do makes one request of the phase and fills in its record.

@@ -375,7 +375,7 @@ func measure(ctx context.Context, cfg *Config, client *Client) int {
 	}
 	emit(map[string]any{"event": "done", "op": cfg.Op, "wall_ns": result.WallNs, "records": result.Records,
 		"ops": counters.ops.Load(), "bytes": counters.bytes.Load(), "errors": counters.errors.Load(),
-		"interrupted": result.Interrupted})
+		"start_unix_ns": result.StartUnixNs, "interrupted": result.Interrupted})
 	if result.Interrupted {
 		return 130
 	}

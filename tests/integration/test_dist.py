@@ -1,7 +1,8 @@
 """The offline bundle (`make dist`, scripts/make-dist.sh) as an air-gapped server gets it:
 built for the Python running the tests (and a real Python 3.10 when this machine has one),
 installed by its install.sh into a fresh venv with pip told --no-index and no index reachable,
-then `backupbench run` from that venv, and its loader binary checked to be the static one."""
+then `backupbench run` from that venv, and its loader binary checked to be the static one;
+and the bundle's single-file pex for each of those Pythons, run as it is with no network."""
 
 from __future__ import annotations
 
@@ -97,17 +98,16 @@ def installed(request, bundle, tmp_path) -> Path:
     return prefix
 
 
-def test_bundle_installs_without_an_index_and_runs_the_backup_suite(installed, tmp_path):
-    # backupbench comes from the new venv, not from the checkout the tests run in.
-    module = Path(in_venv(installed, "import backupbench; print(backupbench.__file__)"))
-    assert module.is_relative_to(installed)
+def run_the_backup_suite(backupbench: list[str], tmp_path: Path, env: dict[str, str] | None = None,
+                         prefix: list[str] | None = None) -> None:
+    """`backupbench run` on a small kb2014 file, and the one complete run it stored checked."""
     target, results = tmp_path / "repo", tmp_path / "results"
     target.mkdir()
-    done = subprocess.run([str(installed / "bin" / "backupbench"), "run", str(target), "--workload", "kb2014",
+    done = subprocess.run([*(prefix or []), *backupbench, "run", str(target), "--workload", "kb2014",
                            "--size", "32MiB", "--runtime", "1s", "--operations", "active-full,restore-sequential"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**os.environ, "BACKUPBENCH_RESULTS": str(results)})
-    assert done.returncode == 0, done.stderr
+                          env={**(env or os.environ), "BACKUPBENCH_RESULTS": str(results)})
+    assert done.returncode == 0, done.stdout + done.stderr
     # What was stored, read from the store itself rather than from the printed summary.
     with sqlite3.connect(results / "results.db") as db:
         [(run_id, status)] = db.execute("SELECT run_id, status FROM runs").fetchall()
@@ -118,6 +118,35 @@ def test_bundle_installs_without_an_index_and_runs_the_backup_suite(installed, t
                           (run_id,)).fetchone() == (2,)
     assert (results / "runs" / run_id / "active-full.json").is_file()
     assert not [p for p in target.iterdir() if p.name.startswith("backupbench-")]
+
+
+def test_bundle_installs_without_an_index_and_runs_the_backup_suite(installed, tmp_path):
+    # backupbench comes from the new venv, not from the checkout the tests run in.
+    module = Path(in_venv(installed, "import backupbench; print(backupbench.__file__)"))
+    assert module.is_relative_to(installed)
+    run_the_backup_suite([str(installed / "bin" / "backupbench")], tmp_path)
+
+
+@pytest.mark.parametrize("version", sorted(INTERPRETERS))
+def test_bundled_pex_runs_the_backup_suite_with_nothing_installed(bundle, version, tmp_path):
+    pex = bundle / f"backupbench-cp{version.replace('.', '')}.pex"
+    with pex.open("rb") as head:
+        assert head.readline() == f"#!/usr/bin/env python{version}\n".encode()
+    # A PEX_ROOT of its own, empty: the pex unpacks every wheel it needs from itself.
+    pex_root = tmp_path / "pex-root"
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PEX", "PIP_")) and key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PEX_ROOT=str(pex_root), PIP_INDEX_URL=DEAD_INDEX)
+    python = INTERPRETERS[version]
+    run_the_backup_suite([python, str(pex)], tmp_path, env, prefix=_network_cut())
+    # It ran its own backupbench and dependencies, from PEX_ROOT, not the checkout's or a venv's.
+    said = subprocess.run([python, str(pex), "-c", "import sys, backupbench, numpy; "
+                           "print('%d.%d' % sys.version_info[:2]); print(backupbench.__file__); print(numpy.__file__)"],
+                          capture_output=True, text=True, timeout=120, env={**env, "PEX_INTERPRETER": "1"})
+    assert said.returncode == 0, said.stderr
+    running, *modules = said.stdout.split()
+    assert running == version
+    assert all(Path(module).resolve().is_relative_to(pex_root.resolve()) for module in modules), modules
 
 
 def test_installed_package_has_every_data_file_of_src(installed):

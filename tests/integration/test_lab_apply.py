@@ -70,6 +70,11 @@ def test_every_lvm_kind_and_raid6_built_measured_and_torn_down_by_apply(tmp_path
     assert all(op["figures"]["effective_bw"] > 0 for op in run["operations"])
     # The classic snapshot's fill was sampled while the workload wrote under it.
     assert ops["snap/first-write"]["figures"]["snapshot.snap1.data_pct_max"] > 0
+    # So was the thin pool's (layouts/thinwatch.py): data and metadata %, highest per phase.
+    thin = ops["thin/first-write"]["figures"]
+    pool_data = [v for k, v in thin.items() if k.startswith("thinpool.") and k.endswith(".data_pct_max")]
+    pool_meta = [v for k, v in thin.items() if k.startswith("thinpool.") and k.endswith(".metadata_pct_max")]
+    assert len(pool_data) == 1 and 0 < pool_data[0] <= 100 and len(pool_meta) == 1 and pool_meta[0] > 0, thin
     assert run["host"]["targets"]["raid6"]["fs_type"] == "ext4"
     assert run["host"]["targets"]["striped"]["fs_type"] == "xfs"
     # A failed teardown would have failed the run; the guest's journals stayed in the guest

@@ -29,7 +29,9 @@ from backupbench.agent.jobs import Control
 from backupbench.agent.protocol import S3Run, SmallFilesRun, pack_sorted
 from backupbench.engines.s3 import PhaseRun, PhaseSpec, S3Engine, S3Target
 from backupbench.engines.s3_credentials import Credentials
+from backupbench.engines.s3_records import attempted_keys, written_keys
 from backupbench.engines.smallfiles import SmallFilesEngine
+from backupbench.workloads.s3 import key_set
 from backupbench.errors import BackupbenchError, EngineError, RefusedError
 
 
@@ -87,23 +89,37 @@ def _credentials(request: S3Run) -> Credentials:
     return Credentials(request.access_key, request.secret_key, request.session_token, "the controller's request")
 
 
-def _spec(request: S3Run, op: str, written: set[int]) -> PhaseSpec:
+@dataclass(frozen=True)
+class _Keys:
+    """What the PUT did: the objects it stored, and every one it tried (a failed PUT may still
+    have stored its object)."""
+
+    written: frozenset[int] = frozenset()
+    attempted: frozenset[int] = frozenset()
+
+    @classmethod
+    def of(cls, run: PhaseRun) -> "_Keys":
+        return cls(frozenset(written_keys(run.records)), frozenset(attempted_keys(run.records)))
+
+
+def _spec(request: S3Run, op: str, keys: _Keys) -> PhaseSpec:
     content = request.content()
     config = {"seed": 0, "data": content.kind, "compress": content.compress, "dedupe": content.dedupe,
               "pattern": content.pattern, "object_size_max": request.object_size}
     if op == "put":
         return PhaseSpec("put", request.prefix, request.object_size, request.concurrency, objects=request.objects,
                          objects_config=config)
-    # GET and DELETE only the objects the PUT stored: a failed PUT is not a failed GET.
-    count = max(written) + 1 if written else 0
-    skip = tuple(n for n in range(count) if n not in written)
+    # As the run from one host does (workloads/s3.py): GET only the objects the PUT stored (a
+    # failed PUT is not a failed GET), DELETE every object the PUT tried. So a phase from N
+    # agents makes the same requests as from one host, also when some PUTs failed.
+    count, skip = key_set(set(keys.written if op == "get" else keys.attempted))
     return PhaseSpec(op, request.prefix, request.object_size, request.concurrency, objects=count, skip=skip,
                      objects_config=config)
 
 
 @dataclass
 class _Kept:
-    written: set[int]
+    keys: _Keys
     timer: threading.Timer
 
 
@@ -112,7 +128,7 @@ _KEPT: dict[str, _Kept] = {}
 _KEPT_LOCK = threading.Lock()
 
 
-def _keep(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials, written: set[int]) -> None:
+def _keep(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials, keys: _Keys) -> None:
     def expire() -> None:
         with _KEPT_LOCK:
             if _KEPT.get(request.prefix) is not kept:
@@ -122,25 +138,25 @@ def _keep(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials
             engine.delete_prefix(target, creds, request.prefix, timeout=600.0)
         except BackupbenchError:
             pass   # the controller journalled the prefix: its cleanup can still remove them
-    kept = _Kept(written, threading.Timer(request.keep_s, expire))
+    kept = _Kept(keys, threading.Timer(request.keep_s, expire))
     kept.timer.daemon = True
     with _KEPT_LOCK:
         _KEPT[request.prefix] = kept
     kept.timer.start()
 
 
-def _resume(request: S3Run) -> set[int]:
+def _resume(request: S3Run) -> _Keys:
     with _KEPT_LOCK:
         kept = _KEPT.pop(request.prefix, None)
     if kept is None:
         raise RefusedError(f"no objects kept under {request.prefix} by an earlier job of this agent",
                            "resume only a prefix a job with keep left (within its keep_s)")
     kept.timer.cancel()
-    return kept.written
+    return kept.keys
 
 
-def _claim(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials) -> set[int]:
-    """The object numbers already written under the prefix (a resumed job's), after refusing
+def _claim(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials) -> _Keys:
+    """The object numbers already under the prefix (a resumed job's PUT), after refusing
     a missing bucket or a prefix someone else uses."""
     probe = engine.probe(target, creds, request.prefix)
     if not probe.bucket_exists:
@@ -150,7 +166,7 @@ def _claim(request: S3Run, engine: S3Engine, target: S3Target, creds: Credential
     if probe.prefix_empty is False:
         raise RefusedError(f"bucket {request.bucket} already holds objects under {request.prefix}; they are not "
                            "this job's and will not be touched", "use another run id in the prefix")
-    return set()
+    return _Keys()
 
 
 def _wait_start(began: float, request: S3Run, control: Control) -> None:
@@ -160,9 +176,15 @@ def _wait_start(began: float, request: S3Run, control: Control) -> None:
         time.sleep(min(left, 0.05))
 
 
-def _phase_result(op: str, run: PhaseRun, started: float) -> dict[str, Any]:
+def _phase_result(op: str, run: PhaseRun, launched: float) -> dict[str, Any]:
+    """started_wall is the phase's time 0, from which its records and runtime count: the
+    loader's own start, not `launched` (before its process started), which is used only from
+    a loader that does not say. So the controller lines up N agents' phases by the moment each
+    began timing, and a slower process start on one agent is not counted as phase time."""
     ok = [r for r in run.records if r.ok]
+    started = run.started_wall if run.started_wall is not None else launched
     result = {"op": op, "figures": run.figures, "errors": run.errors, "started_wall": started,
+              "launch_s": max(0.0, started - launched),
               "lat_ns": pack_sorted(sorted(r.end_ns - r.start_ns for r in ok))}
     if op == "get":
         result["ttfb_ns"] = pack_sorted(sorted(r.first_byte_ns - r.start_ns for r in ok if r.first_byte_ns >= 0))
@@ -175,7 +197,7 @@ def run_s3(request: S3Run, control: Control, engine: S3Engine | None = None) -> 
     target = S3Target(request.endpoint, request.bucket, request.region,
                       request_timeout=request.request_timeout, connect_timeout=request.connect_timeout)
     creds = _credentials(request)
-    written = _claim(request, engine, target, creds)
+    keys = _claim(request, engine, target, creds)
     phases: list[dict[str, Any]] = []
     removed: int | str = 0
     kept = False
@@ -183,17 +205,17 @@ def run_s3(request: S3Run, control: Control, engine: S3Engine | None = None) -> 
         _wait_start(began, request, control)
         with tempfile.TemporaryDirectory(prefix="backupbench-agent-s3-") as tmp:
             for op in request.ops:
-                spec = _spec(request, op, written)
+                spec = _spec(request, op, keys)
                 if spec.objects == 0:
                     raise EngineError(f"no object was written, so there is nothing to {op}")
-                started = time.time()
+                launched = time.time()
                 run = engine.run_phase(target, creds, spec, Path(tmp),
                                        lambda fraction, detail, name=op: control.progress(name, fraction, detail))
                 if op == "put":
-                    written = {r.key for r in run.records if r.ok}
-                phases.append(_phase_result(op, run, started))
+                    keys = _Keys.of(run)
+                phases.append(_phase_result(op, run, launched))
         if request.keep:
-            _keep(request, engine, target, creds, written)
+            _keep(request, engine, target, creds, keys)
             kept = True
     finally:
         # Unless kept for a later job: the objects under the prefix go, they are this job's alone.

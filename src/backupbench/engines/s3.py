@@ -119,6 +119,9 @@ class PhaseRun:
     errors: dict[str, int]
     files: dict[str, str] = field(default_factory=dict)  # role -> file name in the run folder
     interrupted: bool = False
+    # The phase's time 0 (records' start_ns are from it) by the wall clock, in seconds since the
+    # epoch: the loader's own, after its process started and read its config; None: not said.
+    started_wall: float | None = None
 
 
 # ---- S3 error -> typed error with a fix (pure) ------------------------------------------------
@@ -327,7 +330,7 @@ class S3Engine:
         records = read_records(folder / files["records"])
         figures = mixed_figures(records) if op == "mixed" else phase_figures(records, op)
         run = PhaseRun(op, records, figures, errors_by_kind(records), files,
-                       interrupted=bool(done[-1].get("interrupted")))
+                       interrupted=bool(done[-1].get("interrupted")), started_wall=_start_wall(done[-1]))
         if run.interrupted:
             raise Interrupted(f"interrupted during phase {op}")
         on_progress(1.0, _rate_text(run.figures["effective_bw"], run.figures["objects_per_s"],
@@ -348,6 +351,11 @@ class S3Engine:
             bw, rate = (moved / elapsed, ops / elapsed) if elapsed > 0 else (0.0, 0.0)
         on_progress(min(0.99, max(0.0, fraction)), _rate_text(bw, rate, errors))
         return elapsed, ops, moved
+
+
+def _start_wall(done: dict[str, Any]) -> float | None:
+    value = done.get("start_unix_ns")
+    return int(value) / 1e9 if isinstance(value, int) and value > 0 else None
 
 
 def _rate_text(bw: float, objects_per_s: float, errors: int) -> str:

@@ -2,7 +2,8 @@
 out over the agents, and how their phases come back together as one operation.
 
 Figures: ops, bytes and errors summed; rates over the common wall time (first agent's start
-to last agent's end, by the agents' clocks, which NTP keeps within milliseconds); latency
+to last agent's end; each start is the loader's own time 0, as in a run from one host; by the
+agents' clocks, which NTP keeps within milliseconds); latency
 percentiles of every request of every agent together (the agents return their exact sorted
 latencies), not averages of percentiles, which would hide a slow agent's tail.
 """
@@ -30,7 +31,9 @@ def merge_phase(op: str, phases: dict[str, dict[str, Any]]) -> tuple[dict[str, f
     first = min(starts.values())
     per_host: dict[str, dict[str, float]] = {}
     for label, phase in phases.items():
-        per_host[label] = {**phase["figures"], "start_offset_s": starts[label] - first}
+        # launch_s: from the agent starting its loader to the loader's time 0 (not phase time).
+        per_host[label] = {**phase["figures"], "start_offset_s": starts[label] - first,
+                           "launch_s": float(phase.get("launch_s", 0.0))}
     runtimes = [f["runtime"] for f in per_host.values()]
     wall = max(max(f["start_offset_s"] + f["runtime"] for f in per_host.values()), max(runtimes))
     merged = {name: sum(f.get(name, 0.0) for f in per_host.values()) for name in ("ops", "errors", "bytes")}
