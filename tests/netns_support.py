@@ -51,6 +51,7 @@ class Agent:
         except BaseException:
             self.stop()
             raise
+        self.rest = ""  # what it printed after "listening on", read by stop()
 
     def _listening(self, deadline: float) -> str:
         while time.monotonic() < deadline:
@@ -71,7 +72,8 @@ class Agent:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        if self.proc.stdout is not None:
+        if self.proc.stdout is not None and not self.proc.stdout.closed:  # stop() may come twice
+            self.rest = self.proc.stdout.read().decode()
             self.proc.stdout.close()
         self._stderr.close()
         return self.proc.returncode

@@ -60,6 +60,7 @@ PositiveSize = Annotated[Size, AfterValidator(_more_than_nothing)]
 Duration = Annotated[float, BeforeValidator(units.parse_duration), AfterValidator(_finite_duration)]
 DevicePath = Annotated[str, AfterValidator(_absolute("/dev/vdb"))]
 DirectoryPath = Annotated[str, AfterValidator(_absolute("/srv/backups"))]
+FilePath = Annotated[str, Field(max_length=4096), AfterValidator(_absolute("/etc/backupbench/agent-token"))]
 
 
 def parse_byte(value: object) -> object:

@@ -10,63 +10,20 @@ from __future__ import annotations
 import http.client
 import os
 import secrets
-import select
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from backupbench.agent.client import AgentAuthError, AgentClient, AgentJobFailed, AgentRefused
 from backupbench.runner.agents_merge import merge_phase
+from netns_support import Agent
 from s3_fixtures import S3Admin, minio_single, require_s3_tools  # noqa: F401
 
-BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
 NS_HOST, NS_AGENT = "10.231.9.1", "10.231.9.2"
-
-
-class Agent:
-    """One `backupbench agent` process; stop() ends it (SIGTERM, then SIGKILL) and says how."""
-
-    def __init__(self, prefix: list[str], listen: str, token_file: Path, root: Path, log: Path):
-        self.log = log
-        self._stderr = open(log, "wb")
-        self.proc = subprocess.Popen([*prefix, BACKUPBENCH, "agent", "--listen", listen, "--token-file",
-                                      str(token_file), "--root", str(root)],
-                                     stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL)
-        try:
-            self.address = self._listening(deadline=time.monotonic() + 30)
-        except BaseException:
-            self.stop()
-            raise
-        self.rest = ""
-
-    def _listening(self, deadline: float) -> str:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if ready:
-                line = self.proc.stdout.readline().decode()
-                assert "listening on" in line, line + self.log.read_text()
-                return line.split("listening on ")[1].split()[0]
-            if self.proc.poll() is not None:
-                break
-        raise AssertionError(f"the agent did not start: {self.log.read_text()}")
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self.rest = self.proc.stdout.read().decode() if self.proc.stdout else ""
-        self.proc.stdout.close()
-        self._stderr.close()
-        return self.proc.returncode
 
 
 @pytest.fixture(scope="module")

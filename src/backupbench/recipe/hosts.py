@@ -24,7 +24,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from backupbench.engines.fio_client import Host, parse_hosts, remote_path
 from backupbench.errors import InputError
-from backupbench.paths import Syntax, for_program
+from backupbench.schema import FilePath
 
 # Workloads fio's servers can run (runner/hosts.HOST_WORKLOADS; a unit test keeps the two equal)
 # and the one agents run (runner/agents.on_agents).
@@ -64,15 +64,6 @@ def _one_agent(text: str) -> str:
     return text.strip()
 
 
-def _local_file(text: str) -> str:
-    if not text.startswith("/"):
-        raise ValueError(f"must be an absolute path such as /etc/backupbench/agent-token, not {text!r}")
-    try:
-        return for_program(text, Syntax.ARGV)
-    except InputError as exc:
-        raise ValueError(exc.message) from None
-
-
 HostName = Annotated[str, Field(max_length=MAX_ADDRESS_CHARS), AfterValidator(_one_host)]
 AgentAddress = Annotated[str, Field(min_length=1, max_length=MAX_ADDRESS_CHARS), AfterValidator(_one_agent)]
 
@@ -91,7 +82,7 @@ class HostsSpec(BaseModel):
     agents: tuple[AgentAddress, ...] = Field(
         (), max_length=256,
         description="backupbench agents (ADDR:PORT), as --agents: an s3 workload runs from all of them at once.")
-    agent_token_file: Annotated[str, Field(max_length=4096), AfterValidator(_local_file)] | None = Field(
+    agent_token_file: FilePath | None = Field(
         None, description="File (absolute path, on this machine) holding the agents' token, as --agent-token-file: "
                           "needed with agents; with names, each host's own `backupbench agent` is then checked "
                           "before the start and its 1 s samples fetched (a per-host timeline).")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from backupbench import units
-from backupbench.results.document import figure_unit
-from backupbench.results.model import RunRecord, split_device
+from backupbench.results.csvout import figure_rows
+from backupbench.results.model import RunRecord
 
 METRIC_PREFIX = "backupbench_"
 
@@ -93,23 +93,20 @@ def exposition(runs: Iterable[RunRecord]) -> str:
     """The text a pushgateway takes (`curl --data-binary @- .../metrics/job/backupbench`)."""
     families: dict[str, _Family] = {}
     left_out: list[str] = []
-    for run in runs:
-        for op in run.operations:
-            for name, value in op.figures.items():
-                if value is None:
-                    continue
-                figure, device = split_device(name)
-                unit = figure_unit(op, name)
-                metric, factor = metric_for(figure, unit)
-                labels = (("run_id", run.run_id), ("label", run.label), ("kind", run.kind), ("phase", op.name))
-                labels += (("device", device),) if device is not None else ()
-                family = families.setdefault(metric, _Family(f"{figure} (stored in {unit})", [], set()))
-                if labels in family.seen:  # two stored names that read the same once converted
-                    left_out.append(f"# {name} of {run.run_id} {op.name} left out: it is {metric} again")
-                    continue
-                family.seen.add(labels)
-                text = ",".join(f'{key}="{_label_value(text)}"' for key, text in labels)
-                family.samples.append(f"{metric}{{{text}}} {_number(float(value) * factor)}")
+    for row in figure_rows(runs):
+        figure, device, unit = row["figure"], row["device"], row["unit"]
+        metric, factor = metric_for(figure, unit)
+        labels = (("run_id", row["run_id"]), ("label", row["label"]), ("kind", row["run_kind"]),
+                  ("phase", row["phase"]))
+        labels += (("device", device),) if device else ()
+        family = families.setdefault(metric, _Family(f"{figure} (stored in {unit})", [], set()))
+        if labels in family.seen:  # two stored names that read the same once converted
+            shown = f"{figure}[{device}]" if device else figure
+            left_out.append(f"# {shown} of {row['run_id']} {row['phase']} left out: it is {metric} again")
+            continue
+        family.seen.add(labels)
+        text = ",".join(f'{key}="{_label_value(text)}"' for key, text in labels)
+        family.samples.append(f"{metric}{{{text}}} {_number(row['value'] * factor)}")
     lines = []
     for metric, family in families.items():
         lines += [f"# HELP {metric} {_help_text(family.help)}", f"# TYPE {metric} gauge", *family.samples]
