@@ -27,7 +27,7 @@ from backupbench.journal import journal_dir
 from backupbench.layouts.minio import find_minio
 from backupbench.results.document import phase_figures
 from s3_fixtures import S3Admin, require_s3_tools
-from test_agent import BACKUPBENCH, Agent
+from netns_support import BACKUPBENCH, Agent
 
 X = 40 + os.getpid() % 40
 NET = f"10.231.{X}"

@@ -19,7 +19,7 @@ import pytest
 from backupbench.agent.client import AgentClient, AgentRefused
 from backupbench.journal import journal_dir, read
 from s3_fixtures import S3Admin
-from test_agent import BACKUPBENCH, Agent
+from netns_support import BACKUPBENCH, Agent
 from test_s3_agents import BUCKET, NAMESPACES, _agents, _env, _ours, _run, lab  # noqa: F401 (lab: the fixture)
 
 OBJECTS = 3000   # 1500 per agent: seconds of PUTs at one stream each
