@@ -33,7 +33,9 @@ class MountEntry:
 
     @property
     def read_only(self) -> bool:
-        return "ro" in self.options
+        # The mount (mount -o ro, a read-only bind) or the filesystem itself (ext4 after
+        # errors=remount-ro): either way every write fails with EROFS.
+        return "ro" in self.options or "ro" in self.super_options
 
 
 def unescape_mount_field(field: str) -> str:

@@ -16,6 +16,7 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from backupbench.devices import identity
 from backupbench.devices.block import eligible, recheck_before_write
 from backupbench.devices.blockfacts import BlockFacts
 from backupbench.errors import BackupbenchError
@@ -88,10 +89,13 @@ class Plan:
     remote: list[RemoteStep] = field(default_factory=list)
     # Why a [hosts] recipe's workloads cannot run as asked (checks of a later stage: runner/apply_hosts.py).
     remote_refusals: list[str] = field(default_factory=list)
+    # What is wrong with the recipe's devices as a whole (two names of one device).
+    device_refusals: list[str] = field(default_factory=list)
 
     @property
     def refusals(self) -> list[str]:
-        return ([f"{step.layout.name}: {reason}" for step in self.steps for reason in step.refusals]
+        return ([f"devices: {reason}" for reason in self.device_refusals]
+                + [f"{step.layout.name}: {reason}" for step in self.steps for reason in step.refusals]
                 + [f"hosts: {reason}" for reason in self.remote_refusals])
 
 
@@ -194,9 +198,12 @@ def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
 def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck,
           mount_root: Path = DEFAULT_MOUNT_ROOT, layouts: list[LayoutPlan] | None = None,
           device_kind: Callable[[str], str | None] = lambda _device: None, in_lab: bool = False,
-          remote_check: RemoteCheck = lambda _recipe: []) -> Plan:
+          remote_check: RemoteCheck = lambda _recipe: [],
+          identify: identity.Identify = identity.as_written) -> Plan:
     """remote_check: refusals of a [hosts] recipe's workloads found by checks this stage cannot
-    make (runner/apply_hosts.refusals: agent addresses, what agents cannot do)."""
+    make (runner/apply_hosts.refusals: agent addresses, what agents cannot do). identify: which
+    device a path names (every comparison of devices below is by spelling, which is right only
+    once no two of the recipe's spellings name one device)."""
     if recipe.hosts is not None:
         remote, refusals = remote_steps(recipe)
         # Both may fail to build the same workload: say it once.
@@ -220,7 +227,9 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
         step.refusals += _path_refusals(recipe, layout)
         step.refusals += _fault_refusals(layout, in_lab)
         steps.append(step)
-    return Plan(recipe, run_id, steps)
+    # Every layout device is in [devices] as written (recipe/model.py), so [devices] holds every spelling.
+    same = [identity.alias_problem(group) for group in identity.aliases(recipe.devices, identify)]
+    return Plan(recipe, run_id, steps, device_refusals=same)
 
 
 def make(recipe: Recipe, run_id: str, options: PlanOptions,
@@ -237,4 +246,4 @@ def make(recipe: Recipe, run_id: str, options: PlanOptions,
     caps = capabilities.collect(which=capabilities.which, tools=tools)
     in_lab = os.environ.get(LAB_ENV) == "1"
     return build(recipe, run_id, caps, checks.reasons, mount_root, layouts, checks.kind_of, in_lab,
-                 remote_check), checks
+                 remote_check, identity.identify), checks

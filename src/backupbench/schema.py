@@ -12,6 +12,7 @@ the key (or flag) as the user wrote it.
 
 from __future__ import annotations
 
+import datetime
 import math
 from typing import Annotated, Any, Callable, TypeVar
 
@@ -113,10 +114,11 @@ SHOWN_VALUE_CHARS = 60
 
 
 def shown(value: Any) -> str:
-    """repr() of a value, cut short, never recursing into a deep structure."""
+    """repr() of a value, cut short, never recursing into a deep structure; a TOML date or
+    time as TOML writes it (2026-01-01), not as Python's repr."""
     if isinstance(value, (list, tuple, dict)):
         return f"a {'table' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
-    text = repr(value)
+    text = value.isoformat() if isinstance(value, (datetime.date, datetime.time)) else repr(value)
     if len(text) <= SHOWN_VALUE_CHARS:
         return text
     if isinstance(value, str):  # keep the closing quote: the cut is inside the string
@@ -147,14 +149,16 @@ def describe(error: dict[str, Any]) -> str:
 
 def validate(model: type[Model], data: Any, key_name: Callable[[tuple], str],
              suggest: Callable[[dict[str, Any]], str] = lambda error: "", source: str = "",
-             fix: str | None = None) -> Model:
-    """Validate `data`; on failure raise RecipeError naming the key as the user wrote it."""
+             fix: str | None = None,
+             choose: Callable[[list[dict[str, Any]]], dict[str, Any]] = lambda errors: errors[0]) -> Model:
+    """Validate `data`; on failure raise RecipeError naming the key as the user wrote it.
+    choose: the one error of pydantic's list that is reported (the first, unless told)."""
     try:
         return model.model_validate(data)
     except RecursionError:
         raise RecipeError(f"{source + ': ' if source else ''}values are nested too deeply", fix) from None
     except ValidationError as exc:
-        first = exc.errors()[0]
+        first = choose(exc.errors())
         where = key_name(tuple(first.get("loc", ())))
         prefix = f"{source}: " if source else ""
         raise RecipeError(f"{prefix}{where}: {describe(first)}{suggest(first)}", fix) from exc

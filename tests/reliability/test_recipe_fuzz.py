@@ -4,7 +4,8 @@ never an internal error; a recipe that passes validation plans without error too
 Mutations start from the real recipes in examples/: a value replaced by anything TOML can
 hold (huge and negative numbers, inf and nan, empty and control-character strings, lists,
 tables nested deep), a key removed, an unknown or misspelt key added; and, on the text,
-bytes inserted, lines cut or repeated.
+bytes inserted, lines cut or repeated. Every key of every example is also misspelt in turn
+(issue 23: a misspelt required key was reported as missing, its misspelling unnamed).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from backupbench.layouts.actions import GUARD_PROGRAMS, UNDO_PROGRAMS
 from backupbench.layouts.capabilities import HostCapabilities
 from backupbench.paths import Syntax, for_program
 from backupbench.plan import build
-from backupbench.recipe import model
+from backupbench.recipe import keys, model
 from backupbench.recipe.reader import parse_toml
 from backupbench.report import plan_view
 
@@ -161,3 +162,63 @@ def test_a_mangled_recipe_text_is_one_line(path, where, how, junk):
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_every_example_recipe_is_valid_and_plans(path):
     _plan_is_sound(model.parse(tomllib.loads(path.read_text()), str(path)))
+
+
+def _typos(key: str) -> list[str]:
+    """What fingers do: the last letter doubled, the last two swapped, one letter dropped."""
+    return list(dict.fromkeys(t for t in (key + key[-1], key[:-2] + key[-1] + key[-2], key[:-1])
+                              if t != key and t))
+
+
+def _key_paths(data, prefix=()):
+    """Every key path whose key the user wrote as a table key."""
+    return [path for path in _paths(data, prefix) if isinstance(path[-1], str)]
+
+
+TYPO_MUTANTS = [(path.name, key_path, typo) for path, base in zip(EXAMPLES, BASES)
+                for key_path in _key_paths(base) for typo in _typos(key_path[-1])]
+
+
+def _tagged(base, key_path) -> tuple:
+    """A path in the data as pydantic locates it: a tagged list's entry followed by its kind."""
+    if len(key_path) > 2 and key_path[0] in keys.TAGGED_LISTS:
+        return (*key_path[:2], base[key_path[0]][key_path[1]].get("kind", ""), *key_path[2:])
+    return key_path
+
+
+def _required(base, key_path) -> bool:
+    """Whether the key is one the recipe cannot do without (pydantic: missing)."""
+    import copy
+    data = copy.deepcopy(base)
+    del _at(data, key_path[:-1])[key_path[-1]]
+    try:
+        model.parse(data, SOURCE)
+    except RecipeError as exc:
+        return exc.message.endswith(("Field required", "needs a kind"))
+    return False
+
+
+@pytest.mark.parametrize("name,key_path,typo", TYPO_MUTANTS,
+                         ids=[f"{n}:{'.'.join(map(str, k))}->{t}" for n, k, t in TYPO_MUTANTS])
+def test_a_misspelt_key_is_named_in_the_one_line(name, key_path, typo):
+    import copy
+    base = BASES[[p.name for p in EXAMPLES].index(name)]
+    data = copy.deepcopy(base)
+    parent = _at(data, key_path[:-1])
+    parent[typo] = parent.pop(key_path[-1])
+    required = _required(base, key_path)
+    try:
+        model.parse(data, SOURCE)
+    except RecipeError as exc:
+        assert ONE_LINE.match(exc.message), exc.message
+        if key_path[-2:-1] == ("properties",):  # ZFS's own names, checked by zfs_properties.py
+            assert f"{typo!r} is not a ZFS dataset property" in exc.message, exc.message
+            return
+        table = keys.table_of(model.Recipe, _tagged(base, (*key_path[:-1], typo)))
+        if table is not None and typo in table.keys:  # the typo is another real key ('patterns' -> 'pattern')
+            return
+        assert f"{typo}: is not a known key" in exc.message, exc.message
+        if required:   # the key it stands for is named too
+            assert f"{key_path[-1]!r} is required and missing" in exc.message, exc.message
+        return
+    assert not required and key_path[-2:-1] == ("properties",), (key_path, typo)

@@ -1,5 +1,7 @@
 from dataclasses import replace
 
+import pytest
+
 from backupbench import units
 from backupbench.devices.eligibility import directory_cautions, directory_refusals
 from backupbench.devices.facts import DirectoryFacts
@@ -35,6 +37,38 @@ def test_each_refusal_has_a_reason_and_fix():
         assert reasons[0].fix
 
 
+@pytest.mark.parametrize("facts,problem,fix", [
+    # Each cause of "cannot write here" says what it is and its own fix (issue 23: a full disk,
+    # no inodes and /proc all once said "not writable - run as a user who can write there").
+    (replace(GOOD, writable=False, write_error="ENOSPC", free_bytes=0, total_bytes=units.MiB),
+     "/srv/repo is on a full filesystem: 0 B free of 1 MiB", "free some space there"),
+    (replace(GOOD, writable=False, write_error="ENOSPC", free_inodes=0, total_inodes=8),
+     "/srv/repo is on a filesystem with no free inodes (0 of 8 left)", "remove files there"),
+    (replace(GOOD, free_inodes=0, total_inodes=1000),   # not probed: the inode count alone tells
+     "no free inodes (0 of 1,000 left)", "more inodes"),
+    (replace(GOOD, writable=False, write_error="EDQUOT", uid=1000),
+     "/srv/repo: the disk quota of user 1000 there is used up", "ask for a larger quota"),
+    (replace(GOOD, writable=False, write_error="EROFS"), "is on a read-only mount (/srv)", "writable directory"),
+    (replace(GOOD, writable=False, write_error="EACCES", uid=65534),
+     "/srv/repo is not writable by user 65534 (permission denied)", "run as a user who can write there"),
+    (replace(GOOD, path="/proc", fs_type="proc", mount_point="/proc", writable=True),
+     "/proc is on proc (/proc), the kernel's own interface, not storage", "storage to measure"),
+    (replace(GOOD, path="/sys/kernel", fs_type="sysfs", mount_point="/sys", writable=False, write_error="EACCES"),
+     "/sys/kernel is on sysfs (/sys), the kernel's own interface", "storage to measure"),
+    (replace(GOOD, writable=False, write_error="EIO", direct_io_error="Input/output error"),
+     "/srv/repo is not writable: Input/output error", "name another directory"),
+])
+def test_each_cause_of_an_unwritable_directory_has_its_own_reason_and_fix(facts, problem, fix):
+    [reason] = directory_refusals(facts, units.GiB, False)
+    assert problem in reason.problem and fix in reason.fix
+    if "permission" not in problem:
+        assert "user who can write" not in reason.fix
+
+
+def test_btrfs_without_an_inode_count_is_not_out_of_inodes():
+    assert problems(replace(GOOD, fs_type="btrfs", free_inodes=None, total_inodes=None)) == []
+
+
 def test_buffered_accepts_a_filesystem_without_o_direct():
     assert problems(replace(GOOD, direct_io=False), buffered=True) == []
 
@@ -65,3 +99,11 @@ def test_mountinfo_lookup():
     assert find_mount("/srv/my repo/x", mounts).read_only
     assert find_mount("/dev/shm", mounts).fs_type == "tmpfs"
     assert find_mount("/home/x", mounts).fs_type == "ext4"
+
+
+def test_a_filesystem_the_kernel_made_read_only_is_read_only_though_its_mount_says_rw():
+    # ext4 with errors=remount-ro after an error: the mount keeps "rw", the superblock says "ro".
+    [entry] = parse_mountinfo("50 22 7:4 / /srv/broken rw,relatime - ext4 /dev/loop4 ro,errors=remount-ro\n")
+    assert entry.read_only
+    [entry] = parse_mountinfo("51 22 7:5 / /srv/fine rw,relatime - ext4 /dev/loop5 rw,errors=remount-ro\n")
+    assert not entry.read_only

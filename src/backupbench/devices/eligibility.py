@@ -24,6 +24,38 @@ class Reason:
     fix: str
 
 
+_ELSEWHERE = "or name another directory"
+
+
+def _unwritable(facts: DirectoryFacts) -> Reason | None:
+    """Why nothing can be written in the directory: each cause with its own fix (a full disk
+    is not fixed by another user)."""
+    path, error = facts.path, facts.write_error
+    if facts.kernel_interface:
+        return Reason(f"{path} is on {facts.fs_type} ({facts.mount_point}), the kernel's own interface, not storage",
+                      "name a directory on the storage to measure")
+    if facts.read_only_mount or error == "EROFS":
+        return Reason(f"{path} is on a read-only mount ({facts.mount_point})", "name a writable directory")
+    if facts.free_inodes == 0:
+        return Reason(f"{path} is on a filesystem with no free inodes (0 of {facts.total_inodes:,} left): "
+                      "no file can be created there",
+                      f"remove files there (or make the filesystem with more inodes), {_ELSEWHERE}")
+    if error == "ENOSPC":
+        free = f": {units.format_size(facts.free_bytes)} free of {units.format_size(facts.total_bytes or 0)}" \
+            if facts.free_bytes is not None else ""
+        return Reason(f"{path} is on a full filesystem{free}", f"free some space there, {_ELSEWHERE}")
+    if error == "EDQUOT":
+        return Reason(f"{path}: the disk quota of user {facts.uid} there is used up",
+                      f"remove some of the user's files, ask for a larger quota, {_ELSEWHERE}")
+    if error in ("EACCES", "EPERM"):
+        return Reason(f"{path} is not writable by user {facts.uid} (permission denied)",
+                      f"run as a user who can write there, {_ELSEWHERE}")
+    if not facts.writable:
+        detail = f": {facts.direct_io_error}" if facts.direct_io_error else ""
+        return Reason(f"{path} is not writable{detail}", "name another directory")
+    return None
+
+
 def directory_refusals(facts: DirectoryFacts, need_bytes: int, buffered: bool,
                        space_fix: str = "free some space or use a smaller --size") -> list[Reason]:
     path = facts.path
@@ -31,11 +63,9 @@ def directory_refusals(facts: DirectoryFacts, need_bytes: int, buffered: bool,
         return [Reason(f"{path} does not exist", "create it, or name an existing directory")]
     if not facts.is_dir:
         return [Reason(f"{path} is not a directory", "name the directory to put the test file in")]
-    if facts.read_only_mount:
-        return [Reason(f"{path} is on a read-only mount ({facts.mount_point})", "name a writable directory")]
-    if not facts.writable:
-        detail = f": {facts.direct_io_error}" if facts.direct_io_error else ""
-        return [Reason(f"{path} is not writable{detail}", "run as a user who can write there, or name another directory")]
+    unwritable = _unwritable(facts)
+    if unwritable is not None:
+        return [unwritable]
     reasons = []
     if facts.free_bytes is not None and facts.free_bytes < need_bytes + HEADROOM_BYTES:
         reasons.append(Reason(

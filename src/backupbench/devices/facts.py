@@ -17,6 +17,12 @@ from pathlib import Path
 from backupbench.hostfiles import HostFiles, MountEntry, find_mount
 
 MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
+# The kernel's own interfaces mounted as filesystems: files there are knobs and reports,
+# nothing is stored (a test file in /proc cannot even be created: ENOENT).
+KERNEL_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "configfs", "devpts", "mqueue",
+    "bpf", "pstore", "efivarfs", "fusectl", "binfmt_misc", "autofs", "nsfs", "selinuxfs", "rpc_pipefs",
+})
 _PROBE_BYTES = 4096
 
 
@@ -39,6 +45,16 @@ class DirectoryFacts:
     mode: str | None = None  # e.g. '0700': what `chmod` left on a provisioned mount point
     owner_uid: int | None = None
     fs_options: tuple[str, ...] = ()  # the filesystem's own mount options (btrfs compress=zstd:3, ...)
+    # Why writing failed, by errno name (ENOSPC, EDQUOT, EROFS, EACCES, ...); None: it did not.
+    write_error: str | None = None
+    # statvfs f_favail and f_files; None where the filesystem has no fixed number (btrfs, ramfs).
+    free_inodes: int | None = None
+    total_inodes: int | None = None
+    uid: int | None = None  # who looked: the user the refusal names
+
+    @property
+    def kernel_interface(self) -> bool:
+        return self.fs_type in KERNEL_FILESYSTEMS
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -96,36 +112,49 @@ def collect_directory(path: Path, *, probe_direct: bool = True, probe_tag: str |
     exists = resolved.exists()
     is_dir = resolved.is_dir()
     writable = is_dir and os.access(resolved, os.W_OK | os.X_OK)
-    free = total = None
     mount: MountEntry | None = None
-    mode = owner = None
+    space: dict = {"free_bytes": None, "total_bytes": None}
+    read_only = False
     if is_dir:
-        st = resolved.stat()
-        mode, owner = f"{st.st_mode & 0o7777:04o}", st.st_uid
-        stats = os.statvfs(resolved)
-        # ramfs reports zero blocks: it has no size limit, so free space is unknown, not zero.
-        if stats.f_blocks:
-            free, total = stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize
+        space, read_only = _space(resolved)
         mount = find_mount(str(resolved), host.mounts())
+    # access() says no for a read-only filesystem too (EROFS), which statvfs tells apart.
+    write_error = None if writable or not is_dir else "EROFS" if read_only else "EACCES"
     direct_io: bool | None = None
     direct_error: str | None = None
-    if writable and probe_direct:
+    if writable and probe_direct and not (mount and mount.fs_type in KERNEL_FILESYSTEMS):
         try:
             direct_io, direct_error = probe_direct_io(resolved, probe_tag)
         except OSError as exc:
-            # EROFS, EACCES, ENOSPC...: the directory is not usable for writing after all.
+            # EROFS, EACCES, ENOSPC, EDQUOT...: the directory is not usable for writing after all.
             writable, direct_error = False, os.strerror(exc.errno or 0)
+            write_error = errno.errorcode.get(exc.errno or 0, direct_error)
     return DirectoryFacts(
         path=str(resolved), exists=exists, is_dir=is_dir, writable=writable,
-        free_bytes=free, total_bytes=total,
         fs_type=mount.fs_type if mount else None,
         mount_point=mount.mount_point if mount else None,
         source=mount.source if mount else None,
         block_device=_block_device(mount, host) if mount else None,
         read_only_mount=bool(mount and mount.read_only),
-        direct_io=direct_io, direct_io_error=direct_error, mode=mode, owner_uid=owner,
+        direct_io=direct_io, direct_io_error=direct_error,
         fs_options=mount.super_options if mount else (),
+        write_error=write_error, uid=os.geteuid(), **space,
     )
+
+
+def _space(directory: Path) -> tuple[dict, bool]:
+    """Mode, owner, free and total bytes and inodes of an existing directory (statvfs), and
+    whether its mount or filesystem is read-only."""
+    st = directory.stat()
+    stats = os.statvfs(directory)
+    found = {"mode": f"{st.st_mode & 0o7777:04o}", "owner_uid": st.st_uid, "free_bytes": None, "total_bytes": None}
+    # ramfs reports zero blocks: it has no size limit, so free space is unknown, not zero.
+    if stats.f_blocks:
+        found.update(free_bytes=stats.f_bavail * stats.f_frsize, total_bytes=stats.f_blocks * stats.f_frsize)
+    # btrfs and ramfs report no inodes at all: they make them as needed.
+    if stats.f_files:
+        found.update(free_inodes=stats.f_favail, total_inodes=stats.f_files)
+    return found, bool(stats.f_flag & os.ST_RDONLY)
 
 
 def collect_host(host: HostFiles | None = None) -> dict:

@@ -102,7 +102,7 @@ def check_fits(fault: FaultSpec, kind: str, devices: tuple[str, ...], redundancy
     strangers = [d for d in fault.failed(devices) if d not in devices]
     if strangers:
         raise ValueError(f"fault: {', '.join(strangers)} is not a member of this layout; a fault fails only "
-                         f"the layout's own devices ({', '.join(devices)})")
+                         f"the layout's own devices, named as its devices key names them ({', '.join(devices)})")
     twice = [d for d in fault.disks_written() if d in devices]
     if twice:
         raise ValueError(f"fault: replace = {', '.join(twice)} is already a member; name a device from [devices] "

@@ -40,8 +40,3 @@ def plan_layout(spec: Any, run_id: str, mount_root: Path = DEFAULT_MOUNT_ROOT) -
     if spec.minio and not plan.s3_drives:
         plan = minio_plan.with_minio(plan)
     return plan
-
-
-def spec_models() -> list[type[BaseModel]]:
-    """Every model a layout entry can hold (for "did you mean" suggestions)."""
-    return [spec for spec, _ in LAYOUTS.values()] + [filesystem.FilesystemSpec]

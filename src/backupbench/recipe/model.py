@@ -9,17 +9,15 @@ option of its own but the recipe's name, description and device list.
 
 from __future__ import annotations
 
-import difflib
-import re
 from pathlib import Path
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from backupbench.faults.spec import FaultSpec
-from backupbench.layouts.registry import LayoutSpec, spec_models
+from backupbench.errors import RecipeError
+from backupbench.layouts.registry import LayoutSpec
 from backupbench.monitor.options import MonitorOptions
-from backupbench.recipe import reader
+from backupbench.recipe import keys, reader
 from backupbench.recipe.hosts import HostsSpec, workload_refusal
 from backupbench.schema import DevicePath, shown, validate
 from backupbench.workloads.registry import WORKLOADS
@@ -81,44 +79,17 @@ class Recipe(BaseModel):
                 raise ValueError(f"workload[{index}]: {refusal}")
 
 
-# Lists whose entries are a union picked by `kind`: pydantic puts the kind into the error's
-# location right after the index, where the user wrote no such key.
-_TAGGED_LISTS = ("layout", "workload")
-
-
-def _key_path(location: tuple) -> str:
-    """('layout', 1, 'lvm-striped', 'stripes') -> 'layout[1].stripes'."""
-    parts: list[str] = []
-    for position, item in enumerate(location):
-        if isinstance(item, int):
-            parts[-1:] = [f"{parts[-1]}[{item}]" if parts else f"[{item}]"]
-        elif position >= 2 and isinstance(location[position - 1], int) and location[position - 2] in _TAGGED_LISTS:
-            continue  # the union's tag, not a key the user wrote
-        else:
-            parts.append(_key_text(str(item)))
-    return ".".join(parts) or "recipe"
-
-
-def _key_text(key: str) -> str:
-    """A key as TOML writes it: bare when it can be, else quoted (and cut short)."""
-    if re.fullmatch(r"[A-Za-z0-9_-]+", key):
-        return key
-    return shown(key)
-
-
-def _suggestion(error: dict[str, Any]) -> str:
-    if error.get("type") != "extra_forbidden":
-        return ""
-    key = str(error["loc"][-1])
-    models = [Recipe, MonitorOptions, FaultSpec, HostsSpec, *spec_models(),
-              *(d.recipe_entry for d in WORKLOADS.values())]
-    candidates = sorted({name for model in models for name in model.model_fields})
-    close = difflib.get_close_matches(key, candidates, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+_FIX = "see examples/ for working recipes"
 
 
 def parse(data: dict[str, Any], source: str = "recipe") -> Recipe:
-    return validate(Recipe, data, _key_path, _suggestion, source, "see examples/ for working recipes")
+    dated = keys.first_date(data)
+    if dated is not None:  # pydantic would show it as datetime.date(...), a Python repr
+        location, value = dated
+        raise RecipeError(f"{source}: {keys.key_path(location, tagged=False)}: {shown(value)} is a TOML date or "
+                          "time, which no recipe key takes (if it is text, put it in quotes)", _FIX)
+    return validate(Recipe, data, keys.key_path, lambda error: keys.suggestion(Recipe, error), source, _FIX,
+                    lambda errors: keys.misspelt_required(Recipe, errors))
 
 
 def load(path: Path) -> Recipe:

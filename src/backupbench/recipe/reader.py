@@ -1,4 +1,5 @@
-"""Reading a recipe file: a regular file only, a bounded size, strict UTF-8, one-line errors.
+"""Reading a recipe file: a regular file only, a bounded size, strict UTF-8 (a leading
+byte-order mark dropped), one-line errors.
 
 `backupbench plan /dev/zero` once read until the kernel killed it for memory; a FIFO would
 block forever; bytes that are not UTF-8 and arrays nested thousands deep ended in an
@@ -8,6 +9,7 @@ at most MAX_RECIPE_BYTES is refused before it is read.
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 from pathlib import Path
@@ -64,6 +66,11 @@ def read_text(path: Path, limit: int = MAX_RECIPE_BYTES) -> str:
     if size > limit:  # it grew while we read it
         raise RecipeError(f"recipe {path} is larger than {units.format_size(limit)}", _FIX)
     data = b"".join(chunks)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise RecipeError(f"{path} is UTF-16 text (it starts with a UTF-16 byte-order mark)", "save the recipe as UTF-8")
+    # A leading UTF-8 byte-order mark (Notepad, PowerShell's Out-File and others write one) is
+    # dropped: it says nothing in UTF-8, and tomllib would call it an invalid statement.
+    data = data.removeprefix(codecs.BOM_UTF8)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

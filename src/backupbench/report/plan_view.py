@@ -35,6 +35,7 @@ def render(plan: Plan) -> RenderableType:
     lines: list[RenderableType] = [Text(f"Plan for recipe {plan.recipe.name!r} (run {plan.run_id})", style="bold")]
     if plan.recipe.description:
         lines.append(Text(plan.recipe.description))
+    lines += [Text(f"REFUSED: devices: {reason}", style="red") for reason in plan.device_refusals]
     workloads = ", ".join(w.kind for w in plan.recipe.workload)
     for number, step in enumerate(plan.steps, 1):
         layout = step.layout
