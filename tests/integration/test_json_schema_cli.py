@@ -155,6 +155,14 @@ def test_the_other_commands_json_documents(stored):
     window = ok(cli("size", "window", "--backup-size", "10TiB", "--from-run", runs["first"]["run"]["id"], "--json"),
                 "size.window")
     assert window["run_id"] == runs["first"]["run"]["id"] and window["measured"]
+    # A plain run of a directory, pinned to the candidate it stands for: its active full is measured.
+    repository = ok(cli("size", "repository", "--protected", "1TB", "--change-rate", "5%", "--method", "forward-active",
+                        "--window", "24h", "--layout", "raidz2", "--disks", "8", "--disk-size", "4TB",
+                        "--disk-speed", "200MB/s", "--from-run", f"raidz2={runs['first']['run']['id']}", "--json"),
+                    "size.repository")
+    measured = {f["name"]: f["value"] for f in runs["first"]["phases"][0]["figures"]}["effective_bw"]
+    speed = repository["candidates"][0]["speeds"]["active-full"]
+    assert (speed["source"], speed["value"], speed["samples"]) == ("measured", measured, 1)
     plan = cli("plan", str(EXAMPLES / "field-note-c-kb2014.toml"), "--json")
     planned = validated(plan.stdout, "plan")
     assert plan.returncode == (3 if planned["refusals"] else 0), plan.stderr
@@ -170,6 +178,8 @@ def test_the_other_commands_json_documents(stored):
     (["run", "--label", "a\tb", "--json"], 2, "--label"),
     (["export", "--json"], 2, "No such option"),
     (["size", "window", "--backup-size", "1TiB", "--json"], 2, "needs --speed"),
+    (["size", "repository", "--protected", "1TB", "--change-rate", "5%", "--layout", "raidz2", "--disks", "8",
+      "--disk-size", "4TB", "--json"], 2, "needs --disk-speed"),
 ])
 def test_errors_are_json_documents_with_their_exit_codes(cli, args, code, words):
     result = cli(*args)

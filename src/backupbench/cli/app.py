@@ -19,6 +19,7 @@ from backupbench.cli.agent_cmd import agent_command
 from backupbench.cli.devices_cmd import devices_command
 from backupbench.cli.lab_cmd import lab_command
 from backupbench.cli.size_cmd import size_command
+from backupbench.cli.repository_cmd import repository_command
 from backupbench.cli.report_cmd import report_command
 from backupbench.cli.recipe_cmds import apply_command, cleanup_command, plan_command
 from backupbench.cli.run_cmd import run_command
@@ -49,6 +50,7 @@ app.add_command(monitor_command)
 app.add_command(devices_command)
 app.add_command(lab_command)
 app.add_command(size_command)
+size_command.add_command(repository_command)
 app.add_command(report_command)
 app.add_command(plan_command)
 app.add_command(apply_command)

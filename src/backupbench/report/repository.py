@@ -1,0 +1,139 @@
+"""Tables of a repository plan (`backupbench size repository`): the restore points per kind and
+year, the candidates against the policy, the day's jobs, and the verdict. Drawing only: the plan
+is worked out in sizing/repository_plan.py."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from backupbench.report.sizing import rate_text, size_text
+from backupbench.sizing.plan_model import CandidatePlan, Requirement, RepositoryPlan
+from backupbench.sizing.policy import METHODS
+from backupbench.sizing.restore_points import RetentionTable
+from backupbench.sizing.verdict import amount_text, hours_text
+from backupbench.sizing.verdict import size_text as short_size
+
+MAX_YEAR_COLUMNS = 6
+
+
+def _year_label(year: int) -> str:
+    return "day one" if year == 0 else f"year {year}"
+
+
+def shown_years(years: list[int]) -> list[int]:
+    """Every year, or day one, the horizon and evenly spaced ones between when there are many."""
+    if len(years) <= MAX_YEAR_COLUMNS:
+        return years
+    step = (len(years) - 1) / (MAX_YEAR_COLUMNS - 1)
+    return sorted({years[round(i * step)] for i in range(MAX_YEAR_COLUMNS)})
+
+
+def retention_table(plan: RepositoryPlan) -> Table:
+    policy, table = plan.policy, plan.retention
+    title = (f"Restore points at their peak: {policy.retention_text()}, {METHODS[policy.method]}"
+             f"{', block clone' if policy.block_clone else ''}; {size_text(policy.protected)} protected, "
+             f"{policy.change_rate:g}% changed a day, {policy.reduction:g}:1 reduction, {policy.growth:g}% growth a year")
+    out = Table(title=title, title_justify="left")
+    out.add_column("kind")
+    out.add_column("count", justify="right")
+    out.add_column("each (day one)", justify="right")
+    years = shown_years(table.years)
+    for year in years:
+        out.add_column(_year_label(year), justify="right")
+    for row in table.rows:
+        out.add_row(row.kind, str(row.count), short_size(row.each_bytes[0]),
+                    *(short_size(row.total(y)) for y in years))
+    out.add_row(f"workspace ({policy.workspace:g}%)", "", "", *(short_size(table.workspace_bytes[y]) for y in years))
+    out.add_row(Text("total", style="bold"), str(_points(table)), "",
+                *(Text(short_size(table.total_bytes[y]), style="bold") for y in years))
+    out.caption = (f"full {size_text(table.full_bytes[0])}, increment {size_text(table.incremental_bytes[0])} on day "
+                   f"one; {size_text(table.full_bytes[-1])} and {size_text(table.incremental_bytes[-1])} in year "
+                   f"{table.years[-1]}; exact bytes with --json. Data reduction: {plan.reduction_source}.")
+    out.caption_justify = "left"
+    return out
+
+
+def _points(table: RetentionTable) -> int:
+    return sum(row.count for row in table.rows)
+
+
+def _requirement_cell(check: Requirement | None) -> Text:
+    if check is None:
+        return Text("-")
+    if check.met:
+        return Text(f"ok +{amount_text(check, check.margin)}", style="green")
+    return Text(f"MISS -{amount_text(check, -check.margin)}", style="bold red")
+
+
+def candidates_table(plan: RepositoryPlan) -> Table:
+    horizon = plan.retention.years[-1]
+    afr = plan.disks.afr is not None
+    out = Table(title=f"Candidates against the policy (sizes in year {horizon}, times at the pessimistic speeds; "
+                      "ok +margin, MISS -shortfall)", title_justify="left")
+    headings = ["layout", "usable", f"fill day one → year {horizon}", "capacity",
+                "longest day", f"window {hours_text(plan.policy.window)}", "restore best .. worst",
+                f"RTO {hours_text(plan.policy.rto)}" if plan.policy.rto else "RTO",
+                "rebuild", *(["2nd failure meanwhile"] if afr else []), "verdict"]
+    for heading in headings:
+        out.add_column(heading, justify="left" if heading in ("layout", "verdict") else "right",
+                       no_wrap=heading == "layout")
+    ranking = plan.verdict.ranking
+    for candidate in sorted(plan.candidates, key=lambda c: ranking.index(c.layout)):
+        rebuild = candidate.rebuild
+        spare = "spare" if rebuild.label == "distributed spare" else "new disk"
+        out.add_row(f"{candidate.built}\n{candidate.disks} x {short_size(candidate.disk_bytes)}",
+                    short_size(candidate.usable_bytes),
+                    f"{candidate.fill_percent[0]:.0f}% → {candidate.fill_percent[-1]:.0f}%",
+                    _requirement_cell(candidate.requirement("capacity")), hours_text(candidate.worst_day_seconds),
+                    _requirement_cell(candidate.requirement("window")), _restore_text(candidate),
+                    _requirement_cell(candidate.requirement("restore")), f"{hours_text(rebuild.seconds)} ({spare})",
+                    *([f"{rebuild.another_failure_percent:.2f}%"] if afr and rebuild.another_failure_percent is not None
+                      else []),
+                    _verdict_cell(candidate))
+    return out
+
+
+def _restore_text(candidate: CandidatePlan) -> str:
+    if candidate.restore is None:
+        return "-"
+    return f"{hours_text(candidate.restore.best_seconds)} .. {hours_text(candidate.restore.worst_seconds)}"
+
+
+def _verdict_cell(candidate: CandidatePlan) -> Text:
+    if candidate.passed:
+        return Text(f"passes ({candidate.binding} binds)", style="green")
+    return Text(f"rejected: {', '.join(r.name for r in candidate.requirements if not r.met)}", style="bold red")
+
+
+def jobs_table(plan: RepositoryPlan) -> Table:
+    out = Table(title=f"The jobs in year {plan.retention.years[-1]}, at each layout's speeds", title_justify="left")
+    for heading in ("layout", "job", "moves", "like", "speed", "from", "hours"):
+        out.add_column(heading, justify="right" if heading in ("moves", "speed", "hours") else "left")
+    for candidate in plan.candidates:
+        for operation in candidate.operations:
+            speed = candidate.speeds.get(operation.speed_of)
+            out.add_row(candidate.layout, operation.operation, short_size(operation.bytes),
+                        operation.speed_of or "block clone", rate_text(speed.value) if speed else "-",
+                        speed.source if speed else "-", hours_text(operation.seconds) if speed else "metadata only")
+    return out
+
+
+def verdict_lines(plan: RepositoryPlan) -> list[RenderableType]:
+    verdict = plan.verdict
+    style = "bold green" if verdict.recommended else "bold red"
+    lines: list[RenderableType] = [Text(verdict.sentence, style=style)]
+    if verdict.changes:
+        lines.append(Text("What would change it:"))
+        lines += [Text(f"  {change.layout}: {change.text} (binding then: {change.binding}, "
+                       f"{change.relative_margin:.0%} margin)") for change in verdict.changes]
+    lines += [Text(f"uncertain: {line}", style="yellow") for line in verdict.uncertain]
+    lines += [Text(f"note: {note}", style="yellow") for note in plan.notes]
+    lines += [Text(f"note: {c.layout}: {note}", style="yellow") for c in plan.candidates for note in c.notes]
+    return lines
+
+
+def repository_report(plan: RepositoryPlan) -> list[RenderableType]:
+    """Everything `size repository` prints, in order."""
+    return [retention_table(plan), candidates_table(plan), jobs_table(plan), *verdict_lines(plan)]

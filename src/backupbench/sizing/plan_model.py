@@ -1,0 +1,148 @@
+"""The repository plan as data: what `backupbench size repository` works out and `--json` prints.
+
+Every model here is frozen pydantic; the document is `RepositoryPlan.model_dump(mode="json")`
+and its JSON Schema is generated from the same models (`document_schema`), shipped as
+results/schema/size.repository.schema.json. Sizes in bytes, speeds in bytes/s, times in seconds.
+
+A speed is an interval: `value` is the figure used (a median once runs give several samples),
+`low` and `high` its bounds; a margin is worked out from the pessimistic bound (`low`). Today
+every figure is one sample or the model, so low = value = high and the figure is `uncertain`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from backupbench.sizing.policy import BackupPolicy, DiskModel
+from backupbench.sizing.restore_points import RetentionTable
+
+Source = Literal["measured", "model", "given"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Speed(_Frozen):
+    value: float              # bytes/s
+    low: float
+    high: float
+    source: Source
+    samples: int              # 0: a model or a given figure
+    why: str                  # how it was modelled, or which run measured it
+
+    @classmethod
+    def single(cls, value: float, source: Source, why: str, samples: int = 0) -> "Speed":
+        return cls(value=value, low=value, high=value, source=source, samples=samples, why=why)
+
+    @property
+    def uncertain(self) -> bool:
+        """A model, or fewer than three samples: no spread to judge a margin by."""
+        return self.source != "given" and self.samples < 3
+
+
+class OperationTime(_Frozen):
+    operation: str            # what the backup job does, e.g. "weekly synthetic full"
+    speed_of: str             # the KB2014 operation whose speed it moves at, or "" (cloned)
+    bytes: int
+    seconds: float            # at the speed's value
+    worst_seconds: float      # at its low bound
+
+
+class Requirement(_Frozen):
+    name: Literal["capacity", "window", "restore", "rebuild"]
+    value: float              # what the candidate needs (bytes or seconds), at the pessimistic bound
+    limit: float              # what the policy allows
+    unit: Literal["B", "s"]
+    met: bool
+    margin: float             # limit - value
+    relative_margin: float    # margin / limit: the smallest is the binding constraint
+
+
+class Restore(_Frozen):
+    restore_size: int         # protected bytes restored
+    read_bytes: int           # what the repository reads: restore size / reduction
+    best_seconds: float       # unfragmented (restore-sequential)
+    worst_seconds: float      # fully fragmented (restore-random), at its low bound
+
+
+class Rebuild(_Frozen):
+    label: str                # "distributed spare" or "one replacement disk"
+    data_bytes: int           # on the failed disk
+    seconds: float            # at reduced redundancy
+    rate: Speed               # per disk, in the rebuild model's units
+    failures_meanwhile: int   # further failures the layout survives during it
+    another_failure_percent: float | None  # with --afr: chance another disk fails meanwhile
+
+
+class CandidatePlan(_Frozen):
+    layout: str               # as given, e.g. "draid2"
+    built: str                # as built, e.g. "draid2:8d:24c:1s"
+    disks: int
+    disk_bytes: int
+    usable_bytes: int
+    needed_bytes: list[int]   # per year of the horizon (the retention table's totals)
+    fill_percent: list[float]
+    speeds: dict[str, Speed]
+    operations: list[OperationTime]
+    worst_day_seconds: float  # the longest day's job at the pessimistic bounds
+    restore: Restore | None
+    rebuild: Rebuild
+    requirements: list[Requirement]
+    passed: bool
+    binding: str              # the requirement with the smallest relative margin
+    notes: list[str]
+
+    def requirement(self, name: str) -> Requirement | None:
+        return next((r for r in self.requirements if r.name == name), None)
+
+
+class Change(_Frozen):
+    layout: str
+    kind: Literal["disks", "disk size", "policy"]
+    text: str                 # "26 disks of 16 TB (2 more)"
+    binding: str
+    relative_margin: float
+
+
+class Verdict(_Frozen):
+    ranking: list[str]        # candidates' layouts, best first
+    recommended: str | None
+    sentence: str
+    changes: list[Change]     # what would make a rejected candidate pass
+    uncertain: list[str]      # sentences naming the uncertain inputs
+
+
+class RepositoryPlan(_Frozen):
+    policy: BackupPolicy
+    disks: DiskModel
+    reduction_source: str
+    retention: RetentionTable
+    candidates: list[CandidatePlan]
+    verdict: Verdict
+    notes: list[str]
+
+
+def document_schema() -> dict[str, Any]:
+    """The JSON Schema of the `size repository --json` document: the header every document
+    carries (results/document.py) and RepositoryPlan's own schema."""
+    body = RepositoryPlan.model_json_schema(mode="serialization")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://schemas.backupbench.invalid/1/size.repository.schema.json",
+        "title": "backupbench size repository document",
+        "description": "`backupbench size repository --json`: sizes in bytes, speeds in bytes/s, times in seconds. "
+                       "Generated from sizing/plan_model.py (RepositoryPlan).",
+        "type": "object",
+        "required": ["schema_version", "kind", "backupbench_version", *body["required"]],
+        "properties": {
+            "schema_version": {"const": "1"},
+            "kind": {"const": "backupbench.size.repository"},
+            "backupbench_version": {"type": "string", "minLength": 1},
+            **body["properties"],
+        },
+        "additionalProperties": False,
+        "$defs": body.get("$defs", {}),
+    }

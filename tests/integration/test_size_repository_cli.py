@@ -1,0 +1,109 @@
+"""`backupbench size repository` as a user runs it: a real process, its stdout, stderr and exit
+code; the --json document validated against the shipped schema; measured speeds from a store
+the test made itself."""
+
+import json
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from backupbench.results import document
+from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+from backupbench.results.store import Store
+
+TB = 10**12
+MB_S = 10**6
+CANDIDATES = ["--layout", "raid6,raidz2,draid2,minio-ec", "--draid-spares", "1", "--disks", "24",
+              "--disk-size", "16TB", "--disk-speed", "250MB/s"]
+FIELD_POLICY = ["--protected", "50TB", "--change-rate", "5%", "--dailies", "30", "--weeklies", "8",
+                "--monthlies", "12", "--yearlies", "3", "--window", "8h"]
+
+
+def validated(text: str) -> dict:
+    data = json.loads(text)
+    errors = sorted(Draft202012Validator(document.schema("size.repository")).iter_errors(data), key=str)
+    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
+    return data
+
+
+def test_the_field_plan_fits_no_candidate_and_says_what_would(cli):
+    done = cli("size", "repository", *FIELD_POLICY, *CANDIDATES)
+    assert done.returncode == 5
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(
+        "backupbench: No candidate meets the policy: the nearest, draid2:8d:24c:1s of 24 x 16 TB, misses window")
+    out = " ".join(done.stdout.split())
+    assert "Restore points at their peak: 30 dailies + 8 weeklies + 12 monthlies + 3 yearlies" in out
+    assert "What would change it:" in out and "raid6: block clone on and 31 disks of 16 TB (7 more)" in out
+    assert "from the per-disk model, not measured: uncertain" in out
+
+
+def test_a_passing_plan_as_json(cli):
+    done = cli("size", "repository", *FIELD_POLICY, "--monthlies", "4", "--yearlies", "1", "--block-clone",
+               "--restore-size", "2TB", "--rto", "8h", "--afr", "1%", *CANDIDATES, "--json")
+    assert done.returncode == 0, done.stderr
+    data = validated(done.stdout)
+    assert data["kind"] == "backupbench.size.repository"
+    assert data["verdict"]["recommended"] == "draid2" and data["verdict"]["ranking"][0] == "draid2"
+    assert data["retention"]["total_bytes"][-1] == 206_250_000_000_000  # test_sizing_repository_plan by hand
+    draid = next(c for c in data["candidates"] if c["layout"] == "draid2")
+    assert draid["built"] == "draid2:8d:24c:1s" and draid["usable_bytes"] == 294_400_000_000_000
+    assert draid["speeds"]["active-full"]["source"] == "model" and draid["rebuild"]["another_failure_percent"] > 0
+    # All four pass; ranked by the hours a disk failure leaves them exposed: dRAID's distributed spare first,
+    # then the copy-on-write layouts rebuilding only what is allocated, md RAID 6 (every byte) last.
+    assert all(c["passed"] for c in data["candidates"])
+    assert data["verdict"]["ranking"] == ["draid2", "raidz2", "minio-ec", "raid6"]
+    raid6 = next(c for c in data["candidates"] if c["layout"] == "raid6")
+    assert raid6["binding"] == "restore" and raid6["rebuild"]["seconds"] == pytest.approx(16 * TB / (250 * MB_S))
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--method", "forever-forward"], "--weeklies 8, --monthlies 12, --yearlies 3 with --method forever-forward: "
+                                      "GFS keeps periodic fulls, and forever-forward never makes one"),
+    (["--rto", "4h"], "--rto needs --restore-size: the size of the restore it is for"),
+    (["--protected", "0"], "--protected: must be more than 0 bytes"),
+    (["--disk-size", "0"], "--disk-size: raid6's disks must be above 0 bytes"),
+    (["--layout", "raid0,draid2"], "raid0 has no redundancy: a failed disk loses the backups"),
+    (["--reduction", "1:2"], "--reduction: not a ratio: '1:2'"),
+])
+def test_bad_input_is_one_line(cli, extra, message):
+    done = cli("size", "repository", *FIELD_POLICY, *CANDIDATES, *extra)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"backupbench: {message}") and done.stderr.count("\n") == 1
+
+
+def _store_a_lab_run(results) -> str:
+    """An `apply` run of a recipe with an md RAID 6 and a dRAID2 layout, as the lab stores it."""
+    store = Store(results / "results.db")
+    entries = [{"name": "r6", "kind": "mdraid", "level": 6, "devices": [f"/dev/vd{c}" for c in "bcdefghijklmnopq"]},
+               {"name": "dr", "kind": "zfs", "vdev": "draid2", "draid_data": 3, "draid_spares": 2,
+                "devices": [f"/dev/vd{c}" for c in "bcdefghijklmnopq"]}]
+    run = RunRecord(run_id="20261201T000000-abcd", kind="recipe", target="lab", settings={"recipe": {"layout": entries}},
+                    status=COMPLETE)
+    store.create_run(run)
+    seq = 0
+    for name, speeds in (("r6", (1200, 90, 900, 60)), ("dr", (1500, 400, 1400, 80))):
+        for operation, mb_s in zip(("active-full", "synthetic-full", "restore-sequential", "restore-random"), speeds):
+            store.save_operation(run.run_id, seq, OperationRecord(
+                name=f"{name}/{operation}", pattern="", status=COMPLETE, figures={"effective_bw": mb_s * MB_S},
+                detail={"layout": name}))
+            seq += 1
+    return run.run_id
+
+
+def test_measured_speeds_from_a_stored_run(cli):
+    cli.results.mkdir(parents=True)
+    run_id = _store_a_lab_run(cli.results)
+    done = cli("size", "repository", *FIELD_POLICY, "--monthlies", "4", "--yearlies", "1", "--block-clone",
+               "--layout", "raid6,draid2", "--draid-spares", "1", "--disks", "24", "--disk-size", "16TB",
+               "--from-run", run_id, "--rebuild-rate", "200MB/s", "--json")
+    assert done.returncode == 0, done.stderr
+    data = validated(done.stdout)
+    speeds = {c["layout"]: c["speeds"]["active-full"] for c in data["candidates"]}
+    assert speeds["raid6"]["source"] == "measured" and speeds["raid6"]["value"] == 1200 * MB_S
+    assert speeds["draid2"]["value"] == 1500 * MB_S and speeds["draid2"]["samples"] == 1
+    assert any("measured once" in line for line in data["verdict"]["uncertain"])
+    refused = cli("size", "repository", *FIELD_POLICY, "--layout", "raidz2", "--disks", "24", "--disk-size", "16TB",
+                  "--from-run", f"raidz2={run_id[:12]}")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"backupbench: run {run_id} measured draid2 and raid6, not raidz2: a run of "
+                                     "another layout cannot give raidz2's speeds")
