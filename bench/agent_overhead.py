@@ -2,12 +2,13 @@
 """Benchmark: the agent's own CPU while it serves its monitor samples once a second.
 
 Starts `backupbench agent` on 127.0.0.1 (a free port, a fresh token file and root in a temp
-folder), lets it settle, then for --seconds (default 30) asks it for the samples since the
+folder, TLS with a self-signed certificate made by the openssl command `hosts agent-unit`
+prints; --plain: --insecure-plain-http), lets it settle, then for --seconds (default 30) asks it for the samples since the
 last one once a second, as a controller does, and reads the agent process's CPU time
 (utime + stime, /proc/PID/stat) before and after. Prints the agent's CPU as a percentage of
 one core: its 1 s sampler, its HTTP server, its answers. Goal: < 1 %.
 
-    .venv/bin/python bench/agent_overhead.py [--seconds 30]
+    .venv/bin/python bench/agent_overhead.py [--seconds 30] [--plain]
 
 The agent is stopped (SIGTERM, then SIGKILL) and the temp folder removed on every way out.
 """
@@ -28,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from backupbench.agent.client import AgentClient  # noqa: E402
+from backupbench.agent.tls import MAKE_CERT, Trust, cert_fingerprint  # noqa: E402
 
 GOAL_PCT = 1.0
 BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
@@ -40,21 +42,38 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_agent(folder: Path) -> tuple[subprocess.Popen, str, str]:
+def start_agent(folder: Path, plain: bool = False) -> tuple[subprocess.Popen, str, str, Trust]:
+    """The agent (TLS unless `plain`), its address, its token, and how a client trusts it."""
     token = secrets.token_hex(32)
     token_file = folder / "token"
     token_file.write_text(token)
     os.chmod(token_file, 0o600)
     (folder / "root").mkdir()
+    transport, trust = ["--insecure-plain-http"], Trust.choose(plain=True)
+    if not plain:
+        cert, key = folder / "agent.pem", folder / "agent.key"
+        subprocess.run(MAKE_CERT.format(address="127.0.0.1", key=key, cert=cert).split(), check=True,
+                       capture_output=True, timeout=60)
+        transport, trust = ["--tls-cert", str(cert), "--tls-key", str(key)], Trust.choose(
+            fingerprints=[cert_fingerprint(cert)])
     proc = subprocess.Popen([BACKUPBENCH, "agent", "--listen", "127.0.0.1:0", "--token-file", str(token_file),
-                             "--root", str(folder / "root")], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+                             "--root", str(folder / "root"), *transport], stdout=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
     ready, _, _ = select.select([proc.stdout], [], [], 30)
     line = proc.stdout.readline().decode() if ready else ""
     if "listening on" not in line:
+        stop_agent(proc)
+        raise SystemExit(f"the agent did not start: {line!r}")
+    return proc, line.split("listening on ")[1].split()[0], token, trust
+
+
+def stop_agent(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
-        raise SystemExit(f"the agent did not start: {line!r}")
-    return proc, line.split("listening on ")[1].split()[0], token
 
 
 def measure(client: AgentClient, pid: int, seconds: int) -> tuple[float, int]:
@@ -72,21 +91,18 @@ def measure(client: AgentClient, pid: int, seconds: int) -> tuple[float, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument("--plain", action="store_true", help="plain HTTP instead of TLS")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bb-agent-bench-") as tmp:
-        proc, address, token = start_agent(Path(tmp))
+        proc, address, token, trust = start_agent(Path(tmp), args.plain)
         try:
-            client = AgentClient(address, token)
+            client = AgentClient(address, token, trust=trust)
             time.sleep(SETTLE_S)   # past the imports and the first samples
             percent, got = measure(client, proc.pid, args.seconds)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-    print(f"agent CPU while serving monitor samples once a second for {args.seconds} s: {percent:.2f} % of one core "
+            stop_agent(proc)
+    print(f"agent CPU while serving monitor samples once a second over {'plain HTTP' if args.plain else 'TLS'} for "
+          f"{args.seconds} s: {percent:.2f} % of one core "
           f"({got} samples served; goal < {GOAL_PCT:g} %): {'ok' if percent < GOAL_PCT else 'OVER'}")
     return 0 if percent < GOAL_PCT else 1
 

@@ -16,7 +16,8 @@ XMinioStorageFull, which made the figures of the later runs meaningless. So the 
 emptied between runs here, as MinIO itself would later.
 
 Needs root (namespaces, a bridge, a tmpfs). Network: a bridge 10.231.X.1/24 made here (X from
-the pid, 40-79), MinIO on 10.231.X.2 in one namespace, agents on .3-.6 in four others. Every
+the pid, 40-79), MinIO on 10.231.X.2 in one namespace, agents on .3-.6 in four others (over TLS,
+certificates from a CA made for the run: tests/tls_support.py). Every
 process, namespace, link, mount and folder made here is removed on every way out.
 """
 
@@ -97,10 +98,13 @@ def start_minio(drive: Path, user: str, password: str, log: Path) -> subprocess.
     raise SystemExit(f"MinIO did not start: {log.read_text()}")
 
 
-def start_agent(index: int, token_file: Path, root: Path) -> subprocess.Popen:
+def start_agent(index: int, token_file: Path, root: Path, authority) -> subprocess.Popen:
+    """The agent over TLS, its certificate from the run's own CA (controllers get --agent-ca)."""
     root.mkdir()
+    cert = authority.issue(f"{NET}.{index + 3}", f"agent{index}")
     proc = subprocess.Popen(["ip", "netns", "exec", NAMESPACES[index + 1], BACKUPBENCH, "agent", "--listen",
-                             f"{NET}.{index + 3}:7480", "--token-file", str(token_file), "--root", str(root)],
+                             f"{NET}.{index + 3}:7480", "--token-file", str(token_file), "--root", str(root),
+                             *cert.agent_args()],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     ready, _, _ = select.select([proc.stdout], [], [], 30)
     if not ready or "listening on" not in proc.stdout.readline().decode():
@@ -116,7 +120,7 @@ def run(args: argparse.Namespace, work: Path, env: dict[str, str], token_file: P
             "--no-monitor"]
     if agents:
         argv += ["--agents", ",".join(f"{NET}.{i + 3}:7480" for i in range(agents)),
-                 "--agent-token-file", str(token_file)]
+                 "--agent-token-file", str(token_file), "--agent-ca", str(work / "ca.pem")]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
     empty_trash(work / "drive")
     if done.returncode != 0:
@@ -152,7 +156,10 @@ def bench(args: argparse.Namespace, work: Path) -> bool:
         token_file.write_text(secrets.token_hex(32))
         os.chmod(token_file, 0o600)
         procs.append(start_minio(drive, user, password, work / "minio.log"))
-        procs += [start_agent(i, token_file, work / f"root{i}") for i in range(4)]
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from tls_support import Authority  # noqa: E402 - a test helper (openssl), as make_bucket's S3Admin
+        authority = Authority(work, "ca")
+        procs += [start_agent(i, token_file, work / f"root{i}", authority) for i in range(4)]
         env = {**os.environ, "AWS_ACCESS_KEY_ID": user, "AWS_SECRET_ACCESS_KEY": password}
         make_bucket(env)
         # Interleaved (1, 2, 4, 4, 2, 1, ...) so a drift of the server over time (its caches,

@@ -45,9 +45,10 @@ declare -A RUN_DNF=(
   [lvcreate]=lvm2
 )
 # Only the tests call these; backupbench's monitor reads /proc itself and never runs iostat.
-declare -A TEST_APT=([iostat]=sysstat [pgrep]=procps [sfdisk]=fdisk [losetup]=mount [chromium]=chromium)
+declare -A TEST_APT=([iostat]=sysstat [pgrep]=procps [sfdisk]=fdisk [losetup]=mount [chromium]=chromium
+                     [openssl]=openssl)
 declare -A TEST_DNF=([iostat]=sysstat [pgrep]=procps-ng [sfdisk]=util-linux [losetup]=util-linux
-                     [chromium]=chromium)
+                     [chromium]=chromium [openssl]=openssl)
 if [ "$distro" = ubuntu ]; then
   # Ubuntu packages Chromium as chromium-browser (a snap behind an apt package).
   unset 'TEST_APT[chromium]'

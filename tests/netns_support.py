@@ -1,9 +1,12 @@
 """Helpers for tests that need real `backupbench agent`s and hosts in network namespaces.
 
 `Agent` is one agent process (on 127.0.0.1, or inside a namespace through a prefix such as
-`ip netns exec NS`). `Hosts` makes namespaces TAG-N, each reached over a veth pair
+`ip netns exec NS`), serving TLS with a self-signed certificate made for its address unless
+given one (or `plain=True`: --insecure-plain-http); `agent.trust` / `agent.client(token)` call it
+pinned to that certificate, `agent.trust_args` are the controller's flags for it. `Hosts` makes namespaces TAG-N, each reached over a veth pair
 10.231.X.0/30 (10.231.X.1 here, 10.231.X.2 there), and starts in each what a test asks for: a
-fio server, an agent. Traffic goes only to those addresses. Everything made is removed by
+fio server, an agent (its certificate from the Hosts' own CA: `hosts.trust_args` is
+`--agent-ca CA`). Traffic goes only to those addresses. Everything made is removed by
 `teardown()`, which a fixture calls in `finally`.
 
 `fio_hosts(folder, prefix, count)` is the usual fixture body: namespaces 1..count, each with a
@@ -24,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from tls_support import Authority, Cert, self_signed
+
 BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
 FIO_PORT = 8765
 AGENT_PORT = 7480
@@ -40,11 +45,15 @@ def token_file(folder: Path) -> Path:
 class Agent:
     """One `backupbench agent` process; stop() ends it (SIGTERM, then SIGKILL) and says how."""
 
-    def __init__(self, prefix: list[str], listen: str, token: Path, root: Path, log: Path):
+    def __init__(self, prefix: list[str], listen: str, token: Path, root: Path, log: Path,
+                 cert: Cert | None = None, plain: bool = False):
         self.log = log
+        self.cert = None if plain else cert or self_signed(log.parent, listen.rsplit(":", 1)[0].strip("[]"),
+                                                             f"{log.stem}-cert")
+        transport = ["--insecure-plain-http"] if self.cert is None else self.cert.agent_args()
         self._stderr = open(log, "wb")
         self.proc = subprocess.Popen([*prefix, BACKUPBENCH, "agent", "--listen", listen, "--token-file",
-                                      str(token), "--root", str(root)],
+                                      str(token), "--root", str(root), *transport],
                                      stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL)
         try:
             self.address = self._listening(deadline=time.monotonic() + 30)
@@ -53,12 +62,34 @@ class Agent:
             raise
         self.rest = ""  # what it printed after "listening on", read by stop()
 
+    @property
+    def trust(self):
+        from backupbench.agent.tls import Trust
+
+        if self.cert is None:
+            return Trust.choose(plain=True)
+        return Trust.choose(fingerprints=[self.cert.fingerprint])
+
+    @property
+    def trust_args(self) -> list[str]:
+        """The controller's flags that trust this agent."""
+        if self.cert is None:
+            return ["--agent-insecure-plain-http"]
+        return ["--agent-fingerprint", self.cert.fingerprint]
+
+    def client(self, token: str | Path, timeout: float = 10.0):
+        from backupbench.agent.client import AgentClient
+
+        text = token.read_text().strip() if isinstance(token, Path) else token
+        return AgentClient(self.address, text, timeout=timeout, trust=self.trust)
+
     def _listening(self, deadline: float) -> str:
         while time.monotonic() < deadline:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
             if ready:
                 line = self.proc.stdout.readline().decode()
                 assert "listening on" in line, line + self.log.read_text()
+                self.start_line = line.strip()
                 return line.split("listening on ")[1].split()[0]
             if self.proc.poll() is not None:
                 break
@@ -96,6 +127,18 @@ class Hosts:
     agents: dict[int, Agent] = field(default_factory=dict)
     namespaces: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    _authority: Authority | None = field(default=None, repr=False)
+
+    @property
+    def authority(self) -> Authority:
+        if self._authority is None:
+            self._authority = Authority(self.folder, f"{self.tag}-ca")
+        return self._authority
+
+    @property
+    def trust_args(self) -> list[str]:
+        """The controller's flags that trust every agent these hosts start."""
+        return ["--agent-ca", str(self.authority.ca)]
 
     @classmethod
     def for_this_test(cls, folder: Path, prefix: str = "bbt") -> "Hosts":
@@ -142,7 +185,7 @@ class Hosts:
         root = self.folder / f"agent-root-{n}"
         root.mkdir(exist_ok=True)
         agent = Agent(["ip", "netns", "exec", f"{self.tag}-{n}"], f"{self.addresses[n]}:{port}", token, root,
-                      self.folder / f"agent-{n}.log")
+                      self.folder / f"agent-{n}.log", cert=self.authority.issue(self.addresses[n], f"agent-{n}"))
         self.agents[n] = agent
         return agent
 

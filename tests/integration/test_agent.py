@@ -1,5 +1,6 @@
 """`backupbench agent` as a real process: on 127.0.0.1, and inside a network namespace this
-test makes (veth 10.231.9.0/30), called over real sockets with the real client.
+test makes (veth 10.231.9.0/30), called over real sockets and TLS (a self-signed certificate
+each agent is started with, pinned by fingerprint) with the real client.
 
 Network: only 127.0.0.1 and the namespace's own 10.231.9.2. Everything started or made
 here (agents, namespace, veth pair, folders, S3 objects) is removed in `finally` blocks.
@@ -7,7 +8,6 @@ here (agents, namespace, veth pair, folders, S3 objects) is removed in `finally`
 
 from __future__ import annotations
 
-import http.client
 import os
 import secrets
 import shutil
@@ -43,7 +43,7 @@ def local(setup):
     base, token, token_file, root = setup
     agent = Agent([], "127.0.0.1:0", token_file, root, base / "local.log")
     try:
-        yield agent, AgentClient(agent.address, token, timeout=10), root
+        yield agent, agent.client(token, timeout=10), root
     finally:
         assert agent.stop() == 0, agent.log.read_text()
 
@@ -74,7 +74,7 @@ def namespace():
 
 
 def _raw(client: AgentClient, method: str, path: str, body: bytes = b"", headers: dict | None = None) -> int:
-    conn = http.client.HTTPConnection(client.host, client.port, timeout=10)
+    conn = client.trust.connection(client.host, client.port, timeout=10)
     try:
         conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()
@@ -86,7 +86,7 @@ def _raw(client: AgentClient, method: str, path: str, body: bytes = b"", headers
 
 def test_a_wrong_or_missing_token_gets_401_and_runs_nothing(local, setup):
     agent, client, root = local
-    wrong = AgentClient(agent.address, "x" * 64)
+    wrong = agent.client("x" * 64)
     status, answer = wrong.call("smallfiles-run", run_id="w1", subfolder="w", files=50, file_size=100)
     assert status == 401 and "token" in answer["error"]
     with pytest.raises(AgentAuthError):
@@ -215,7 +215,7 @@ def test_sigterm_stops_a_running_job_cleanly(setup, tmp_path):
     root.mkdir()
     agent = Agent([], "127.0.0.1:0", token_file, root, tmp_path / "agent.log")
     try:
-        client = AgentClient(agent.address, token)
+        client = agent.client(token)
         job = client.smallfiles_run(run_id="sig1", subfolder="s", files=2_000_000, file_size=1, folders=100,
                                     patterns=[1, 2, 3, 4, 5, 6, 7, 8], flush="fsync")
         for _ in range(100):
@@ -236,11 +236,11 @@ def test_an_agent_in_a_namespace_serves_only_its_address(namespace, setup, tmp_p
     agent = Agent(["ip", "netns", "exec", namespace], f"{NS_AGENT}:0", token_file, root, tmp_path / "ns.log")
     try:
         assert agent.address.startswith(NS_AGENT + ":")
-        client = AgentClient(agent.address, token)
+        client = agent.client(token)
         assert client.hello()["root"] == str(root)
         _check_samples(_samples(client, 2))
         with pytest.raises(AgentAuthError):
-            AgentClient(agent.address, "y" * 64).hello()
+            agent.client("y" * 64).hello()
         # Bound only to the address given: inside its namespace, 127.0.0.1 at that port is closed.
         port = agent.address.rsplit(":", 1)[1]
         probe = subprocess.run(["ip", "netns", "exec", namespace, sys.executable, "-c",

@@ -122,7 +122,7 @@ def test_apply_with_agent_token_file_checks_and_samples_each_hosts_agent(servers
     target.mkdir()
     names = [servers.addresses[1], servers.addresses[2]]
     recipe = _recipe(tmp_path, names, target, first_write=False, runtime="3s", agent_token_file=str(token),
-                     agent_port=AGENT_PORT)
+                     agent_ca=str(servers.authority.ca), agent_port=AGENT_PORT)
     done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
     assert done.returncode == 0, done.stderr
     [run] = _stored_runs(results)
@@ -153,7 +153,7 @@ def test_apply_refuses_by_name_a_host_whose_agent_is_down_before_anything_runs(s
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
     recipe = _recipe(tmp_path, [servers.addresses[1], servers.addresses[2]], target, first_write=False,
-                     agent_token_file=str(token), agent_port=AGENT_PORT)
+                     agent_token_file=str(token), agent_ca=str(servers.authority.ca), agent_port=AGENT_PORT)
     done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
     assert done.returncode == 3, done.stderr
     down = servers.addresses[2]
@@ -169,7 +169,8 @@ def test_a_recipe_with_two_workloads_samples_the_agents_in_each(servers, tmp_pat
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
     names = [servers.addresses[1], servers.addresses[2]]
-    recipe = _recipe(tmp_path, names, target, runtime="3s", agent_token_file=str(token), agent_port=AGENT_PORT)
+    recipe = _recipe(tmp_path, names, target, runtime="3s", agent_token_file=str(token),
+                     agent_ca=str(servers.authority.ca), agent_port=AGENT_PORT)
     done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
     assert done.returncode == 0, done.stderr
     [run] = _stored_runs(results)

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from backupbench.agent.client import AgentClient
 from backupbench.runner import host_monitor
 from netns_support import Agent, Hosts, fio_hosts, token_file
 
@@ -109,7 +108,7 @@ def test_per_host_timeline_is_drawn_and_visible_in_chromium(cli, tmp_path):
         for name in ("a", "b"):
             (tmp_path / f"root-{name}").mkdir()
             agents.append(Agent([], "127.0.0.1:0", token, tmp_path / f"root-{name}", tmp_path / f"{name}.log"))
-        clients = {f"host-{name}": AgentClient(agent.address, token.read_text().strip())
+        clients = {f"host-{name}": agent.client(token)
                    for name, agent in zip("ab", agents)}
         hooks, notes = Recorded(), []
         with host_monitor.sampling(clients, folder, hooks, notes) as sampled:
@@ -185,7 +184,7 @@ def test_run_hosts_with_agents_keeps_each_hosts_samples_and_reports_them(hosts, 
         hosts.start_agent(n, token)
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
-    done = _run([*_run_args(hosts, target), "--agent-token-file", str(token)], results, tmp_path)
+    done = _run([*_run_args(hosts, target), "--agent-token-file", str(token), *hosts.trust_args], results, tmp_path)
     assert done.returncode == 0, done.stderr
     run = _stored(results)
     names = sorted(hosts.addresses.values())
@@ -212,11 +211,32 @@ def test_run_hosts_refuses_a_host_whose_agent_is_down_by_name(hosts, tmp_path):
     hosts.start_agent(1, token)   # none on host 2
     target = tmp_path / "target"
     target.mkdir()
-    done = _run([*_run_args(hosts, target), "--agent-token-file", str(token)], tmp_path / "results", tmp_path)
+    done = _run([*_run_args(hosts, target), "--agent-token-file", str(token), *hosts.trust_args], tmp_path / "results",
+                tmp_path)
     assert done.returncode == 3, done.stderr
     assert f"agent check failed: {hosts.addresses[2]}: agent {hosts.addresses[2]}:7480" in done.stderr
     assert hosts.addresses[1] + ":" not in done.stderr.split("agent check failed:")[1]
     assert list(target.iterdir()) == []
+
+
+def test_hosts_check_checks_each_hosts_agent_over_tls_as_trusted(hosts, tmp_path):
+    from tls_support import Authority
+
+    token = token_file(tmp_path)
+    hosts.start_agent(1, token)   # none on host 2
+    names = ",".join(hosts.addresses.values())
+    done = _run(["hosts", "check", names, "--json", "--agent-token-file", str(token), *hosts.trust_args],
+                tmp_path / "results", tmp_path)
+    assert done.returncode == 3, done.stderr
+    agents = {row["host"]: row for row in json.loads(done.stdout)["agents"]}
+    assert agents[hosts.addresses[1]]["reachable"] and agents[hosts.addresses[1]]["problem"] == ""
+    assert not agents[hosts.addresses[2]]["reachable"] and agents[hosts.addresses[2]]["problem"]
+    assert f"agents not usable: {hosts.addresses[2]} (" in done.stderr and hosts.addresses[1] + " (" not in done.stderr
+    # Another CA than the one that signed the agent's certificate: not trusted, nothing sent.
+    other = Authority(tmp_path, "other-ca")
+    done = _run(["hosts", "check", hosts.addresses[1], "--agent-token-file", str(token), "--agent-ca", str(other.ca)],
+                tmp_path / "results", tmp_path)
+    assert done.returncode == 3 and "certificate not trusted" in done.stderr, done.stderr
 
 
 def test_run_hosts_without_a_token_says_how_to_get_a_timeline(hosts, tmp_path):
@@ -238,7 +258,8 @@ def test_an_agent_killed_mid_run_is_noted_and_the_run_completes(hosts, tmp_path)
     env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
     args = _run_args(hosts, target)
     args[args.index("3s")] = "8s"
-    child = subprocess.Popen([sys.executable, "-m", "backupbench", *args, "--agent-token-file", str(token)],
+    child = subprocess.Popen([sys.executable, "-m", "backupbench", *args, "--agent-token-file", str(token),
+                              *hosts.trust_args],
                              cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         for _ in range(600):  # bounded: 60 s, until the first phase's job files are written

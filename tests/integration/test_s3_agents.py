@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from backupbench.agent.client import AgentClient
 from backupbench.journal import journal_dir
 from backupbench.layouts.minio import find_minio
 from backupbench.results.document import phase_figures
@@ -151,6 +150,7 @@ def _run(lab, agents: list[Agent], *extra: str) -> list[str]:
     endpoint, admin, token_file, base = lab
     return [BACKUPBENCH, "run", "--workload", "s3", "--endpoint", endpoint, "--bucket", BUCKET,
             "--agents", ",".join(a.address for a in agents), "--agent-token-file", str(token_file),
+            *(arg for agent in agents for arg in agent.trust_args),   # each agent's certificate pinned
             "--results", str(base / "results"), "--json", "--quiet", *extra]
 
 
@@ -260,7 +260,7 @@ def test_ctrl_c_stops_every_agent_and_removes_every_object(lab):
                 controller.wait(timeout=30)
         # The agents' jobs were stopped: each takes a new job at once (it would be refused as busy).
         for agent in agents:
-            client = AgentClient(agent.address, lab[2].read_text().strip())
+            client = agent.client(lab[2])
             job = client.smallfiles_run(run_id="after", subfolder="after", files=5, file_size=10)
             assert client.wait(job["job_id"], timeout=60)["state"] == "done"
     assert controller.returncode == 130, err

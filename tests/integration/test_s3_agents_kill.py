@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from backupbench.agent.client import AgentClient, AgentRefused
+from backupbench.agent.client import AgentRefused
 from backupbench.journal import journal_dir, read
 from s3_fixtures import S3Admin
 from netns_support import BACKUPBENCH, Agent
@@ -43,7 +43,7 @@ def _run_id_once_both_write(admin: S3Admin, labels: list[str], controller: subpr
 def _until_idle(agent: Agent, token: str) -> None:
     """Wait until the agent's job has ended: it then takes a new (tiny) job instead of
     answering busy (409)."""
-    client = AgentClient(agent.address, token)
+    client = agent.client(token)
     deadline = time.monotonic() + 300
     while True:
         try:

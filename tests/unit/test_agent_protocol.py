@@ -97,6 +97,46 @@ def test_any_other_s3_prefix_is_refused(prefix):
     assert refused({**S3, "prefix": prefix}).startswith("prefix:")
 
 
+# Issue 23: fields checked with `$`-anchored patterns took a final newline ("nl\n" got 202).
+@pytest.mark.parametrize("data", [
+    {**SMALL, "subfolder": "nl\n"}, {**SMALL, "subfolder": "jobs/a\n"}, {**SMALL, "run_id": "r1\n"},
+    {**S3, "endpoint": "http://127.0.0.1:19400\n"}, {**S3, "endpoint": "http://127.0.0.1:19400/\n"},
+    {**S3, "bucket": "bench\n"}, {**S3, "region": "us-east-1\n"}, {**S3, "prefix": "backupbench/r1/\n"},
+    {"kind": "status", "job_id": "abc123\n"}, {"kind": "stop", "job_id": "abc123\n"},
+    {**SMALL, "subfolder": "nl\r"}, {**S3, "bucket": "\nbench"}])
+def test_a_value_with_a_newline_before_or_after_is_refused(data):
+    where = refused(data).split(":")[0]
+    assert where in data and "\n" not in where
+
+
+def test_no_pattern_in_the_agent_is_anchored_with_a_dollar():
+    """Every pattern the agent checks a request with is matched whole (re.fullmatch): `$` also
+    matches before a final newline. The same for what it calls (the small-file engine's run id,
+    the S3 run prefix). pydantic's `pattern=` is not used in the agent: its meaning depends on
+    pydantic's regex engine."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).parents[2] / "src" / "backupbench"
+    files = [*sorted((src / "agent").glob("*.py")), src / "engines" / "smallfiles.py", src / "workloads" / "s3_options.py"]
+    found, compiled = [], 0
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("compile", "search", "fullmatch", "sub") and node.args and isinstance(node.args[0], ast.Constant):
+                compiled += 1
+                if str(node.args[0].value).endswith("$"):
+                    found.append(f"{path.name}:{node.lineno} {node.args[0].value!r}")
+            if name == "match":
+                found.append(f"{path.name}:{node.lineno} .match() (use fullmatch)")
+            if path.parent.name == "agent" and any(k.arg == "pattern" for k in node.keywords):
+                found.append(f"{path.name}:{node.lineno} pattern= (use a fullmatch validator)")
+    assert not found, found
+    assert compiled >= 10   # the patterns were really seen
+
+
 def test_credentials_never_show_in_a_repr_or_an_error():
     request = parse(S3)
     assert "very-secret-key" not in repr(request)
@@ -169,6 +209,18 @@ def test_the_root_must_be_a_folder_and_not_slash(tmp_path):
         check_root(tmp_path / "absent")
     with pytest.raises(RefusedError):
         check_root("/")
+    assert check_root(str(tmp_path)) == tmp_path.resolve()
+
+
+@pytest.mark.parametrize("root", ["", " ", ".", "root", "./root", "root/../root"])
+def test_an_empty_or_relative_root_is_refused(tmp_path, monkeypatch, root):
+    # `--root ''` served the folder the agent was started in (issue 23).
+    (tmp_path / "root").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as caught:
+        check_root(root)
+    assert caught.value.message.startswith("--root ") and ("empty" in caught.value.message
+                                                         or "relative" in caught.value.message)
 
 
 @pytest.mark.parametrize("text", ["0.0.0.0:80", "[::]:80", "localhost:80", "127.0.0.1", "127.0.0.1:99999", ":80"])
@@ -177,9 +229,31 @@ def test_listen_needs_one_address_and_a_port(text):
         parse_listen(text)
 
 
+# Issue 23: '[::ffff:0.0.0.0]:P' was taken, and bound every IPv4 address.
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "[::]", "[::0]", "[0::0]", "[0:0:0:0:0:0:0:0]", "[::0.0.0.0]",
+                                  "[::ffff:0.0.0.0]", "[::ffff:0:0]", "[0:0:0:0:0:ffff:0:0]", "[::FFFF:0.0.0.0]",
+                                  "[::%lo]", "[::ffff:0.0.0.0%1]", "::ffff:0.0.0.0"])
+def test_every_spelling_of_every_address_is_refused(host):
+    with pytest.raises(RefusedError, match="every address"):
+        parse_listen(f"{host}:7480")
+
+
+@pytest.mark.parametrize("text", ["0:7480", "0.0:7480", "127.1:7480", "0x7f000001:7480", "2130706433:7480",
+                                  " 127.0.0.1:7480", "127.0.0.1 :7480", "127.0.0.1\n:7480", "127.0.0.1:7480\n",
+                                  "127.0.0.1:\u0667\u0664\u0668\u0660", "127.0.0.1:+80", "127.0.0.1:-1",
+                                  "127.0.0.1:080000"])
+def test_what_the_socket_functions_would_read_as_an_address_is_not_taken(text):
+    # inet_aton reads '0' as 0.0.0.0 and '127.1' as 127.0.0.1; only ipaddress's spellings pass.
+    with pytest.raises(InputError):
+        parse_listen(text)
+
+
 def test_listen_takes_v4_and_v6_literals():
     assert parse_listen("127.0.0.1:0") == ("127.0.0.1", 0)
     assert parse_listen("[::1]:7480") == ("::1", 7480)
+    # An IPv4-mapped address is the IPv4 address it maps (listened on as such).
+    assert parse_listen("[::ffff:127.0.0.1]:7480") == ("127.0.0.1", 7480)
+    assert parse_listen("[::ffff:7f00:1]:7480") == ("127.0.0.1", 7480)
 
 
 # ---- the job slot -----------------------------------------------------------------------------

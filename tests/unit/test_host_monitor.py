@@ -57,7 +57,7 @@ def agents(tmp_path):
             root = tmp_path / f"root-{name}"
             root.mkdir()
             agent = Agent([], "127.0.0.1:0", token, root, tmp_path / f"{name}.log")
-            started[name] = (agent, AgentClient(agent.address, token.read_text().strip()))
+            started[name] = (agent, agent.client(token))
         yield started
     finally:
         for agent, _ in started.values():
@@ -168,8 +168,7 @@ def test_without_agents_the_hooks_pass_through_untouched(tmp_path):
 def test_check_agents_names_each_one_that_is_down_or_refuses_the_token(agents, tmp_path):
     clients = {name: client for name, (_, client) in agents.items()}
     assert host_monitor.check_agents(clients) == {"host-a": __version__, "host-b": __version__}
-    address = agents["host-a"][0].address
-    wrong = {"good": clients["host-a"], "wrong-token": AgentClient(address, "z" * 64),
+    wrong = {"good": clients["host-a"], "wrong-token": agents["host-a"][0].client("z" * 64),
              "down": AgentClient("127.0.0.1:1", "z" * 64, timeout=2)}
     with pytest.raises(RefusedError) as refused:
         host_monitor.check_agents(wrong)
@@ -205,23 +204,46 @@ def test_file_tags_are_safe_and_distinct():
         "10.0.0.5": "10.0.0.5", "10.0.0.5:8766": "10.0.0.5_8766", "10.0.0.5_8766": "10.0.0.5_8766_"}
 
 
-def test_hosts_agent_unit_prints_a_unit_on_the_default_port(cli, tmp_path):
-    done = cli("hosts", "agent-unit", "10.0.0.5", "--token-file", "/etc/backupbench/token", "--root", "/srv/bb")
+def test_hosts_agent_unit_prints_a_tls_unit_on_the_default_port(cli, tmp_path):
+    tls = ["--tls-cert", "/etc/backupbench/agent.pem", "--tls-key", "/etc/backupbench/agent.key"]
+    done = cli("hosts", "agent-unit", "10.0.0.5", "--token-file", "/etc/backupbench/token", "--root", "/srv/bb", *tls)
     assert done.returncode == 0, done.stderr
     exec_line = next(line for line in done.stdout.splitlines() if line.startswith("ExecStart="))
-    assert exec_line.endswith(" agent --listen 10.0.0.5:7480 --token-file /etc/backupbench/token --root /srv/bb")
+    assert exec_line.endswith(" agent --listen 10.0.0.5:7480 --token-file /etc/backupbench/token --root /srv/bb "
+                              "--tls-cert /etc/backupbench/agent.pem --tls-key /etc/backupbench/agent.key")
     assert "User=root" in done.stdout and "Restart=always" in done.stdout
-    for args, says in ((["0.0.0.0", "--token-file", "/t", "--root", "/r"], "every address"),
-                       (["10.0.0.5", "--token-file", "token", "--root", "/r"], "must be absolute")):
+    # How to make the certificate and read its fingerprint, for this address and these paths.
+    assert "subjectAltName=IP:10.0.0.5 -keyout /etc/backupbench/agent.key -out /etc/backupbench/agent.pem" in done.stdout
+    assert "openssl x509 -in /etc/backupbench/agent.pem -noout -fingerprint -sha256" in done.stdout
+    plain = cli("hosts", "agent-unit", "10.0.0.5", "--token-file", "/t", "--root", "/r", "--insecure-plain-http")
+    assert plain.returncode == 0 and "--root /r --insecure-plain-http\n" in plain.stdout
+    assert "PLAIN HTTP" in plain.stdout and "--tls-cert" not in plain.stdout
+    for args, says in ((["0.0.0.0", "--token-file", "/t", "--root", "/r", *tls], "every address"),
+                       (["::ffff:0.0.0.0", "--token-file", "/t", "--root", "/r", *tls], "every address"),
+                       (["10.0.0.5", "--token-file", "token", "--root", "/r", *tls], "must be absolute"),
+                       (["10.0.0.5", "--token-file", "/t", "--root", "/r", "--tls-cert", "a.pem", "--tls-key", "/k"],
+                        "must be absolute"),
+                       (["10.0.0.5", "--token-file", "/t", "--root", "/r"], "needs --tls-cert FILE and --tls-key"),
+                       (["10.0.0.5", "--token-file", "/t", "--root", "/r", *tls, "--insecure-plain-http"],
+                        "do not go together")):
         refused = cli("hosts", "agent-unit", *args)
-        assert refused.returncode != 0 and says in refused.stderr and refused.stdout == ""
+        assert refused.returncode != 0 and says in refused.stderr and refused.stdout == "", refused.stderr
 
 
 def test_run_refuses_agent_flags_where_they_do_not_apply(cli, tmp_path):
     token = token_file(tmp_path)
     for args, says in ((["--agent-token-file", str(token)], "--agent-token-file applies to --hosts or --agents"),
                        (["--hosts", "10.0.0.5", "/backup", "--agent-port", "7481"],
-                        "--agent-port applies to --hosts with --agent-token-file")):
+                        "--agent-port applies to --hosts with --agent-token-file"),
+                       (["--hosts", "10.0.0.5", "/backup", "--agent-insecure-plain-http"],
+                        "--agent-insecure-plain-http applies to --agents or --hosts with --agent-token-file"),
+                       (["--hosts", "10.0.0.5", "/backup", "--agent-token-file", str(token), "--agent-fingerprint",
+                         "sha256:12"], "--agent-fingerprint 'sha256:12' is not sha256:<64 hex digits>"),
+                       (["--hosts", "10.0.0.5", "/backup", "--agent-token-file", str(token), "--agent-ca",
+                         str(token), "--agent-insecure-plain-http"],
+                        "--agent-ca and --agent-insecure-plain-http do not go together"),
+                       (["--hosts", "10.0.0.5", "/backup", "--agent-token-file", str(token), "--agent-ca", str(token)],
+                        f"--agent-ca {token} holds no usable PEM certificate")):
         done = cli("run", "--workload", "kb2014", *args)
         assert done.returncode == 2 and says in done.stderr, done.stderr
 
@@ -276,7 +298,7 @@ def test_fio_servers_sharing_an_address_share_one_agent_feed(tmp_path):
 def test_two_servers_on_one_machine_are_fetched_once_and_drawn_as_one_line(one_agent, tmp_path):
     agent, token = one_agent
     port = split_address(agent.address)[1]
-    clients = host_monitor.host_agents((Host("127.0.0.1", 8765), Host("127.0.0.1", 8766)), token, port)
+    clients = host_monitor.host_agents((Host("127.0.0.1", 8765), Host("127.0.0.1", 8766)), token, port, agent.trust)
     folder = tmp_path / "run"
     hooks, notes = Recorded(), []
     with host_monitor.sampling(clients, folder, hooks, notes) as sampled:
@@ -295,14 +317,14 @@ def _newest(client: AgentClient) -> int:
 
 def test_a_restarted_agent_is_noted_and_read_from_its_first_sample_even_past_since(one_agent, tmp_path):
     agent, token = one_agent
-    client = AgentClient(agent.address, token.read_text().strip())
+    client = agent.client(token)
     _until(lambda: _newest(client) >= 3, "3 samples from the first agent", attempts=100)
     feed = host_monitor.HostFeed("host-a", client, tmp_path / "monitor.host-a.csv")
     feed.poll()                        # reached: from its newest sample on
     _until(lambda: not feed.poll() and len(feed.points) >= 1 and feed.since >= 3, "a sample read")
     before, since = len(feed.points), feed.since
     agent.stop(signal.SIGKILL)
-    again = Agent([], agent.address, token, tmp_path / "root", tmp_path / "agent-again.log")
+    again = Agent([], agent.address, token, tmp_path / "root", tmp_path / "agent-again.log", cert=agent.cert)
     try:
         # The restarted agent's numbers pass where the feed stood: a "since" call alone would
         # now skip its first `since` samples and look like an agent that never went away.

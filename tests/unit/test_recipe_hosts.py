@@ -279,3 +279,33 @@ def test_the_lab_refuses_a_hosts_recipe_before_booting(tmp_path):
     with pytest.raises(InputError, match=r"runs on \[hosts\].*lab VM") as caught:
         _guest_job(example, None, tmp_path)
     assert "backupbench apply" in caught.value.fix
+
+
+def test_the_agents_trust_keys_are_the_flags_and_apply_with_a_token_file(tmp_path):
+    from backupbench.agent.tls import CA, FINGERPRINT, PLAIN, SYSTEM
+    from tls_support import Authority
+
+    token = _private_token(tmp_path)
+    ca = Authority(tmp_path).ca
+    pin = "sha256:" + "ab" * 32
+    for keys, mode in (({}, SYSTEM), ({"agent_ca": str(ca)}, CA), ({"agent_fingerprints": [pin]}, FINGERPRINT),
+                       ({"agent_insecure_plain_http": True}, PLAIN)):
+        parsed = model.parse(s3_recipe(str(token)) | {"hosts": {**s3_recipe(str(token))["hosts"], **keys}})
+        assert apply_hosts.refusals(parsed) == []
+        for index in (0, 1):   # the fio hosts' agents and the s3 workload's agents alike
+            job = apply_hosts._job(parsed, parsed.hosts, index)
+            clients = job.workload.agents.values() if index == 0 else [job.workload.client(job.workload.agents[0])]
+            assert {client.trust.mode for client in clients} == {mode}
+    assert "agent_ca applies with agent_token_file" in refused(recipe(agent_ca=str(ca)))
+    assert "agent_insecure_plain_http applies with agent_token_file" in refused(recipe(agent_insecure_plain_http=True))
+    assert "agent_ca and agent_insecure_plain_http do not go together" in refused(
+        recipe(agent_token_file=str(token), agent_ca=str(ca), agent_insecure_plain_http=True))
+    assert "hosts.agent_ca: must be an absolute path" in refused(recipe(agent_token_file=str(token), agent_ca="ca.pem"))
+    assert "hosts.agent_insecure_plain_http" in refused(recipe(agent_token_file=str(token),
+                                                              agent_insecure_plain_http="yes"))
+    # A fingerprint's form is checked where the flag's is (a later stage), before anything runs:
+    bad = model.parse(recipe(agent_token_file=str(token), agent_fingerprints=["sha256:12"]))
+    assert apply_hosts.refusals(bad) == ["workload[0] (kb2014): agent_fingerprints 'sha256:12' is not "
+                                         "sha256:<64 hex digits> (copy it from the agent's start line (backupbench "
+                                         "agent ... prints it), or run openssl x509 -in CERT -noout -fingerprint "
+                                         "-sha256)"]

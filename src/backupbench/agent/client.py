@@ -1,13 +1,17 @@
 """The controller's side: call an agent, with a timeout, and get typed errors back.
 
-    agent = AgentClient("10.0.0.5:7480", token)
+    agent = AgentClient("10.0.0.5:7480", token, trust=Trust.choose(fingerprints=["sha256:..."]))
     agent.hello()
     job = agent.s3_run(endpoint=..., bucket=..., prefix="backupbench/<run-id>/", objects=1000, ...)
     result = agent.wait(job["job_id"], timeout=600)
 
-Errors: AgentUnreachable (no connection, no answer in time), AgentAuthError (401: wrong
+Errors: AgentUnreachable (no connection, no answer in time, no TLS where TLS was expected),
+AgentTrustError (a certificate not trusted: nothing was sent), AgentAuthError (401: wrong
 token), AgentRefused (any other 4xx: the one line the agent said), AgentJobFailed (a job
 that ended failed or stopped).
+
+Every call is over TLS unless the trust says plain HTTP (agent/tls.py), and the agent's
+certificate is checked before the request, which carries the token, is sent.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ import http.client
 import json
 import re
 import socket
+import ssl
 import time
 from typing import Any
 
 from backupbench import __version__
 from backupbench.agent.protocol import API_PATH
 from backupbench.agent.startup import parse_listen
+from backupbench.agent.tls import PLAIN, AgentTrustError, Trust
 from backupbench.errors import EngineError, InputError, RefusedError
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -37,7 +43,8 @@ def split_address(text: str) -> tuple[str, int]:
         return parse_listen(text)
     except InputError:
         host, _, port = text.rpartition(":")
-        if _HOST_NAME.fullmatch(host) and any(c.isalpha() for c in host) and port.isdigit() and int(port) < 65536:
+        if _HOST_NAME.fullmatch(host) and any(c.isalpha() for c in host) and re.fullmatch(r"[0-9]{1,5}", port) \
+                and int(port) < 65536:
             return host, int(port)
         raise
 
@@ -67,32 +74,62 @@ class AgentJobFailed(EngineError):
 
 
 class AgentClient:
-    def __init__(self, address: str, token: str | bytes, timeout: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, address: str, token: str | bytes, timeout: float = DEFAULT_TIMEOUT_S,
+                 trust: Trust | None = None):
         self.host, self.port = split_address(address)
         self.address = address
         self._token = token.decode() if isinstance(token, bytes) else token
         self.timeout = timeout
+        self.trust = trust or Trust()
 
     def with_timeout(self, timeout: float) -> "AgentClient":
-        """The same agent and token, each call bounded by `timeout` seconds instead."""
-        return AgentClient(self.address, self._token, timeout)
+        """The same agent, token and trust, each call bounded by `timeout` seconds instead."""
+        return AgentClient(self.address, self._token, timeout, self.trust)
 
     def __repr__(self) -> str:
         return f"AgentClient({self.address!r})"   # never the token
 
+    def _connect(self) -> http.client.HTTPConnection:
+        """A connection whose peer is trusted: nothing is sent before this returns."""
+        conn = self.trust.connection(self.host, self.port, self.timeout)
+        try:
+            conn.connect()
+        except ssl.SSLCertVerificationError as exc:
+            conn.close()
+            raise AgentTrustError(f"agent {self.address}: certificate not trusted ({exc.verify_message}); nothing "
+                                  "was sent to it", self.trust.untrusted_fix()) from None
+        except (ssl.SSLError, ConnectionResetError) as exc:
+            conn.close()
+            if self.trust.mode == PLAIN:
+                raise
+            reason = getattr(exc, "reason", None) or exc.strerror or type(exc).__name__
+            raise AgentUnreachable(f"agent {self.address}: no TLS handshake ({reason})",
+                                   "is the agent started with --insecure-plain-http? Better give it --tls-cert and "
+                                   f"--tls-key; else say {self.trust.names[2]} here too") from None
+        except BaseException:
+            conn.close()
+            raise
+        try:
+            self.trust.check_peer(conn, self.address)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     def call(self, kind: str, **fields: Any) -> tuple[int, dict[str, Any]]:
-        """One request; the status and the decoded answer. Only transport errors raise here."""
+        """One request; the status and the decoded answer. Only transport and trust errors raise here."""
         body = json.dumps({"kind": kind, **fields}).encode()
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            conn = self._connect()
+        except (OSError, http.client.HTTPException) as exc:
+            raise self._unreachable(exc) from None
         try:
             conn.request("POST", API_PATH, body=body, headers={
                 "Authorization": f"Bearer {self._token}", "Content-Type": "application/json"})
             response = conn.getresponse()
             data = response.read()
         except (OSError, http.client.HTTPException) as exc:
-            reason = "no answer in time" if isinstance(exc, (socket.timeout, TimeoutError)) else str(exc) or type(exc).__name__
-            raise AgentUnreachable(f"agent {self.address}: {reason}",
-                                   "check that `backupbench agent` runs there and --listen matches") from None
+            raise self._unreachable(exc) from None
         finally:
             conn.close()
         try:
@@ -101,6 +138,11 @@ class AgentClient:
             raise AgentUnreachable(f"agent {self.address} did not answer with JSON (status {response.status})",
                                    "is it a backupbench agent?") from None
         return response.status, answer if isinstance(answer, dict) else {}
+
+    def _unreachable(self, exc: BaseException) -> AgentUnreachable:
+        reason = "no answer in time" if isinstance(exc, (socket.timeout, TimeoutError)) else str(exc) or type(exc).__name__
+        return AgentUnreachable(f"agent {self.address}: {reason}",
+                                "check that `backupbench agent` runs there and --listen matches")
 
     def request(self, kind: str, **fields: Any) -> dict[str, Any]:
         status, answer = self.call(kind, **fields)

@@ -32,7 +32,7 @@ from array import array
 from dataclasses import asdict
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, ValidationError, ValidationInfo,
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, ValidationError, ValidationInfo,
                       field_validator)
 
 from backupbench import units
@@ -47,15 +47,32 @@ MAX_BODY_BYTES = 1 * units.MiB
 # What one monitor answer carries at most (10 minutes of samples): the rest on the next call.
 MAX_SAMPLES_PER_ANSWER = 600
 
-_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+# Every pattern is matched against the whole value (re.fullmatch): `$` would also match before
+# a final newline, and "name\n" would pass.
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # One component of a subfolder: starts with a letter or digit, so never '.', '..' or hidden.
-_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_PART = _ID
 # The load generator writes and deletes only under backupbench/<run-id>/ or, for one agent of
 # a run from several hosts, backupbench/<run-id>/<label>/ (native/s3load prefixRe): the run's
 # own prefix then covers every agent's objects, so one journal entry can remove them all.
-_PREFIX = r"^backupbench/[A-Za-z0-9][A-Za-z0-9._-]{0,99}/(?:[A-Za-z0-9][A-Za-z0-9._-]{0,99}/)?$"
-_BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
-_ENDPOINT = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?/?$")
+_PREFIX = re.compile(r"backupbench/[A-Za-z0-9][A-Za-z0-9._-]{0,99}/(?:[A-Za-z0-9][A-Za-z0-9._-]{0,99}/)?")
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_REGION = re.compile(r"[a-z0-9-]{1,40}")
+_ENDPOINT = re.compile(r"https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?/?")
+
+
+def _whole(pattern: re.Pattern[str], says: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(f"must be {says}")
+        return value
+    return AfterValidator(check)
+
+
+JobId = Annotated[str, _whole(_ID, "letters, digits, '.', '_', '-' (1 to 100, starting with a letter or digit)")]
+Prefix = Annotated[str, _whole(_PREFIX, "backupbench/<run-id>/ or backupbench/<run-id>/<label>/")]
+Bucket = Annotated[str, _whole(_BUCKET, "a bucket name (3 to 63 lower-case letters, digits, '.', '-')")]
+Region = Annotated[str, _whole(_REGION, "a region name (lower-case letters, digits, '-')")]
 
 
 class ProtocolError(InputError):
@@ -85,7 +102,7 @@ def check_subfolder(value: str) -> str:
     for part in value.split("/"):
         if part == "..":
             raise ValueError("must not contain '..'")
-        if not _PART.match(part):
+        if not _PART.fullmatch(part):
             raise ValueError(f"part {part!r} is not a plain name (letters, digits, '.', '_', '-'; "
                              "not starting with '.')")
     return value
@@ -103,7 +120,7 @@ class _Content(_Request):
 
 class SmallFilesRun(_Content):
     kind: Literal["smallfiles-run"]
-    run_id: str = Field(pattern=_ID)
+    run_id: JobId
     subfolder: str
     files: int = Field(ge=1, le=10_000_000)
     file_size: int = Field(ge=1, le=64 * units.MiB)
@@ -130,9 +147,9 @@ S3Op = Literal["put", "get", "delete"]
 class S3Run(_Content):
     kind: Literal["s3-run"]
     endpoint: str = Field(max_length=300)
-    bucket: str = Field(pattern=_BUCKET)
-    region: str = Field("us-east-1", pattern=r"^[a-z0-9-]{1,40}$")
-    prefix: str = Field(pattern=_PREFIX)
+    bucket: Bucket
+    region: Region = "us-east-1"
+    prefix: Prefix
     # resume: the job works on a prefix this agent kept (see keep below), so its ops need not
     # start with put; any other prefix is refused. Declared before ops, which it governs.
     resume: bool = False
@@ -158,7 +175,7 @@ class S3Run(_Content):
     @field_validator("endpoint")
     @classmethod
     def _endpoint(cls, value: str) -> str:
-        if not _ENDPOINT.match(value):
+        if not _ENDPOINT.fullmatch(value):
             raise ValueError("must be http(s)://HOST[:PORT] (no path, query or user)")
         return value.rstrip("/")
 
@@ -176,12 +193,12 @@ class S3Run(_Content):
 
 class Status(_Request):
     kind: Literal["status"]
-    job_id: str = Field(pattern=_ID)
+    job_id: JobId
 
 
 class Stop(_Request):
     kind: Literal["stop"]
-    job_id: str = Field(pattern=_ID)
+    job_id: JobId
 
 
 Request = Annotated[Union[Hello, Monitor, SmallFilesRun, S3Run, Status, Stop], Field(discriminator="kind")]

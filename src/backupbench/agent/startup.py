@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -60,32 +61,50 @@ def _check_token_file(path: Path, info: os.stat_result) -> None:
 
 
 def check_root(path: Path | str) -> Path:
-    """The root every job works under, resolved once (symlinks followed now, not later)."""
-    path = Path(path)
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    resolved = Path(os.path.realpath(path))
+    """The root every job works under, resolved once (symlinks followed now, not later). It must be
+    named absolute: a relative one (or an empty one, which means the current folder) would depend on
+    where the agent happened to be started."""
+    text = str(path)
+    if not text.strip():
+        raise InputError("--root is empty", "name the folder the jobs work under, e.g. --root /srv/backupbench")
+    if not Path(text).is_absolute():
+        raise InputError(f"--root {text!r} is relative: it would depend on the folder the agent was started in",
+                         f"give the absolute path, e.g. --root {Path.cwd() / text}")
+    resolved = Path(os.path.realpath(text))
     if not resolved.is_dir():
-        raise InputError(f"--root {path} is not a folder", "name an existing folder on the storage to test")
+        raise InputError(f"--root {text} is not a folder", "name an existing folder on the storage to test")
     if resolved == Path("/"):
         raise RefusedError("--root / would let jobs work anywhere", "name a folder made for the agent's jobs")
     return resolved
 
 
+def listen_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The address `host` names, an IPv4-mapped IPv6 address as the IPv4 address it is (so
+    [::ffff:0.0.0.0] is 0.0.0.0); ValueError if it is no IP address. Only ipaddress's own
+    spellings are taken: '0' or '127.1', which the socket functions would read as addresses,
+    are not."""
+    address = ipaddress.ip_address(host)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
 def parse_listen(text: str) -> tuple[str, int]:
     """ADDR:PORT (or [IPV6]:PORT) -> (address, port). The address must be one IP address of
-    this host: a wildcard would serve every network the host is on."""
+    this host: a wildcard, however written (0.0.0.0, ::, [::ffff:0.0.0.0], ::%eth0), would
+    serve every network the host is on."""
     host, sep, port_text = text.rpartition(":")
     if not sep or not host:
         raise InputError(f"--listen {text!r} is not ADDR:PORT", "e.g. --listen 10.0.0.5:7480")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
-        address = ipaddress.ip_address(host)
+        address = listen_address(host)
     except ValueError:
         raise InputError(f"--listen: {host!r} is not an IP address", "give the address itself, e.g. 10.0.0.5") from None
     if address.is_unspecified:
         raise RefusedError(f"--listen {text}: {host} would listen on every address of this host",
                            "name the one address the controller reaches this host on")
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+    # ASCII digits only: str.isdigit() would take other scripts' digits, which int() reads.
+    if not re.fullmatch(r"[0-9]{1,5}", port_text) or int(port_text) > 65535:
         raise InputError(f"--listen: port {port_text!r} is not 0-65535", "e.g. --listen 10.0.0.5:7480")
     return str(address), int(port_text)

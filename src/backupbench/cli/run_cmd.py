@@ -10,6 +10,7 @@ import click
 from backupbench.cli import options as cli_options
 from backupbench.cli.common import baseline_option, finished_runs, open_store, results_option, stderr, stdout
 from backupbench.cli.common import label_option, print_document, run_analysis
+from backupbench.cli.agent_flags import TrustFlags, agent_trust_options
 from backupbench.cli.progress import QuietReporter, RichReporter
 from backupbench.analysis import gates
 from backupbench.analysis.compare import require_common_phase
@@ -27,7 +28,7 @@ from backupbench.runner import host_monitor
 from backupbench.runner import hosts as on_hosts
 from backupbench.results import document
 from backupbench.runner.pipeline import RunRequest, execute
-from backupbench.workloads.base import Definition
+from backupbench.workloads.base import Definition, Workload
 from backupbench.workloads.registry import WORKLOADS
 
 WORKLOAD_HELP = "Workload to run: " + "; ".join(f"{name}: {d.description}" for name, d in WORKLOADS.items())
@@ -54,12 +55,35 @@ def _workload_options(definition: Definition, preset: str | None, values: dict) 
     return cli_options.build(model, definition.options_from(given, preset))
 
 
-def _check_agent_flags(hosts: str | None, agents: str | None, token_file: Path | None, port: int | None) -> None:
+def _check_agent_flags(hosts: str | None, agents: str | None, token_file: Path | None, port: int | None,
+                       trust: TrustFlags) -> None:
     if token_file is not None and hosts is None and agents is None:
         raise InputError("--agent-token-file applies to --hosts or --agents", "drop it, or name the hosts")
     if port is not None and (hosts is None or token_file is None):
         raise InputError("--agent-port applies to --hosts with --agent-token-file",
                          "with --agents, give each agent's port in --agents ADDR:PORT,...")
+    if trust.given and token_file is None:
+        raise InputError(f"{trust.given} applies to --agents or --hosts with --agent-token-file",
+                         "drop it, or name the agents and their token file")
+
+
+def _remote(workload: str, chosen: Workload, path: Path | None, hosts: str | None, agents: str | None,
+            token_file: Path | None, port: int | None, trust: TrustFlags) -> tuple[Workload, Path | None]:
+    """The workload on --hosts' fio servers or from --agents, and the local PATH left (None then)."""
+    _check_agent_flags(hosts, agents, token_file, port, trust)
+    if hosts is not None:  # fio's client/server mode: the run is driven from here, PATH is on the hosts
+        if agents is not None:
+            raise InputError("--agents and --hosts do not go together", "choose one")
+        host_list = parse_hosts(hosts)
+        remote = on_hosts.on_hosts(workload, chosen, host_list, None if path is None else str(path))
+        remote.agents = host_monitor.host_agents(host_list, token_file, port or DEFAULT_AGENT_PORT,
+                                                 trust.trust() if token_file else None)
+        if not remote.agents:
+            remote.notes.append(host_monitor.NO_TIMELINE_NOTE)
+        return remote, None
+    if agents is not None:  # the s3 workload from agents: the run is driven from here
+        return on_agents.on_agents(workload, chosen, agents, token_file, trust.trust()), path
+    return chosen, path
 
 
 def _check_comparisons(phases: tuple[str, ...], workload: str, baseline: RunRecord | None,
@@ -101,13 +125,15 @@ def _with_workload_options(command: Callable) -> Callable:
                    "each host's `backupbench agent` then gives its 1 s samples (a per-host timeline).")
 @click.option("--agent-port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
               help=f"With --hosts: the port of each host's agent [default: {DEFAULT_AGENT_PORT}].")
+@agent_trust_options
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @baseline_option
 @label_option
 @expect_option
 @results_option
 def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, hosts: str | None,
-                agents: str | None, agent_token_file: Path | None, agent_port: int | None, quiet: bool,
+                agents: str | None, agent_token_file: Path | None, agent_port: int | None, agent_trust: TrustFlags,
+                quiet: bool,
                 baseline_ref: str | None, label: str, expectations: list[Expectation], results: Path | None,
                 **values: object) -> None:
     """Run a backup workload against PATH, sampling the host; keep and show the figures.
@@ -125,18 +151,7 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
     baseline = open_store(results)[1].load_run(baseline_ref) if baseline_ref else None
     chosen = definition.build(options, None)
     _check_comparisons(chosen.phases(), workload, baseline, expectations)
-    _check_agent_flags(hosts, agents, agent_token_file, agent_port)
-    if hosts is not None:  # fio's client/server mode: the run is driven from here, PATH is on the hosts
-        host_list = parse_hosts(hosts)
-        chosen = on_hosts.on_hosts(workload, chosen, host_list, None if path is None else str(path))
-        chosen.agents = host_monitor.host_agents(host_list, agent_token_file, agent_port or DEFAULT_AGENT_PORT)
-        if not chosen.agents:
-            chosen.notes.append(host_monitor.NO_TIMELINE_NOTE)
-        path = None
-    if agents is not None:  # the s3 workload from agents: the run is driven from here
-        if hosts is not None:
-            raise InputError("--agents and --hosts do not go together", "choose one")
-        chosen = on_agents.on_agents(workload, chosen, agents, agent_token_file)
+    chosen, path = _remote(workload, chosen, path, hosts, agents, agent_token_file, agent_port, agent_trust)
     request = RunRequest(
         workload=chosen, results=results_dir(results), target=path,
         scratch_parent=Path.cwd(), monitor=monitor, host_facts=chosen.engine_versions(),

@@ -60,7 +60,8 @@ POLL_SECONDS = 0.25
 STOP_GRACE_SECONDS = 5.0
 # Until a phase has ended (its sync included), progress stays below 1.0.
 _RUNNING_CAP = 0.99
-_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# Matched whole (fullmatch): `$` would also match before a final newline.
+_RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 try:
     _LIBC: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
@@ -133,7 +134,7 @@ class SmallFilesEngine:
     def run(self, job: SmallFilesJob, root_parent: Path, run_id: str, on_phase: PhaseCallback,
             keep: bool = False, on_result: Callable[[PhaseResult], None] | None = None) -> list[PhaseResult]:
         """on_result, if given, gets each phase's result as soon as the phase is done."""
-        if not _RUN_ID_RE.match(run_id):
+        if not _RUN_ID_RE.fullmatch(run_id):
             raise InputError(f"run id {run_id!r} cannot name a folder",
                              fix="use letters, digits, '.', '_' and '-'")
         self.check(job, root_parent)

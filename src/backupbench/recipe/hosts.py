@@ -10,9 +10,12 @@ are checked here by the same functions as the flags, so a recipe gets the flag's
 `agent_port`) is checked before the start and sampled during kb2014 and first-write, as
 `run --hosts H --agent-token-file F [--agent-port P]` does: the run's per-host timeline.
 
-An agent's address cannot be checked here: its parser (runner/agents.parse_agents) belongs to
-a later stage than the recipe. `plan` and `apply` check it before anything starts
-(runner/apply_hosts.refusals), with the message `--agents` gives.
+How the agents are trusted (agent/tls.py) is one of agent_ca, agent_fingerprints and
+agent_insecure_plain_http, as --agent-ca, --agent-fingerprint and --agent-insecure-plain-http;
+none: the system's CA store. A fingerprint's form, like an agent's address, cannot be checked
+here: their parsers (agent/tls.py, runner/agents.parse_agents) belong to a later stage than the
+recipe. `plan` and `apply` check both before anything starts
+(runner/apply_hosts.refusals), with the messages the flags give.
 """
 
 from __future__ import annotations
@@ -86,6 +89,17 @@ class HostsSpec(BaseModel):
         None, description="File (absolute path, on this machine) holding the agents' token, as --agent-token-file: "
                           "needed with agents; with names, each host's own `backupbench agent` is then checked "
                           "before the start and its 1 s samples fetched (a per-host timeline).")
+    agent_ca: FilePath | None = Field(
+        None, description="With agent_token_file: trust only agents whose TLS certificate this CA file (absolute path, "
+                          "on this machine; a CA or the agents' own certificates) vouches for, as --agent-ca "
+                          "[default: the system's CA store].")
+    agent_fingerprints: tuple[Annotated[str, Field(max_length=200)], ...] = Field(
+        (), max_length=256,
+        description="With agent_token_file: trust only agents presenting a certificate with one of these SHA-256 "
+                    "fingerprints (sha256:HEX, each agent prints its own when it starts), as --agent-fingerprint.")
+    agent_insecure_plain_http: Annotated[bool, Field(strict=True)] = Field(
+        False, description="With agent_token_file: call the agents over plain HTTP (started with --insecure-plain-http), "
+                           "as --agent-insecure-plain-http: the token and S3 keys then cross the network in clear.")
     agent_port: Annotated[int, Field(strict=True, ge=1, le=65535)] | None = Field(
         None, description=f"With names and agent_token_file: the port of each host's agent, as --agent-port "
                           f"({AGENT_PORT_WHEN_NOT_GIVEN} when not given).")
@@ -103,6 +117,11 @@ class HostsSpec(BaseModel):
             raise ValueError("[hosts] with names needs path: the directory to test on every host")
         if self.agents and self.agent_token_file is None:
             raise ValueError("[hosts] with agents needs agent_token_file: the token the agents were started with")
+        trust = [key for key in ("agent_ca", "agent_fingerprints", "agent_insecure_plain_http") if getattr(self, key)]
+        if trust and self.agent_token_file is None:
+            raise ValueError(f"{trust[0]} applies with agent_token_file (how the agents it reaches are trusted)")
+        if len(trust) > 1:
+            raise ValueError(f"{' and '.join(trust)} do not go together: choose one way to trust the agents")
         if self.agent_port is not None and (not self.names or self.agent_token_file is None):
             raise ValueError("agent_port applies to names with agent_token_file (the port of each fio host's "
                              "agent); each of agents gives its own ADDR:PORT")

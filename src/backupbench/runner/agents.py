@@ -31,6 +31,7 @@ from typing import Any
 from backupbench import __version__, stopping
 from backupbench.agent.client import AgentClient, AgentUnreachable
 from backupbench.agent.startup import parse_listen
+from backupbench.agent.tls import Trust
 from backupbench.errors import BackupbenchError, EngineError, InputError, RefusedError
 from backupbench.results.model import RunRecord
 from backupbench.runner import host_monitor
@@ -111,6 +112,7 @@ class AgentsWorkload:
     inner: S3Workload
     agents: tuple[AgentRef, ...]
     token: str
+    trust: Trust = field(default_factory=Trust)
     notes: list[str] = field(default_factory=list)
     lost: dict[str, str] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
@@ -123,7 +125,7 @@ class AgentsWorkload:
     _run_id: str = field(default="", init=False, repr=False)
 
     def client(self, ref: AgentRef) -> AgentClient:
-        return AgentClient(ref.address, self.token)
+        return AgentClient(ref.address, self.token, trust=self.trust)
 
     def target_label(self, target: Path | None) -> str:
         return f"{self.inner.target_label(None)} from {len(self.agents)} agents"
@@ -335,8 +337,10 @@ class AgentsWorkload:
         hooks.removed(artefact_id, f"removed ({deleted:,} left by the agents deleted here)")
 
 
-def on_agents(workload_name: str, built: object, agents: str, token_file: Path | None) -> AgentsWorkload:
-    """`built` (an s3 workload) from the agents of --agents; InputError for anything else."""
+def on_agents(workload_name: str, built: object, agents: str, token_file: Path | None,
+              trust: Trust | None = None) -> AgentsWorkload:
+    """`built` (an s3 workload) from the agents of --agents, trusted as `trust` says (None: the
+    system's CAs); InputError for anything else."""
     if workload_name != "s3" or not isinstance(built, S3Workload):
         raise InputError(f"--agents applies to --workload s3, not {workload_name}", "drop --agents")
     if token_file is None:
@@ -352,7 +356,7 @@ def on_agents(workload_name: str, built: object, agents: str, token_file: Path |
     if (built.options.object_count or 0) < len(refs):
         raise InputError(f"--objects {built.options.object_count} is fewer than the {len(refs)} agents",
                          "give every agent at least one object")
-    return AgentsWorkload(built, refs, token)
+    return AgentsWorkload(built, refs, token, trust or Trust())
 
 
 def execute(request: RunRequest, workload: AgentsWorkload, reporter: Reporter) -> RunRecord:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from backupbench.agent.tls import RECIPE_NAMES, Trust
 from backupbench.devices import facts
 from backupbench.errors import BackupbenchError, InputError, RefusedError
 from backupbench.plan import Plan, workload_group
@@ -44,11 +45,18 @@ class RemoteJob:
     machines: str     # how a message names them: "fio servers 10.0.0.5, 10.0.0.6"
 
 
+def agent_trust(hosts: HostsSpec) -> Trust:
+    """How the recipe's agents are trusted: agent_ca, agent_fingerprints, agent_insecure_plain_http
+    or the system's CAs, as the --agent-* flags say it (InputError naming the key)."""
+    return Trust.choose(hosts.agent_ca, hosts.agent_fingerprints, hosts.agent_insecure_plain_http, RECIPE_NAMES)
+
+
 def _on_fio_servers(kind: str, built: Workload, hosts: HostsSpec, token_file: Path | None) -> HostsWorkload:
     """As `run --hosts NAMES PATH [--agent-token-file F --agent-port P]` builds it: with a token,
     each host's agent is checked and sampled; without, the notes say how to get a timeline."""
     workload = on_hosts(kind, built, hosts.hosts(), hosts.path)
-    workload.agents = host_monitor.host_agents(workload.hosts, token_file, hosts.host_agent_port())
+    trust = agent_trust(hosts) if token_file else None
+    workload.agents = host_monitor.host_agents(workload.hosts, token_file, hosts.host_agent_port(), trust)
     if not workload.agents:
         workload.notes.append(host_monitor.NO_TIMELINE_NOTE_RECIPE)
     return workload
@@ -66,7 +74,7 @@ def _job(recipe: Recipe, hosts: HostsSpec, index: int) -> RemoteJob:
         if on_servers.agents:
             machines += " and their agents"
         return RemoteJob(workload_group(recipe, index), on_servers, machines)
-    remote = on_agents(entry.kind, built, ",".join(hosts.agents), token_file)
+    remote = on_agents(entry.kind, built, ",".join(hosts.agents), token_file, agent_trust(hosts))
     return RemoteJob(workload_group(recipe, index), remote, "agents " + ", ".join(hosts.agents))
 
 

@@ -35,6 +35,7 @@ from backupbench import __version__
 from backupbench.agent.client import AgentAuthError, AgentClient, AgentRefused, AgentUnreachable
 from backupbench.agent.protocol import MAX_SAMPLES_PER_ANSWER
 from backupbench.agent.startup import DEFAULT_AGENT_PORT, load_token
+from backupbench.agent.tls import AgentTrustError, Trust
 from backupbench.engines.fio_client import Host
 from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.monitor.csvlog import CsvLog
@@ -50,8 +51,8 @@ LOST_AFTER = 3
 TAIL_WAIT_S = 1.5
 DETAIL_KEY = "host_timeline"
 _NOT_SAMPLED = ("no per-host timeline: the hosts' own disks were not sampled. Start `backupbench agent "
-                f"--listen ADDR:{DEFAULT_AGENT_PORT} --token-file F --root DIR` on each host (backupbench hosts "
-                "agent-unit prints a systemd unit)")
+                f"--listen ADDR:{DEFAULT_AGENT_PORT} --token-file F --root DIR --tls-cert C --tls-key K` on each "
+                "host (backupbench hosts agent-unit prints a systemd unit)")
 NO_TIMELINE_NOTE = _NOT_SAMPLED + " and add --agent-token-file F to draw one"
 # apply has no such flag: a recipe names the token file in its [hosts].
 NO_TIMELINE_NOTE_RECIPE = _NOT_SAMPLED + " and add agent_token_file = F to the recipe's [hosts] to draw one"
@@ -102,10 +103,10 @@ def _machine(address: str) -> str:
         return address.lower()
 
 
-def host_agents(hosts: Sequence[Host], token_file: Path | None, port: int = DEFAULT_AGENT_PORT
-                ) -> dict[str, AgentClient]:
-    """{host name: its agent's client} at each host's address on `port`; {} without a token file
-    (the run then has no per-host timeline).
+def host_agents(hosts: Sequence[Host], token_file: Path | None, port: int = DEFAULT_AGENT_PORT,
+                trust: Trust | None = None) -> dict[str, AgentClient]:
+    """{host name: its agent's client} at each host's address on `port`, trusted as `trust` says
+    (None: the system's CAs); {} without a token file (the run then has no per-host timeline).
 
     Several fio servers on one address (other ports) are one machine with one agent: its disks
     carry all their I/O, so it is fetched once and drawn as one line, named by the address
@@ -120,7 +121,7 @@ def host_agents(hosts: Sequence[Host], token_file: Path | None, port: int = DEFA
     for servers in by_machine.values():
         first = servers[0]
         shown = f"[{first.address}]" if first.ipv6 else first.address
-        clients[first.name if len(servers) == 1 else shown] = AgentClient(f"{shown}:{port}", token)
+        clients[first.name if len(servers) == 1 else shown] = AgentClient(f"{shown}:{port}", token, trust=trust)
     return clients
 
 
@@ -140,9 +141,9 @@ def check_agents(clients: Mapping[str, AgentClient]) -> dict[str, str]:
         versions[name] = version
     if problems:
         raise RefusedError("agent check failed: " + "; ".join(problems),
-                           "start `backupbench agent --listen ADDR:PORT --token-file F --root DIR` (this version, this "
-                           "token) on each host (backupbench hosts agent-unit prints a unit), or drop --agent-token-file "
-                           "(a recipe: [hosts] agent_token_file)")
+                           "start `backupbench agent --listen ADDR:PORT --token-file F --root DIR --tls-cert C --tls-key "
+                           "K` (this version, this token) on each host (backupbench hosts agent-unit prints a unit), or "
+                           "drop --agent-token-file (a recipe: [hosts] agent_token_file)")
     return versions
 
 
@@ -183,7 +184,7 @@ class HostFeed:
         """Fetch what the agent has after `since`; True when more is waiting (a full answer)."""
         try:
             answer = self.client.monitor(since=self.since)
-        except (AgentAuthError, AgentRefused) as exc:
+        except (AgentAuthError, AgentRefused, AgentTrustError) as exc:   # a certificate swapped mid-run too
             self.lose(exc.one_line())
             return False
         except AgentUnreachable as exc:

@@ -49,14 +49,15 @@ DEFAULT_OBJECTS = 2_000
 TAG = "backupbench"
 KEY_DIGITS = 8
 
-_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_IPV4_RE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# Matched whole (fullmatch): `$` would also match before a final newline.
+_BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_IPV4_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 def run_prefix(run_id: str) -> str:
     """The only key prefix a run writes, reads and deletes: 'backupbench/<run_id>/'."""
-    if not RUN_ID_RE.match(run_id):
+    if not RUN_ID_RE.fullmatch(run_id):
         raise ValueError(f"run id {run_id!r} cannot be part of an object key (letters, digits, '.', '_', '-')")
     return f"{TAG}/{run_id}/"
 
@@ -78,7 +79,7 @@ def content_seed(run_id: str) -> int:
 def check_bucket_name(name: str) -> str:
     """S3 bucket naming rules: 3-63 of a-z 0-9 . -, starting and ending with a letter or
     digit, no '..', not an IPv4 address."""
-    if not _BUCKET_RE.match(name) or ".." in name or _IPV4_RE.match(name):
+    if not _BUCKET_RE.fullmatch(name) or ".." in name or _IPV4_RE.fullmatch(name):
         raise ValueError(f"{name!r} is not a valid S3 bucket name (3-63 characters: a-z, 0-9, '.', '-')")
     return name
 

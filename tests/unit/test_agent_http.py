@@ -1,0 +1,152 @@
+"""The agent's HTTP gate read from bytes (agent/http_head.py) and its TLS pieces (agent/tls.py):
+what is refused before a byte of a body is read, how fingerprints are written, how a controller
+chooses to trust agents. Certificates are made with openssl in the test's own folder."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import os
+import subprocess
+
+import pytest
+
+from backupbench.agent.http_head import MAX_HEAD_BYTES, Refusal, answer_bytes, head_end, screen
+from backupbench.agent.protocol import MAX_BODY_BYTES
+from backupbench.agent.tls import (CA, FINGERPRINT, PLAIN, RECIPE_NAMES, SYSTEM, Trust, cert_fingerprint,
+                                   parse_fingerprint, server_context)
+from backupbench.errors import InputError, RefusedError
+from tls_support import Authority, self_signed
+
+TOKEN = b"0123456789abcdef0123456789abcdef"
+
+
+def head(request_line: str = "POST /v1 HTTP/1.1", **headers: str) -> bytes:
+    fields = {"Authorization": f"Bearer {TOKEN.decode()}", "Content-Length": "2",
+              **{name.replace("_", "-"): value for name, value in headers.items()}}
+    lines = [request_line, *(f"{name}: {value}" for name, value in fields.items() if value is not None)]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
+
+
+def status_of(data: bytes) -> int:
+    with pytest.raises(Refusal) as caught:
+        screen(data, TOKEN)
+    assert "\n" not in caught.value.message
+    return caught.value.status
+
+
+def test_an_authenticated_post_gives_its_body_length():
+    assert screen(head(), TOKEN) == 2
+    assert screen(head(Content_Length=str(MAX_BODY_BYTES)), TOKEN) == MAX_BODY_BYTES
+
+
+def test_path_then_method_then_token_then_length_are_checked_in_that_order():
+    assert status_of(head("POST /v2 HTTP/1.1", Authorization="Bearer wrong")) == 404
+    assert status_of(head("GET /v1 HTTP/1.1", Authorization="Bearer wrong")) == 405
+    assert status_of(head(Authorization="Bearer wrong", Content_Length="x")) == 401
+    assert status_of(head(Authorization=None)) == 401
+    assert status_of(head(Authorization=f"Basic {TOKEN.decode()}")) == 401
+    assert status_of(head(Content_Length=None)) == 411
+    assert status_of(head(Content_Length=str(MAX_BODY_BYTES + 1))) == 413
+    assert status_of(head(Transfer_Encoding="chunked")) == 400
+
+
+@pytest.mark.parametrize("length", ["-1", "+2", "2 2", "0x10", "\u0662", "99999999999", ""])
+def test_a_length_that_is_not_plain_ascii_digits_is_refused(length):
+    assert status_of(head(Content_Length=length)) in (400, 411)
+
+
+def test_a_header_given_twice_is_refused():
+    data = head().replace(b"\r\n\r\n", b"\r\nContent-Length: 5\r\n\r\n")
+    assert status_of(data) == 400
+    twice = head().replace(b"\r\n\r\n", f"\r\nAuthorization: Bearer {TOKEN.decode()}\r\n\r\n".encode())
+    assert status_of(twice) == 400
+
+
+@pytest.mark.parametrize("line", ["POST /v1", "POST /v1 HTTP/2.0", "post /v1 HTTP/1.1", "POST  /v1 HTTP/1.1",
+                                  "POST /v1 HTTP/1.1 extra", "\x16\x03\x01"])
+def test_anything_but_an_http1_request_line_is_refused(line):
+    assert status_of(head(line)) == 400
+
+
+def test_the_head_ends_at_the_blank_line_and_is_bounded():
+    data = head() + b"{}"
+    assert head_end(data) == len(data) - 2
+    assert head_end(head()[:-2]) == -1
+    assert head_end(b"x" * MAX_HEAD_BYTES) == -1
+    with pytest.raises(Refusal) as caught:
+        head_end(b"x" * (MAX_HEAD_BYTES + 1))
+    assert caught.value.status == 431
+    many = head().replace(b"\r\n\r\n", b"".join(b"\r\nX-%d: 1" % n for n in range(150)) + b"\r\n\r\n")
+    assert status_of(many) == 431
+
+
+def test_an_answer_is_whole_http_that_a_client_reads():
+    data = answer_bytes(409, {"error": "busy"})
+
+    class Sock:
+        def makefile(self, mode):
+            return io.BytesIO(data)
+
+    response = http.client.HTTPResponse(Sock())  # type: ignore[arg-type]
+    response.begin()
+    assert response.status == 409 and response.getheader("Connection") == "close"
+    assert json.loads(response.read()) == {"error": "busy"}
+
+
+# ---- TLS ----------------------------------------------------------------------------------------
+
+def test_fingerprints_are_taken_in_the_agents_form_and_openssls(tmp_path):
+    made = self_signed(tmp_path, "127.0.0.1")
+    openssl = subprocess.run(["openssl", "x509", "-in", str(made.cert), "-noout", "-fingerprint", "-sha256"],
+                             capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    # openssl prints 'sha256 Fingerprint=AB:CD:...' (its case varies by version)
+    assert parse_fingerprint(openssl) == cert_fingerprint(made.cert) == made.fingerprint
+    bare = made.fingerprint.removeprefix("sha256:")
+    assert parse_fingerprint("SHA256:" + bare.upper()) == made.fingerprint
+    for bad in (bare, "sha1:" + bare[:40], "sha256:" + bare[:-2], "sha256:" + bare + "00", "sha256:" + bare + "\n0",
+                "md5:" + bare, "sha256:" + "g" * 64):
+        with pytest.raises(InputError, match="is not sha256:<64 hex digits>"):
+            parse_fingerprint(bad)
+
+
+def test_a_controller_trusts_agents_one_way_only(tmp_path):
+    assert Trust.choose().mode == SYSTEM
+    assert Trust.choose(plain=True).mode == PLAIN
+    ca = Authority(tmp_path)
+    assert Trust.choose(ca_file=ca.ca).mode == CA
+    pinned = Trust.choose(fingerprints=["sha256:" + "AB" * 32, "sha256:" + "ab" * 32])
+    assert pinned.mode == FINGERPRINT and pinned.fingerprints == ("sha256:" + "ab" * 32,)
+    with pytest.raises(InputError, match="--agent-ca and --agent-insecure-plain-http do not go together"):
+        Trust.choose(ca_file=ca.ca, plain=True)
+    with pytest.raises(InputError, match="agent_ca and agent_fingerprints do not go together"):
+        Trust.choose(ca_file=ca.ca, fingerprints=["sha256:" + "ab" * 32], names=RECIPE_NAMES)
+    with pytest.raises(InputError, match="does not exist"):
+        Trust.choose(ca_file=tmp_path / "absent.pem")
+    (tmp_path / "junk.pem").write_text("not a certificate\n")
+    with pytest.raises(InputError, match="holds no usable PEM certificate"):
+        Trust.choose(ca_file=tmp_path / "junk.pem")
+
+
+def test_the_agent_takes_a_certificate_and_its_private_key_only(tmp_path):
+    made = self_signed(tmp_path, "127.0.0.1")
+    context, fingerprint = server_context(made.cert, made.key)
+    assert fingerprint == made.fingerprint and context.minimum_version.name == "TLSv1_2"
+    os.chmod(made.key, 0o640)   # group-readable: Debian's ssl-cert group does this
+    server_context(made.cert, made.key)
+    os.chmod(made.key, 0o644)
+    with pytest.raises(RefusedError, match="every user may read it"):
+        server_context(made.cert, made.key)
+    os.chmod(made.key, 0o600)
+    other = self_signed(tmp_path, "127.0.0.1", "other")
+    with pytest.raises(InputError, match="cannot be used"):
+        server_context(made.cert, other.key)   # a key that is not the certificate's
+    with pytest.raises(InputError, match="holds no PEM certificate"):
+        server_context(made.key, made.key)
+    encrypted = tmp_path / "encrypted.key"
+    subprocess.run(["openssl", "pkey", "-in", str(made.key), "-aes256", "-passout", "pass:secret", "-out",
+                    str(encrypted)], check=True, capture_output=True, timeout=30)
+    os.chmod(encrypted, 0o600)
+    with pytest.raises(InputError, match="encrypted"):
+        server_context(made.cert, encrypted)
