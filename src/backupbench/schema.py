@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, PlainSer
 from backupbench import units
 from backupbench.errors import RecipeError
 from backupbench.paths import PathRefused, Syntax, for_program
+from backupbench.redaction import is_secret_key, redact
 
 MAX_SIZE = 2**63 - 1
 # A year: longer than any benchmark phase or watch anybody means.
@@ -116,7 +117,7 @@ def shown(value: Any) -> str:
     """repr() of a value, cut short, never recursing into a deep structure."""
     if isinstance(value, (list, tuple, dict)):
         return f"a {'table' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
-    text = repr(value)
+    text = redact(repr(value))
     if len(text) <= SHOWN_VALUE_CHARS:
         return text
     if isinstance(value, str):  # keep the closing quote: the cut is inside the string
@@ -140,6 +141,8 @@ def describe(error: dict[str, Any]) -> str:
     elif kind in ("model_type", "dict_type", "model_attributes_type"):
         message = "must be a table, e.g. { type = \"xfs\" }"
     value = error.get("input")
+    if any(is_secret_key(part) for part in error.get("loc", ())):
+        return message  # a secret's value is never echoed
     if kind not in ("missing", "extra_forbidden") and value is not None and not isinstance(value, dict) and shown(value) not in message:
         message += f" (got {shown(value)})"
     return message

@@ -8,7 +8,8 @@ import pytest
 from pydantic import SecretStr
 
 from backupbench.engines.s3 import S3Engine, S3Target, error_for
-from backupbench.engines.s3_credentials import Credentials, mask, resolve
+from backupbench.engines.s3_credentials import Credentials, resolve
+from backupbench.redaction import redact
 from backupbench.errors import EngineError, InputError, RefusedError
 
 ENV_KEY, ENV_SECRET = "AKIAENVIRONMENT00001", "env-secret-value-0001"
@@ -96,7 +97,7 @@ def test_credentials_hide_themselves():
     assert ENV_SECRET not in repr(creds) and ENV_KEY not in repr(creds)
     assert creds.env() == {"AWS_ACCESS_KEY_ID": ENV_KEY, "AWS_SECRET_ACCESS_KEY": ENV_SECRET,
                            "AWS_SESSION_TOKEN": "tok"}
-    assert mask(f"failed with {ENV_SECRET} and {ENV_KEY}", creds.secrets()) == "failed with **** and ****"
+    assert redact(f"failed with {ENV_SECRET} and {ENV_KEY}", creds.secrets()) == "failed with **** and ****"
 
 
 def test_load_generator_argv_holds_no_credentials(tmp_path):

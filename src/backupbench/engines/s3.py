@@ -31,10 +31,11 @@ from typing import Any, Callable
 
 from backupbench import process, units
 from backupbench.engines.base import ProgressCallback, no_progress
-from backupbench.engines.s3_credentials import Credentials, mask
+from backupbench.engines.s3_credentials import Credentials
 from backupbench.engines.s3_records import (OpRecord, errors_by_kind, mixed_figures, phase_figures, read_records,
                                            records_file)
 from backupbench.errors import BackupbenchError, EngineError, InputError, Interrupted, RefusedError
+from backupbench.redaction import redact
 
 BINARY = "backupbench-s3load"
 # src/backupbench/engines/s3.py -> the project folder, where scripts/install-minio.sh builds into .tools/bin.
@@ -227,11 +228,11 @@ class S3Engine:
         if errors and absent_ok and errors[-1].get("kind") == "NoSuchBucket":
             return {"bucket_absent": True}
         if errors:
-            event = {**errors[-1], "message": mask(str(errors[-1].get("message", "")), creds.secrets())}
+            event = {**errors[-1], "message": redact(str(errors[-1].get("message", "")), creds.secrets())}
             raise error_for(event, target, creds.source, doing)
         if result.returncode == EXIT_INTERRUPTED:
             raise Interrupted(f"interrupted while {doing}")
-        tail = mask(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
+        tail = redact(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
         raise EngineError(f"{BINARY} failed while {doing} (exit {result.returncode}): {tail[0]}")
 
     def probe(self, target: S3Target, creds: Credentials, prefix: str = "", object_lock: bool = False) -> Probe:
@@ -325,7 +326,7 @@ class S3Engine:
         events += reader.new(final=True)
         done = [e for e in events if e.get("event") == "done"]
         if result.returncode not in (0, EXIT_INTERRUPTED) or not done:
-            tail = mask(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
+            tail = redact(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
             raise EngineError(f"{BINARY} failed in phase {op} (exit {result.returncode}): {tail[0]}")
         records = read_records(folder / files["records"])
         figures = mixed_figures(records) if op == "mixed" else phase_figures(records, op)

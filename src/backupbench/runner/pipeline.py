@@ -26,6 +26,7 @@ from backupbench.engines.content import from_settings
 from backupbench.errors import BackupbenchError, Interrupted, RefusedError
 from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
+from backupbench.redaction import redact, redact_data
 from backupbench.monitor import Thresholds, combined, device_stack
 from backupbench.monitor.options import MonitorOptions
 from backupbench.results.location import run_folder
@@ -73,7 +74,7 @@ def run_as_dict(run: RunRecord) -> dict:
 
 
 def write_json(path: Path, data: object) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    path.write_text(json.dumps(redact_data(data), indent=2, sort_keys=True) + "\n")
 
 
 def monitor_plan(options: MonitorOptions, targets: tuple[Path, ...]) -> MonitorPlan | None:
@@ -245,6 +246,9 @@ class RunSession:
             # A void run says why where every reader looks (show, --json, the gates).
             self.run.status, self.run.error = (VOID, self._void_reason) if self._void_reason else (COMPLETE, None)
         self.run.notes += [f"left behind: {line}" for line in leftovers.failed]
+        # Printed and stored from here: no URL's userinfo, no known secret (redaction.py).
+        self.run.notes = [redact(note) for note in self.run.notes]
+        self.run.error = redact(self.run.error) if self.run.error else self.run.error
         if self._recorder is not None:
             self._recorder.abort(self.run.status)
         self.run.finished_at = now_iso()
