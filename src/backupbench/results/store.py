@@ -10,6 +10,7 @@ from typing import Callable, Iterator
 
 from backupbench import stopping
 from backupbench.errors import NotFoundError, StoreError
+from backupbench.paths import shortened
 from backupbench.process import is_alive as process_alive
 from backupbench.redaction import redact, redact_data
 from backupbench.results.model import INTERRUPTED, RUNNING, OperationRecord, RunRecord, known_unit, now_iso
@@ -85,10 +86,10 @@ class Store:
         self.path = path
         self._alive = alive
         folder = path.parent
-        if folder.exists() and not folder.is_dir():
-            raise StoreError(f"the results directory {folder} is a file, not a directory",
-                             "pass --results DIR naming a directory (it is created if missing)")
         try:
+            if folder.exists() and not folder.is_dir():
+                raise StoreError(f"the results directory {folder} is a file, not a directory",
+                                 "pass --results DIR naming a directory (it is created if missing)")
             path.parent.mkdir(parents=True, exist_ok=True)
             # Held: a stop between creating the tables and stamping their version would
             # leave a store the next run tries to migrate twice.
@@ -103,10 +104,10 @@ class Store:
                 db.executescript(SCHEMA)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except OSError as exc:
-            raise StoreError(f"cannot open the results store {path}: {exc.strerror or exc}",
+            raise StoreError(f"cannot open the results store {shortened(path)}: {exc.strerror or exc}",
                              "check the path or pass --results DIR") from exc
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the results store {path}: {exc}",
+            raise StoreError(f"cannot open the results store {shortened(path)}: {exc}",
                              "check the path or pass --results DIR") from exc
 
     @contextmanager

@@ -23,7 +23,7 @@ from backupbench import process, stopping
 from backupbench.devices import eligibility, facts
 from backupbench.devices.compression import content_caution, filesystem_compression
 from backupbench.engines.content import from_settings
-from backupbench.errors import BackupbenchError, Interrupted, RefusedError
+from backupbench.errors import BackupbenchError, Interrupted, RefusedError, StoreError
 from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
 from backupbench.redaction import redact, redact_data
@@ -137,9 +137,13 @@ class RunSession:
 
     def __enter__(self) -> "RunSession":
         try:
-            self.folder.mkdir(parents=True, exist_ok=False)
-            write_json(self.folder / "settings.json", self.run.settings)
-            write_json(self.folder / "host.json", self.run.host)
+            try:
+                self.folder.mkdir(parents=True, exist_ok=False)
+                write_json(self.folder / "settings.json", self.run.settings)
+                write_json(self.folder / "host.json", self.run.host)
+            except OSError as exc:
+                raise StoreError(f"cannot make the run folder {self.folder}: {exc.strerror or exc}",
+                                 "pass --results DIR naming a writable folder with a shorter path") from exc
             self.store.create_run(self.run)
             self.reporter.run_started(self.run)
         except BaseException as exc:
