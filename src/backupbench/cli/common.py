@@ -18,7 +18,7 @@ from backupbench.report.terminal import recorded_backup_size
 from backupbench.results import document
 from backupbench.analysis import gates
 from backupbench.analysis.gates import Expectation
-from backupbench.errors import InputError
+from backupbench.errors import InputError, LeftBehind
 from backupbench.redaction import RedactedStream, redact_data
 from backupbench.results.location import results_dir
 from backupbench.results.model import RunRecord
@@ -65,6 +65,25 @@ def write_document(data: dict[str, Any]) -> None:
     # Not sorted: the header first, then the keys in the order docs/results.md gives them.
     sys.stdout.write(json.dumps(redact_data(data), indent=2) + "\n")
     printed_documents.append(data["kind"])
+
+
+def measured(run: Callable[[], RunRecord]) -> tuple[RunRecord, LeftBehind | None]:
+    """The run's record, and what it could not remove: a run that measured to its end is shown
+    like any other (tables, or its document) even when something it made is left behind; the
+    command then ends with that line (`finish_measured`)."""
+    try:
+        return run(), None
+    except LeftBehind as left:
+        if not isinstance(left.run, RunRecord):
+            raise
+        return left.run, left
+
+
+def finish_measured(gate: "Gate", left: LeftBehind | None) -> None:
+    """After the output: what is left behind (exit 1) comes first, then the gates' verdict."""
+    if left is not None:
+        raise left
+    gate.finish()
 
 
 def run_analysis(run: RunRecord, backup_size: int | None = None,

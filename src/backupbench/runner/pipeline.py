@@ -23,7 +23,7 @@ from backupbench import process, stopping
 from backupbench.devices import eligibility, facts
 from backupbench.devices.compression import content_caution, filesystem_compression
 from backupbench.engines.content import from_settings
-from backupbench.errors import BackupbenchError, Interrupted, RefusedError, StoreError
+from backupbench.errors import BackupbenchError, Interrupted, LeftBehind, RefusedError, StoreError
 from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
 from backupbench.redaction import redact, redact_data
@@ -234,8 +234,10 @@ class RunSession:
             raise Interrupted(f"interrupted: stopped and cleaned up; the partial run is kept as {self.run_id} "
                               "(interrupted)") from exc
         if exc is None and not leftovers.clean:
-            raise BackupbenchError(f"the run could not remove {leftovers.failed[0]}",
-                                   "see what holds it, then run `backupbench cleanup`")
+            more = f" (and {len(leftovers.failed) - 1} more)" if len(leftovers.failed) > 1 else ""
+            raise LeftBehind(f"run {self.run_id} is stored {self.run.status}; left behind: {leftovers.failed[0]}{more}",
+                             "run `backupbench cleanup` once that is reachable again (a lost host back) or "
+                             "released: the run's journal still lists it", self.run)
         return False
 
     def _close(self, exc: BaseException | None, leftovers: SweepReport) -> None:
@@ -244,9 +246,9 @@ class RunSession:
         elif exc is not None:
             self.run.status = FAILED
             self.run.error = exc.one_line() if isinstance(exc, BackupbenchError) else repr(exc)
-        elif not leftovers.clean:
-            self.run.status, self.run.error = FAILED, f"could not remove {leftovers.failed[0]}"
         else:
+            # What it measured stands whatever could not be removed after: that is in the notes
+            # ("left behind: ..."), and the journal stays open for `backupbench cleanup`.
             # A void run says why where every reader looks (show, --json, the gates).
             self.run.status, self.run.error = (VOID, self._void_reason) if self._void_reason else (COMPLETE, None)
         self.run.notes += [f"left behind: {line}" for line in leftovers.failed]
