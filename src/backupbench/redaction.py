@@ -27,8 +27,9 @@ HIDDEN_USERINFO = "***"
 # or '@' typed unescaped, so the whole stretch is hidden (a path with '@' in it is hidden
 # too: more than needed, never less).
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,30}://)[^\s'\"<>`]*@")
-# `user:password@host` without a scheme (as --hosts or --agents could be mistyped).
-_BARE_USERINFO = re.compile(r"(?<![\w.%+:/@-])[\w.%+-]{1,256}:[^\s'\"<>`@/]{1,1024}@(?=[\w\[])")
+# `user:password@host` without a scheme (as --hosts or --agents could be mistyped); the
+# password, again, up to the word's last '@'.
+_BARE_USERINFO = re.compile(r"(?<![\w.%+:/@-])[\w.%+-]{1,256}:(?!//)[^\s'\"<>`]*@(?=[\w\[])")
 # Flags whose next argument is a secret (a command line as process.py logs it).
 SECRET_FLAGS = ("--secret-key", "--access-key", "--password", "--secret")
 

@@ -116,10 +116,15 @@ def test_host_and_agent_addresses_written_as_urls_are_refused_without_showing_th
     token.write_text("t" * 32)
     token.chmod(0o600)
     for extra in ((), ("--json", "--debug")):
-        _assert_refused_shown_hidden(trail.run("run", "--hosts", f"planted:{URL_SECRET}@127.0.0.1", "/srv", *extra))
-        _assert_refused_shown_hidden(trail.run(
-            "run", "--workload", "s3", "--endpoint", "http://127.0.0.1:9000", "--bucket", "bucket-x", "--objects", "4",
-            "--agents", f"http://planted:{URL_SECRET}@127.0.0.1:7480", "--agent-token-file", str(token), *extra))
+        for hosts in (f"planted:{URL_SECRET}@127.0.0.1", f"10.0.0.5,planted:{URL_SECRET[:6]},{URL_SECRET[6:]}@h"):
+            done = trail.run("run", "--hosts", hosts, "/srv", *extra)
+            _assert_refused_shown_hidden(done, hidden=False)
+            assert "--hosts must not carry credentials" in done.stderr
+        for agents in (f"http://planted:{URL_SECRET}@127.0.0.1:7480", f"planted:{URL_SECRET}@127.0.0.1:7480"):
+            done = trail.run("run", "--workload", "s3", "--endpoint", "http://127.0.0.1:9000", "--bucket", "bucket-x",
+                             "--objects", "4", "--agents", agents, "--agent-token-file", str(token), *extra)
+            _assert_refused_shown_hidden(done, hidden=False)
+            assert "--agents must not carry credentials" in done.stderr
     hosts = _recipe(tmp_path, "hosts", f'name = "r"\n[hosts]\nnames = ["planted:{URL_SECRET}@127.0.0.1"]\n'
                                        'path = "/srv"\n[[workload]]\nkind = "kb2014"\n')
     agents = _recipe(tmp_path, "agents", f'name = "r"\n[hosts]\nagents = ["http://planted:{URL_SECRET}@127.0.0.1:7480"]\n'

@@ -91,3 +91,13 @@ def test_an_endpoint_with_credentials_is_refused_without_quoting_them(endpoint):
     message = caught.value.one_line()
     assert "must not carry credentials" in message and "***@" in message and "planted" not in message
     assert "planted" not in str(caught.value.__cause__)  # a --debug traceback quotes no input either
+
+
+@pytest.mark.parametrize("hosts", ["root:pw-planted@10.0.0.5", "10.0.0.5,root:pw,planted@h", "planted@10.0.0.5:8765"])
+def test_hosts_with_credentials_are_refused_without_quoting_them(hosts):
+    from backupbench.engines.fio_client import parse_hosts
+    from backupbench.errors import InputError
+
+    with pytest.raises(InputError) as caught:
+        parse_hosts(hosts)
+    assert "must not carry credentials" in caught.value.one_line() and "planted" not in caught.value.one_line()
