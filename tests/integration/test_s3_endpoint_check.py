@@ -12,20 +12,14 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
-import shutil
-import socket
-import ssl
 import subprocess
 import sys
-import threading
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from local_servers import black_hole, web_server
 from s3_fixtures import require_s3_tools
 
 pytestmark = pytest.mark.real
@@ -45,62 +39,6 @@ def _no_run_stored(tmp_path: Path) -> bool:
     return not runs.exists() or not any(runs.iterdir())
 
 
-@contextmanager
-def _black_hole() -> Iterator[int]:
-    """A port whose connections the kernel completes and nobody ever reads or answers."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(64)
-        yield listener.getsockname()[1]
-
-
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed (needed to make a test certificate)")
-    key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
-    return cert, key
-
-
-@contextmanager
-def _web_server(status: int, folder: Path | None) -> Iterator[int]:
-    """An HTTP(S) server answering every request with an HTML page and `status`."""
-    class Page(http.server.BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            body = b"<!DOCTYPE html><html><body><h1>Welcome</h1></body></html>"
-            self.send_response(status)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _answer
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    if folder is not None:
-        cert, key = _certificate(folder)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 def _one_line(done: subprocess.CompletedProcess) -> str:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
@@ -111,7 +49,7 @@ def _one_line(done: subprocess.CompletedProcess) -> str:
                                             ("https", "did not complete a TLS handshake within")])
 def test_a_black_hole_is_said_to_have_accepted_the_connection(tmp_path, scheme, waited):
     require_s3_tools()
-    with _black_hole() as port:
+    with black_hole() as port:
         done = _cli(tmp_path, "--endpoint", f"{scheme}://127.0.0.1:{port}", *(("--insecure-tls",) * (scheme == "https")))
     line = _one_line(done)
     assert done.returncode == 2 and "accepted the connection" in line and waited in line
@@ -121,7 +59,7 @@ def test_a_black_hole_is_said_to_have_accepted_the_connection(tmp_path, scheme, 
 
 def test_a_closed_port_still_names_the_connection(tmp_path):
     require_s3_tools()
-    with _black_hole() as port:
+    with black_hole() as port:
         pass  # closed again: nothing listens there now
     done = _cli(tmp_path, "--endpoint", f"http://127.0.0.1:{port}")
     assert done.returncode == 2 and "connection refused" in _one_line(done)
@@ -131,7 +69,7 @@ def test_a_closed_port_still_names_the_connection(tmp_path):
 @pytest.mark.parametrize("tls", [True, False])
 def test_a_web_server_fails_the_endpoint_check_in_one_line(tmp_path, status, tls):
     require_s3_tools()
-    with _web_server(status, tmp_path if tls else None) as port:
+    with web_server(status, tmp_path if tls else None) as port:
         scheme = "https" if tls else "http"
         done = _cli(tmp_path, "--endpoint", f"{scheme}://127.0.0.1:{port}", "--create-bucket", "--json",
                     *(("--insecure-tls",) if tls else ()))
