@@ -179,7 +179,8 @@ func emitError(err error) {
 	if !errors.As(err, &opErr) {
 		opErr = classify(err)
 	}
-	emit(map[string]any{"event": "error", "kind": opErr.Kind, "status": opErr.Status, "message": opErr.Message})
+	emit(map[string]any{"event": "error", "kind": opErr.Kind, "status": opErr.Status, "message": opErr.Message,
+		"stage": opErr.Stage, "not_s3": opErr.NotS3})
 }
 
 func main() {
@@ -273,6 +274,10 @@ func probe(ctx context.Context, cfg *Config, client *Client) error {
 			result["seconds"] = time.Since(started).Seconds()
 			emit(result)
 			return nil
+		}
+		if errors.As(err, &opErr) && opErr.NotS3 {
+			// The check must prove the server speaks S3: an answer without S3's error body is no proof.
+			return &OpError{Kind: "not-s3", Status: opErr.Status, Message: opErr.Message, NotS3: true}
 		}
 		return err
 	}

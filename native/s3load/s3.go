@@ -36,6 +36,12 @@ type OpError struct {
 	Kind    string
 	Status  int
 	Message string
+	// For a timeout, what was waited for: "connect" (no connection), "tls" (connected, no
+	// TLS handshake) or "answer" (connected, the request sent, no answer).
+	Stage string
+	// An HTTP error answer that carried no S3 error code (in its body or headers): what a
+	// web server, a console or a proxy answers, not an S3 server.
+	NotS3 bool
 }
 
 func (e *OpError) Error() string {
@@ -211,11 +217,28 @@ func responseError(resp *http.Response, body []byte) *OpError {
 	case http.StatusMovedPermanently, http.StatusTemporaryRedirect:
 		kind = "Redirect"
 	}
-	snippet := strings.TrimSpace(string(body))
-	if len(snippet) > 200 {
-		snippet = snippet[:200]
+	return &OpError{Kind: kind, Status: resp.StatusCode, Message: snippet(body), NotS3: true}
+}
+
+// snippet is the start of an answer's body, for a message.
+func snippet(body []byte) string {
+	text := strings.TrimSpace(string(body))
+	if len(text) > 200 {
+		text = text[:200]
 	}
-	return &OpError{Kind: kind, Status: resp.StatusCode, Message: snippet}
+	return text
+}
+
+// timeoutStage says what a timed-out request was waiting for (see OpError.Stage).
+func timeoutStage(err error, msg string) string {
+	var netOp *net.OpError
+	switch {
+	case errors.As(err, &netOp) && netOp.Op == "dial":
+		return "connect"
+	case strings.Contains(msg, "TLS handshake timeout"):
+		return "tls"
+	}
+	return "answer"
 }
 
 // classify names a transport failure by kind; the message never holds credentials
@@ -254,7 +277,7 @@ func classify(err error) *OpError {
 	case errors.As(err, &dnsErr):
 		return &OpError{Kind: "dns", Message: msg}
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return &OpError{Kind: "timeout", Message: msg}
+		return &OpError{Kind: "timeout", Message: msg, Stage: timeoutStage(err, msg)}
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return &OpError{Kind: "eof", Message: msg}
 	case strings.Contains(msg, "malformed HTTP"):
@@ -266,6 +289,7 @@ func classify(err error) *OpError {
 // ---- bucket-level operations ------------------------------------------------------------
 
 type listResult struct {
+	XMLName               xml.Name
 	KeyCount              int    `xml:"KeyCount"`
 	IsTruncated           bool   `xml:"IsTruncated"`
 	NextContinuationToken string `xml:"NextContinuationToken"`
@@ -288,8 +312,10 @@ func (c *Client) List(ctx context.Context, prefix string, maxKeys int, token str
 		return nil, "", err
 	}
 	var parsed listResult
-	if err := xml.Unmarshal(body, &parsed); err != nil {
-		return nil, "", &OpError{Kind: "protocol", Message: "cannot parse the bucket listing: " + err.Error()}
+	if err := xml.Unmarshal(body, &parsed); err != nil || parsed.XMLName.Local != "ListBucketResult" {
+		// Any XML-ish page parses; only S3's own answer names ListBucketResult.
+		return nil, "", &OpError{Kind: "not-s3", Status: http.StatusOK, NotS3: true,
+			Message: snippet(body)}
 	}
 	keys := make([]string, 0, len(parsed.Contents))
 	for _, item := range parsed.Contents {

@@ -81,7 +81,8 @@ def describe(artefact: Artefact) -> str:
         return f"S3 objects under {artefact.get('prefix')} in bucket {artefact.get('bucket')} at {artefact.get('endpoint')}"
     if kind == "s3-bucket":
         return f"S3 bucket {artefact.get('bucket')} at {artefact.get('endpoint')}"
-    return f"{kind} artefact"
+    what = artefact.get("what")  # e.g. "test file on 10.0.0.5" (fio_client.remote_file)
+    return str(what) if what else f"{kind} artefact"
 
 
 # ---- removers -------------------------------------------------------------------------------

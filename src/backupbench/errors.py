@@ -77,6 +77,16 @@ class Interrupted(BackupbenchError):
     exit_code = 130
 
 
+class LeftBehind(BackupbenchError):
+    """A run measured to its end and stored as it ended (complete or void), but something it
+    created could not be removed (a test file on a host that was lost): its journal stays
+    open for `backupbench cleanup`. `run` is the stored run, so its figures are still shown."""
+
+    def __init__(self, message: str, fix: str | None, run: object):
+        super().__init__(message, fix)
+        self.run = run
+
+
 class ExpectationMissed(BackupbenchError):
     """A run missed a figure it was expected to reach (`--expect`): the run itself is complete
     and stored; the exit code tells a CI gate it failed."""

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from backupbench.errors import RefusedError
+from backupbench.paths import check_length
 
 OPEN_SUFFIX = ".open.jsonl"
 CLOSED_SUFFIX = ".closed.jsonl"
@@ -47,12 +48,22 @@ class JournalBusy(Exception):
     """Another process (a running run) holds the journal."""
 
 
+class JournalGone(Exception):
+    """The journal was closed (renamed .closed) or removed after it was listed: its run ended
+    and took away what it had made; nothing is left to do."""
+
+
 class JournalRefused(RefusedError):
     """Not a journal backupbench may act on (not the user's, writable by others, malformed)."""
 
 
 def journal_dir(results: Path) -> Path:
-    return Path(os.environ.get(JOURNAL_DIR_ENV) or results / "journal")
+    """InputError for a folder too long to be opened (check_length), named as given."""
+    explicit = os.environ.get(JOURNAL_DIR_ENV)
+    directory = Path(explicit or results / "journal")
+    source = JOURNAL_DIR_ENV if explicit else "the results folder"
+    check_length(directory, f"the journal folder ({source})", f"give {source} a shorter path")
+    return directory
 
 
 def _private_folder(directory: Path) -> None:
@@ -105,6 +116,8 @@ class Journal:
         JournalRefused if it is not one backupbench may act on."""
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise JournalGone(f"{path.name} was closed after it was listed") from None
         except OSError as exc:
             raise JournalRefused(f"{path.name} cannot be opened: {exc.strerror}") from None
         handle = os.fdopen(fd, "a")
@@ -116,7 +129,10 @@ class Journal:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise JournalBusy(f"{path.name} is in use by a running backupbench") from None
-            if not path.exists() or os.stat(path).st_ino != info.st_ino:
+            if not path.exists():
+                # Its run closed it (renamed it .closed, then let go of the lock) while it was opened.
+                raise JournalGone(f"{path.name} was closed while it was opened")
+            if os.stat(path).st_ino != info.st_ino:
                 raise JournalBusy(f"{path.name} changed while it was opened")
             label = path.name.removesuffix(OPEN_SUFFIX)
             if read(path).run_id != label or not RUN_ID.match(label):

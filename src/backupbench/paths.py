@@ -23,8 +23,11 @@ import re
 
 from backupbench.errors import InputError
 
-# Linux's PATH_MAX counts the terminating NUL.
+# Linux's PATH_MAX counts the terminating NUL; NAME_MAX is one name's limit on every common
+# file system (ext4, XFS, btrfs, ZFS, tmpfs).
 PATH_MAX_BYTES = 4095
+NAME_MAX_BYTES = 255
+SHOWN_CHARS = 60
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _MINIO_ELLIPSIS = re.compile(r"\{[^}]*\.\.\.[^}]*\}")
 
@@ -70,6 +73,10 @@ def for_program(path: str | os.PathLike[str], syntax: Syntax = Syntax.ARGV) -> s
     if len(encoded) > PATH_MAX_BYTES:
         raise _refuse(text[:60] + "...", syntax, f"it is {len(encoded):,} bytes long; Linux takes at most "
                                                  f"{PATH_MAX_BYTES:,}")
+    longest = max(encoded.split(b"/"), key=len)
+    if len(longest) > NAME_MAX_BYTES:
+        raise _refuse(_shown(text), syntax, f"it has a name of {len(longest):,} bytes; a file system takes at "
+                                            f"most {NAME_MAX_BYTES} a name")
     for char, meaning in _UNSAYABLE.get(syntax, {}).items():
         if char in text:
             raise _refuse(text, syntax, f"it contains {char!r}, which {_program(syntax)} reads as {meaning}")
@@ -81,3 +88,31 @@ def for_program(path: str | os.PathLike[str], syntax: Syntax = Syntax.ARGV) -> s
     if syntax is Syntax.MINIO_DRIVE and _MINIO_ELLIPSIS.search(text):
         raise _refuse(text, syntax, "MinIO expands '{a...b}' into several drives")
     return text
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
+
+
+def shortened(path: str | os.PathLike[str], limit: int = 2 * SHOWN_CHARS) -> str:
+    """A path for a message: its start and its end, when it is longer than `limit` characters."""
+    text = os.fspath(path)
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    return f"{text[:half]}...{text[-half:]}"
+
+
+def check_length(path: str | os.PathLike[str], what: str, fix: str) -> None:
+    """InputError naming `what` when `path` is too long to be opened at all (a name over
+    NAME_MAX_BYTES, the whole over PATH_MAX_BYTES): what ENAMETOOLONG would say at the first
+    use, said before it, in one line."""
+    encoded = os.fsencode(os.fspath(path))
+    if len(encoded) > PATH_MAX_BYTES:
+        raise InputError(f"{what} {_shown(os.fspath(path))!r} is {len(encoded):,} bytes long; Linux takes at most "
+                         f"{PATH_MAX_BYTES:,}", fix)
+    longest = max(encoded.split(b"/"), key=len)
+    if len(longest) > NAME_MAX_BYTES:
+        name = _shown(os.fsdecode(longest))
+        raise InputError(f"{what} has a name of {len(longest):,} bytes ({name!r}); a file system takes at most "
+                         f"{NAME_MAX_BYTES} a name", fix)

@@ -1,7 +1,7 @@
 """The one place external commands run.
 
 Argument lists only (never a shell), a timeout on everything, every command logged with
-secrets masked, and a typed ProcessError carrying the tool's stderr on failure.
+secrets hidden (redaction.py), and a typed ProcessError carrying the tool's stderr on failure.
 
 Every child dies with backupbench: should backupbench be killed outright (SIGKILL, the
 out-of-memory killer), the kernel sends the child SIGKILL too (util-linux's setpriv
@@ -29,6 +29,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from backupbench import stopping
 from backupbench.errors import ProcessError, ToolMissingError
 from backupbench.hostfiles import HostFiles
+from backupbench.redaction import redact, redact_argv
 
 log = logging.getLogger("backupbench.process")
 
@@ -47,29 +48,9 @@ INSTALL_HINTS = {cmd: f"apt-get install {deb}" + (f" (Rocky/RHEL: dnf install {r
                  for cmd, (deb, rpm) in _PACKAGES.items()}
 
 
-_SECRET_FLAGS = ("--secret-key", "--access-key", "--password", "--secret")
-
-
-def mask_secrets(argv: Sequence[str], secrets: Iterable[str] = ()) -> list[str]:
-    masked: list[str] = []
-    hide_next = False
-    secret_values = [s for s in secrets if s]
-    for arg in argv:
-        if hide_next:
-            masked.append("****")
-            hide_next = False
-            continue
-        if arg in _SECRET_FLAGS:
-            hide_next = True
-        for value in secret_values:
-            arg = arg.replace(value, "****")
-        masked.append(arg)
-    return masked
-
-
 def render(argv: Sequence[str], secrets: Iterable[str] = ()) -> str:
-    """The command as a user could paste it into a shell."""
-    return shlex.join(mask_secrets(argv, secrets))
+    """The command as a user could paste it into a shell, secrets hidden."""
+    return shlex.join(redact_argv(argv, secrets))
 
 
 def require_tool(name: str) -> str:
@@ -226,6 +207,7 @@ def run(
     secrets: Iterable[str] = (),
 ) -> Result:
     argv = [str(a) for a in argv]
+    secrets = list(secrets)
     require_tool(argv[0])
     log.debug("run: %s", render(argv, secrets))
     try:
@@ -237,11 +219,11 @@ def run(
         )
     except subprocess.TimeoutExpired as exc:
         stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        raise ProcessError(mask_secrets(argv, secrets), None, stderr,
+        raise ProcessError(redact_argv(argv, secrets), None, redact(stderr, secrets),
                            f"{argv[0]} did not finish within {timeout:g} s") from exc
     result = Result(argv, completed.returncode, completed.stdout, completed.stderr)
     if check and completed.returncode != 0:
-        raise ProcessError(mask_secrets(argv, secrets), completed.returncode, completed.stderr)
+        raise ProcessError(redact_argv(argv, secrets), completed.returncode, redact(completed.stderr, secrets))
     return result
 
 
@@ -295,7 +277,8 @@ class Background:
 
     def check(self, result: Result) -> Result:
         if result.returncode != 0:
-            raise ProcessError(mask_secrets(self.argv, self._secrets), result.returncode, result.stderr)
+            raise ProcessError(redact_argv(self.argv, self._secrets), result.returncode,
+                               redact(result.stderr, self._secrets))
         return result
 
     def stop(self, grace: float = 10.0) -> None:

@@ -21,6 +21,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, PlainSer
 from backupbench import units
 from backupbench.errors import RecipeError
 from backupbench.paths import PathRefused, Syntax, for_program
+from backupbench.redaction import is_secret_key, redact
 
 MAX_SIZE = 2**63 - 1
 # A year: longer than any benchmark phase or watch anybody means.
@@ -118,7 +119,7 @@ def shown(value: Any) -> str:
     time as TOML writes it (2026-01-01), not as Python's repr."""
     if isinstance(value, (list, tuple, dict)):
         return f"a {'table' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
-    text = value.isoformat() if isinstance(value, (datetime.date, datetime.time)) else repr(value)
+    text = value.isoformat() if isinstance(value, (datetime.date, datetime.time)) else redact(repr(value))
     if len(text) <= SHOWN_VALUE_CHARS:
         return text
     if isinstance(value, str):  # keep the closing quote: the cut is inside the string
@@ -142,6 +143,8 @@ def describe(error: dict[str, Any]) -> str:
     elif kind in ("model_type", "dict_type", "model_attributes_type"):
         message = "must be a table, e.g. { type = \"xfs\" }"
     value = error.get("input")
+    if any(is_secret_key(part) for part in error.get("loc", ())):
+        return message  # a secret's value is never echoed
     if kind not in ("missing", "extra_forbidden") and value is not None and not isinstance(value, dict) and shown(value) not in message:
         message += f" (got {shown(value)})"
     return message

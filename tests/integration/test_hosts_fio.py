@@ -162,6 +162,52 @@ def test_a_server_lost_mid_run_leaves_the_other_host_running(servers, tmp_path):
 
 
 @ROOT
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_host_lost_for_good_still_shows_what_the_others_measured(servers, tmp_path, as_json):
+    """Host 2's server dies mid-run and stays down: its test file cannot be removed. The run is
+    still stored complete (the figures are host 1's, as with a host lost and back), its tables or
+    document are printed, the lost host and the file left behind are named, and the command
+    ends with that line (exit 1); once the host is back, `backupbench cleanup` removes the file."""
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    args = [arg for arg in _run_args(servers, target, "8s") if as_json or arg != "--json"]
+    child = _cli(args, results, tmp_path)
+    try:
+        _wait_for_phase(results, "active-full", servers.addresses[2])
+        time.sleep(2)  # into the phase's I/O, not its connecting
+        servers.stop_fio(2)
+        out, err = child.communicate(timeout=RUN_TIMEOUT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    lost, kept = servers.addresses[2], servers.addresses[1]
+    last = [line for line in err.splitlines() if line.strip()][-1]
+    assert child.returncode == 1, err
+    assert "is stored complete; left behind: test file on" in last and lost in last and "backupbench cleanup" in last
+    said = " ".join(out.split())  # the terminal wraps long notes
+    if as_json:
+        run = _read_run(out)
+        assert run["status"] == "complete" and lost in run["operations"][0]["detail"]["lost_hosts"]
+        assert any(note.startswith(f"host {lost} lost during active-full") for note in run["notes"])
+        assert any(note.startswith("left behind:") and lost in note for note in run["notes"])
+        assert {op["name"] for op in run["operations"]} == {"active-full", "restore-random"}
+        assert set(run["operations"][1]["detail"]["hosts"]) == {kept}
+    else:
+        assert "active-full" in said and "restore-random" in said and "MiB/s" in said
+        assert f"host {lost} lost during active-full" in said and "left behind:" in said
+    shown = _cli(["show", "latest", "--json"], results, tmp_path)
+    stored, _ = shown.communicate(timeout=RUN_TIMEOUT_S)
+    assert json.loads(stored)["run"]["status"] == "complete"
+    assert [p.name for p in target.iterdir()] == [f"backupbench-{json.loads(stored)['run']['id']}-{lost}-{PORT}.dat"]
+    servers.start_fio(2)
+    cleanup = _cli(["cleanup"], results, tmp_path)
+    said, problems = cleanup.communicate(timeout=RUN_TIMEOUT_S)
+    assert cleanup.returncode == 0, said + problems
+    assert list(target.iterdir()) == []
+
+
+@ROOT
 def test_ctrl_c_stops_every_host_and_removes_every_file(servers, tmp_path):
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()

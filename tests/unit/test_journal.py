@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from backupbench import process
-from backupbench.journal import Journal, JournalBusy, open_journals, read
+from backupbench.journal import Journal, JournalBusy, JournalGone, open_journals, read
 from backupbench.layouts.actions import Action, Guard
 from backupbench.process import Result
 from backupbench import artefacts
@@ -126,6 +126,19 @@ def test_cleanup_runs_only_the_programs_layouts_undo_with(tmp_path):
     assert host.calls == [] and not harmless.exists()
     assert any("touch" in line and "refused" in line for line in failed)
     assert any("sh" in line and "refused" in line for line in failed)
+
+
+def test_a_journal_closed_after_it_was_listed_is_no_failure(tmp_path):
+    """cleanup during a run's normal end: the run closes its journal between cleanup's
+    listing and its opening. That journal is gone with everything in it, not 'FAILED'."""
+    live = Journal(tmp_path, RUN)
+    listed = list(open_journals(tmp_path))
+    live.close()  # the run ends normally: renamed .closed, lock let go
+    with pytest.raises(JournalGone):
+        Journal.at(listed[0])
+    assert clean_journals(tmp_path, journals=listed) == []
+    vanished = tmp_path / f"{OTHER}.open.jsonl"  # listed, then removed by hand
+    assert clean_journals(tmp_path, journals=[vanished]) == []
 
 
 def test_cleanup_acts_only_on_the_users_own_well_formed_journals(tmp_path):

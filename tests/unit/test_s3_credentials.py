@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from backupbench.engines.s3 import S3Engine, S3Target, error_for
-from backupbench.engines.s3_credentials import Credentials, mask, resolve
+from backupbench.engines.s3 import S3Engine, S3Target
+from backupbench.engines.s3_errors import Asking, error_for
+from backupbench.engines.s3_credentials import Credentials, resolve
+from backupbench.redaction import redact
 from backupbench.errors import EngineError, InputError, RefusedError
 
 ENV_KEY, ENV_SECRET = "AKIAENVIRONMENT00001", "env-secret-value-0001"
@@ -96,7 +98,7 @@ def test_credentials_hide_themselves():
     assert ENV_SECRET not in repr(creds) and ENV_KEY not in repr(creds)
     assert creds.env() == {"AWS_ACCESS_KEY_ID": ENV_KEY, "AWS_SECRET_ACCESS_KEY": ENV_SECRET,
                            "AWS_SESSION_TOKEN": "tok"}
-    assert mask(f"failed with {ENV_SECRET} and {ENV_KEY}", creds.secrets()) == "failed with **** and ****"
+    assert redact(f"failed with {ENV_SECRET} and {ENV_KEY}", creds.secrets()) == "failed with **** and ****"
 
 
 def test_load_generator_argv_holds_no_credentials(tmp_path):
@@ -104,7 +106,7 @@ def test_load_generator_argv_holds_no_credentials(tmp_path):
     assert engine.argv(tmp_path / "put.config.json") == ["/opt/backupbench-s3load", str(tmp_path / "put.config.json")]
 
 
-TARGET = S3Target("http://127.0.0.1:9000", "backups")
+ASKING = Asking("http://127.0.0.1:9000", "backups", "checking the endpoint", "environment", 3.0, 8.0)
 
 
 @pytest.mark.parametrize("kind, error_type, words", [
@@ -112,20 +114,44 @@ TARGET = S3Target("http://127.0.0.1:9000", "backups")
     ("SignatureDoesNotMatch", InputError, ["SignatureDoesNotMatch", "secret key", "--region"]),
     ("AccessDenied", RefusedError, ["denied", "backups/backupbench/*"]),
     ("connection-refused", InputError, ["connection refused", "--endpoint"]),
-    ("timeout", InputError, ["did not answer", "--connect-timeout"]),
+    ("timeout", InputError, ["no connection within 3 s", "--connect-timeout"]),
     ("tls", InputError, ["TLS", "--insecure-tls", "--ca-file"]),
     ("RequestTimeTooSkewed", InputError, ["clock"]),
     ("protocol", InputError, ["did not answer like S3"]),
     ("InternalError", EngineError, ["InternalError"]),
 ])
 def test_errors_read_as_one_line_with_a_fix(kind, error_type, words):
-    error = error_for({"event": "error", "kind": kind, "status": 403, "message": "detail\nmore"}, TARGET,
-                      "environment", "checking the endpoint")
+    error = error_for({"event": "error", "kind": kind, "status": 403, "message": "detail\nmore"}, ASKING)
     assert type(error) is error_type
     line = error.one_line()
     assert "\n" not in line
     for word in words:
         assert word in line
+
+
+@pytest.mark.parametrize("stage, said, never", [
+    # Connected, no answer: the connection did not fail, so a longer connect timeout is no fix.
+    ("answer", ["accepted the connection but did not answer S3 within 8 s", "names the S3 service"],
+     "--connect-timeout"),
+    ("tls", ["accepted the connection but did not complete a TLS handshake within 3 s", "http://"],
+     "--connect-timeout"),
+    ("connect", ["no connection within 3 s", "--connect-timeout raises the limit"], "accepted"),
+])
+def test_a_timeout_says_what_it_waited_for(stage, said, never):
+    line = error_for({"event": "error", "kind": "timeout", "stage": stage, "message": "x"}, ASKING).one_line()
+    for words in said:
+        assert words in line
+    assert never not in line
+
+
+def test_an_answer_that_is_not_s3_fails_the_check_in_one_line():
+    event = {"event": "error", "kind": "not-s3", "status": 404, "not_s3": True,
+             "message": "<html><body>Not here</body></html>\n<p>more</p>"}
+    error = error_for(event, ASKING)
+    assert type(error) is InputError
+    line = error.one_line()
+    assert "\n" not in line and "does not speak S3" in line and "HTTP 404" in line
+    assert "not a web server, console or proxy" in line
 
 
 def test_progress_events_are_read_whole_and_reported(tmp_path):

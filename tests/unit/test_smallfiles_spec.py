@@ -150,3 +150,28 @@ def test_content_of_the_passes():
     assert job.content.kind == "compressible" and job.content.compress == 50 and len(job.patterns) == 4
     with pytest.raises(Exception, match="one byte per pass"):
         SmallFilesSpec(files=10, pattern=0x55)
+
+
+@pytest.mark.parametrize("patterns, said", [
+    ("0x00", "data: constant pattern 0x00"),
+    ("0xff,0xff", "data: constant pattern 0xff"),
+    ("0x00,0xff,0x55,0xaa", "data: constant pattern per pass: 0x00, 0xff, 0x55, 0xaa"),
+])
+def test_the_caption_says_the_patterns_the_passes_wrote(patterns, said):
+    from backupbench.engines.content import from_settings, settings_label
+    from backupbench.workloads.smallfiles import SmallFilesWorkload
+
+    spec = SmallFilesSpec(data="pattern", patterns=patterns, files=10)
+    settings = SmallFilesWorkload(spec).settings()
+    assert settings_label(settings) == said == f"data: {spec.content().label}"
+    assert from_settings(settings).constant
+    # A recipe's entry reads the same (the caption of an apply run).
+    assert settings_label({"recipe": {"workload": [{"kind": "smallfiles", **settings}]}}) == said
+
+
+def test_fresh_data_ignores_the_patterns_in_the_caption():
+    from backupbench.engines.content import settings_label
+    from backupbench.workloads.smallfiles import SmallFilesWorkload
+
+    spec = SmallFilesSpec(patterns="0x00,0xff", files=10)
+    assert settings_label(SmallFilesWorkload(spec).settings()) == "data: incompressible (random, fresh for every block)"

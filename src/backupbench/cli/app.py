@@ -25,6 +25,7 @@ from backupbench.cli.recipe_cmds import apply_command, cleanup_command, plan_com
 from backupbench.cli.run_cmd import run_command
 from backupbench.cli.hosts_cmd import hosts_command
 from backupbench.errors import BackupbenchError
+from backupbench.redaction import redact, redact_logging
 from backupbench.results.document import error_document
 from backupbench.results.model import COMPLETE, VOID
 
@@ -61,9 +62,10 @@ app.add_command(agent_command)
 
 def _fail(message: str, code: int, debug: bool, fix: str | None = None, as_json: bool = False) -> int:
     """One line on stderr; with --json, the error document on stdout too, unless the
-    command already printed its own document there."""
+    command already printed its own document there. Secrets are hidden in all three."""
+    message, fix = redact(message), redact(fix) if fix else fix
     if debug:
-        traceback.print_exc()
+        sys.stderr.write(redact(traceback.format_exc()))
     stderr.print(f"backupbench: {message}" + (f" — {fix}" if fix else ""), markup=False, highlight=False,
                  soft_wrap=True)
     if as_json and not printed_documents:
@@ -119,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = DEBUG_FLAG in args or bool(os.environ.get("BACKUPBENCH_DEBUG"))
     args = [a for a in args if a != DEBUG_FLAG]
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s")
+    redact_logging()
     in_process = argv is not None
     previous = {sig: signal.getsignal(sig) for sig in stopping.WATCHED} if in_process else {}
     if in_process:

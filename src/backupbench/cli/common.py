@@ -18,7 +18,8 @@ from backupbench.report.terminal import recorded_backup_size
 from backupbench.results import document
 from backupbench.analysis import gates
 from backupbench.analysis.gates import Expectation
-from backupbench.errors import InputError
+from backupbench.errors import InputError, LeftBehind
+from backupbench.redaction import RedactedStream, redact_data
 from backupbench.results.location import results_dir
 from backupbench.results.model import RunRecord
 from backupbench.results.store import Store
@@ -29,8 +30,9 @@ finished_runs: list[tuple[Store, str]] = []
 
 # Humans read stderr while a run goes on; stdout carries results (tables, or JSON with --json).
 # Piped output (a file, CI logs) gets a width that fits the run table instead of 80 columns.
-stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
-stderr = Console(stderr=True, highlight=False)
+# Whatever they print passes redaction.py: no URL's userinfo, no known secret.
+stdout = Console(file=RedactedStream("stdout"), highlight=False, width=None if sys.stdout.isatty() else 140)
+stderr = Console(file=RedactedStream("stderr"), highlight=False)
 
 
 def results_option(command: Callable) -> Callable:
@@ -46,7 +48,7 @@ def open_store(results: Path | None) -> tuple[Path, Store]:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    sys.stdout.write(json.dumps(redact_data(data), indent=2, sort_keys=True) + "\n")
 
 
 # Documents this command printed on stdout: a command that fails after printing its own
@@ -61,8 +63,27 @@ def print_document(command: str, payload: dict[str, Any]) -> None:
 
 def write_document(data: dict[str, Any]) -> None:
     # Not sorted: the header first, then the keys in the order docs/results.md gives them.
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.write(json.dumps(redact_data(data), indent=2) + "\n")
     printed_documents.append(data["kind"])
+
+
+def measured(run: Callable[[], RunRecord]) -> tuple[RunRecord, LeftBehind | None]:
+    """The run's record, and what it could not remove: a run that measured to its end is shown
+    like any other (tables, or its document) even when something it made is left behind; the
+    command then ends with that line (`finish_measured`)."""
+    try:
+        return run(), None
+    except LeftBehind as left:
+        if not isinstance(left.run, RunRecord):
+            raise
+        return left.run, left
+
+
+def finish_measured(gate: "Gate", left: LeftBehind | None) -> None:
+    """After the output: what is left behind (exit 1) comes first, then the gates' verdict."""
+    if left is not None:
+        raise left
+    gate.finish()
 
 
 def run_analysis(run: RunRecord, backup_size: int | None = None,

@@ -17,6 +17,7 @@ from rich.live import Live
 from backupbench import stopping
 from backupbench.errors import InputError
 from backupbench.monitor import sysfs
+from backupbench.paths import check_length
 from backupbench.report.live import live_view, plain_block, summary_table
 from backupbench.monitor.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S, Sampler, check_interval
 from backupbench.hostfiles import HostFiles
@@ -127,6 +128,8 @@ def _monitor(device_args: tuple[str, ...], interval: float, duration: str | None
     """
     interval = check_interval(interval)
     seconds = _duration(duration)
+    if csv_path is not None:
+        check_length(csv_path.absolute(), "--csv", "give a shorter path")
     host = HostFiles()
     devices, labels = resolve_devices(device_args, host)
     thresholds = Thresholds()

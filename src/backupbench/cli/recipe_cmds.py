@@ -15,7 +15,7 @@ from backupbench.cli.common import label_option, print_document, run_analysis
 from backupbench.cli.progress import QuietReporter, RichReporter
 from backupbench.analysis import gates
 from backupbench.analysis.gates import Expectation
-from backupbench.cli.common import Gate, expect_option
+from backupbench.cli.common import Gate, expect_option, finish_measured, measured
 from backupbench.errors import RefusedError
 from backupbench.journal import journal_dir
 from backupbench.layouts.actions import LayoutPlan
@@ -137,17 +137,17 @@ def apply_command(recipe: Path, yes: bool, as_json: bool, quiet: bool, expectati
                        label=label)
     directory = results_dir(results)
     if quiet:
-        record = apply(plan, directory, QuietReporter(), hooks)
+        record, left = measured(lambda: apply(plan, directory, QuietReporter(), hooks))
     else:
         with RichReporter(stderr) as reporter:
-            record = apply(plan, directory, reporter, hooks)
+            record, left = measured(lambda: apply(plan, directory, reporter, hooks))
     gate = Gate.check(expectations, record)
     if as_json:
         print_document("run", {**document.run_body(record, run_analysis(record)), **gate.json()})
     else:
         stdout.print(run_report(record))
         gate.print_table()
-    gate.finish()
+    finish_measured(gate, left)
 
 
 @click.command("cleanup")

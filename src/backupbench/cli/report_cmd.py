@@ -16,6 +16,7 @@ from backupbench.cli import options as cli_options
 from backupbench.cli.common import open_store, results_option
 from backupbench.analysis.compare import require_common_phase, run_name
 from backupbench.errors import InputError, ToolMissingError
+from backupbench.paths import check_length
 from backupbench.results.model import RunRecord
 
 
@@ -42,6 +43,7 @@ def _renderer() -> tuple:
 def _target_file(html_file: Path | None, runs: list[RunRecord]) -> Path:
     path = html_file if html_file is not None else Path.cwd() / default_file_name(runs)
     path = path.expanduser()
+    check_length(path.absolute(), "--html", "give a shorter path, e.g. --html report.html")
     if path.is_dir():
         raise InputError(f"--html {path} is a directory", "give a file name, e.g. --html report.html")
     if not path.parent.is_dir():

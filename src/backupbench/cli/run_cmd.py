@@ -15,7 +15,7 @@ from backupbench.cli.progress import QuietReporter, RichReporter
 from backupbench.analysis import gates
 from backupbench.analysis.compare import require_common_phase
 from backupbench.analysis.gates import Expectation
-from backupbench.cli.common import Gate, expect_option
+from backupbench.cli.common import Gate, expect_option, finish_measured, measured
 from backupbench.results.model import RunRecord
 from backupbench.agent.startup import DEFAULT_AGENT_PORT
 from backupbench.engines.fio_client import parse_hosts
@@ -161,14 +161,14 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
     if agents is not None:
         run = lambda req, rep: on_agents.execute(req, chosen, rep)  # noqa: E731
     if quiet:
-        record = run(request, QuietReporter())
+        record, left = measured(lambda: run(request, QuietReporter()))
     else:
         with RichReporter(stderr) as reporter:
-            record = run(request, reporter)
+            record, left = measured(lambda: run(request, reporter))
     gate = Gate.check(expectations, record)
     if as_json:
         print_document("run", {**document.run_body(record, run_analysis(record, baseline=baseline)), **gate.json()})
     else:
         stdout.print(run_report(record, baseline=baseline))
         gate.print_table()
-    gate.finish()
+    finish_measured(gate, left)

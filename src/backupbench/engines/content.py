@@ -30,6 +30,9 @@ class DataContent:
     compress: int = 0          # percent of each block that compresses away
     dedupe: int = 0            # percent of blocks that repeat an earlier block
     pattern: int = DEFAULT_PATTERN
+    # A workload that writes one constant byte per pass (the small-file engine's `patterns`):
+    # those bytes, in order. Empty: every block of every pass is `pattern`.
+    passes: tuple[int, ...] = ()
 
     @property
     def constant(self) -> bool:
@@ -39,7 +42,10 @@ class DataContent:
     @property
     def label(self) -> str:
         if self.kind == "pattern":
-            return f"constant pattern 0x{self.pattern:02x}"
+            written = tuple(dict.fromkeys(self.passes)) or (self.pattern,)
+            if len(written) == 1:
+                return f"constant pattern 0x{written[0]:02x}"
+            return "constant pattern per pass: " + ", ".join(f"0x{byte:02x}" for byte in self.passes)
         if self.kind == "compressible":
             parts = [f"{self.compress}% compressible"] if self.compress else []
             parts += [f"{self.dedupe}% duplicate blocks"] if self.dedupe else []
@@ -66,8 +72,10 @@ def from_settings(settings: dict) -> DataContent | None:
     if kind not in DATA_KINDS:
         return None
     pattern = settings.get("pattern")
+    passes = settings.get("patterns") if kind == "pattern" else None
     return DataContent(kind, compress=int(settings.get("compress") or 0), dedupe=int(settings.get("dedupe") or 0),
-                       pattern=DEFAULT_PATTERN if pattern is None else int(pattern))
+                       pattern=DEFAULT_PATTERN if pattern is None else int(pattern),
+                       passes=tuple(int(b) for b in passes) if isinstance(passes, (list, tuple)) else ())
 
 
 def settings_label(settings: dict) -> str:

@@ -147,6 +147,9 @@ def parse_host(item: str) -> Host:
 
 def parse_hosts(text: str) -> tuple[Host, ...]:
     """'h1,h2:8766,[fd00::5]' -> hosts; InputError naming the first bad one."""
+    if "@" in text:  # quoted nowhere: what precedes the '@' may be a password, commas and all
+        raise InputError("--hosts must not carry credentials (USER@ or USER:PASSWORD@): fio's servers take none",
+                         HOSTS_FIX)
     hosts: list[Host] = []
     for item in (part.strip() for part in text.split(",")):
         host = parse_host(item)

@@ -31,10 +31,12 @@ from typing import Any, Callable
 
 from backupbench import process, units
 from backupbench.engines.base import ProgressCallback, no_progress
-from backupbench.engines.s3_credentials import Credentials, mask
+from backupbench.engines.s3_credentials import Credentials
+from backupbench.engines.s3_errors import Asking, error_for
 from backupbench.engines.s3_records import (OpRecord, errors_by_kind, mixed_figures, phase_figures, read_records,
                                            records_file)
-from backupbench.errors import BackupbenchError, EngineError, InputError, Interrupted, RefusedError
+from backupbench.errors import BackupbenchError, EngineError, InputError, Interrupted
+from backupbench.redaction import redact
 
 BINARY = "backupbench-s3load"
 # src/backupbench/engines/s3.py -> the project folder, where scripts/install-minio.sh builds into .tools/bin.
@@ -124,56 +126,6 @@ class PhaseRun:
     started_wall: float | None = None
 
 
-# ---- S3 error -> typed error with a fix (pure) ------------------------------------------------
-
-_CREDENTIAL_CODES = {
-    "InvalidAccessKeyId": "the server does not know this access key",
-    "SignatureDoesNotMatch": "the secret key does not match the access key",
-    "InvalidToken": "the session token is not valid",
-    "ExpiredToken": "the session token has expired",
-    "InvalidClientTokenId": "the server does not know this access key",
-}
-
-
-def error_for(event: dict[str, Any], target: S3Target, source: str, doing: str) -> BackupbenchError:
-    """One typed error, one line, naming the cause and the fix, for an "error" event."""
-    kind = str(event.get("kind") or "error")
-    message = str(event.get("message") or "").strip().splitlines()[0:1]
-    said = f": {message[0]}" if message and message[0] else ""
-    where = f"{target.endpoint} (bucket {target.bucket})"
-    if kind in _CREDENTIAL_CODES:
-        return InputError(f"S3 refused the credentials while {doing}: {kind} - {_CREDENTIAL_CODES[kind]} "
-                          f"(credentials from {source})",
-                          "check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, --profile or --access-key/--secret-key"
-                          + (" and --region" if kind == "SignatureDoesNotMatch" else ""))
-    if kind == "RequestTimeTooSkewed":
-        return InputError(f"S3 refused the request while {doing}: RequestTimeTooSkewed - this host's clock is off",
-                          "synchronise the clock (e.g. systemctl start systemd-timesyncd)")
-    if kind in ("AccessDenied", "Forbidden", "AllAccessDisabled"):
-        return RefusedError(f"S3 denied access to bucket {target.bucket} while {doing}: {kind}",
-                            f"grant these credentials ({source}) list, put, get and delete on "
-                            f"{target.bucket}/backupbench/*")
-    if kind in ("AuthorizationHeaderMalformed", "PermanentRedirect", "Redirect", "IllegalLocationConstraintException"):
-        return InputError(f"S3 answered {kind} while {doing}{said}", "set --region to the bucket's region")
-    if kind == "connection-refused":
-        return InputError(f"cannot reach the S3 endpoint {target.endpoint}: connection refused",
-                          "check --endpoint (host and port) and that the S3 server is running")
-    if kind in ("timeout", "unreachable"):
-        return InputError(f"the S3 endpoint {target.endpoint} did not answer in time while {doing} ({kind})",
-                          "check --endpoint, the network path and firewalls; --connect-timeout raises the limit")
-    if kind == "dns":
-        return InputError(f"cannot resolve the host of the S3 endpoint {target.endpoint}", "check --endpoint")
-    if kind == "tls":
-        return InputError(f"TLS with {target.endpoint} failed while {doing}{said}",
-                          "use https:// only for a TLS endpoint; for a self-signed certificate give --ca-file "
-                          "PEM, or --insecure-tls to skip verification")
-    if kind in ("protocol", "eof", "connection-reset"):
-        hint = ("is it an S3 endpoint, and does the scheme match (http:// vs https://)?"
-                if target.endpoint.startswith("http://") else "is it an S3 endpoint?")
-        return InputError(f"{where} did not answer like S3 while {doing} ({kind}){said}", hint)
-    return EngineError(f"S3 error while {doing} at {where}: {kind}{said}")
-
-
 # ---- the engine --------------------------------------------------------------------------------
 
 NO_SUCH_BUCKET_TRIES = 3
@@ -227,11 +179,12 @@ class S3Engine:
         if errors and absent_ok and errors[-1].get("kind") == "NoSuchBucket":
             return {"bucket_absent": True}
         if errors:
-            event = {**errors[-1], "message": mask(str(errors[-1].get("message", "")), creds.secrets())}
-            raise error_for(event, target, creds.source, doing)
+            event = {**errors[-1], "message": redact(str(errors[-1].get("message", "")), creds.secrets())}
+            raise error_for(event, Asking(target.endpoint, target.bucket, doing, creds.source, target.connect_timeout,
+                                          float(config.get("request_timeout_s") or target.request_timeout)))
         if result.returncode == EXIT_INTERRUPTED:
             raise Interrupted(f"interrupted while {doing}")
-        tail = mask(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
+        tail = redact(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
         raise EngineError(f"{BINARY} failed while {doing} (exit {result.returncode}): {tail[0]}")
 
     def probe(self, target: S3Target, creds: Credentials, prefix: str = "", object_lock: bool = False) -> Probe:
@@ -325,7 +278,7 @@ class S3Engine:
         events += reader.new(final=True)
         done = [e for e in events if e.get("event") == "done"]
         if result.returncode not in (0, EXIT_INTERRUPTED) or not done:
-            tail = mask(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
+            tail = redact(result.stderr.strip(), creds.secrets()).splitlines()[-1:] or ["no error output"]
             raise EngineError(f"{BINARY} failed in phase {op} (exit {result.returncode}): {tail[0]}")
         records = read_records(folder / files["records"])
         figures = mixed_figures(records) if op == "mixed" else phase_figures(records, op)

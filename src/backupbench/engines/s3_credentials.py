@@ -6,7 +6,8 @@ named by AWS_PROFILE, else "default", in the shared credentials file (AWS_SHARED
 or ~/.aws/credentials) or the config file (AWS_CONFIG_FILE or ~/.aws/config).
 
 The result holds the keys as SecretStr and says only *where* they came from; the keys
-reach the load generator through its environment, never its argument list.
+reach the load generator through its environment, never its argument list, and are
+remembered by redaction.py, so no text printed, logged or stored can show them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Mapping
 from pydantic import SecretStr
 
 from backupbench.errors import InputError
+from backupbench.redaction import remember
 
 DEFAULT_REGION = "us-east-1"
 
@@ -29,6 +31,10 @@ class Credentials:
     secret_key: SecretStr
     session_token: SecretStr | None
     source: str  # e.g. "environment", "profile 'lab' in ~/.aws/credentials"
+
+    def __post_init__(self) -> None:
+        # Hidden from here on in whatever the process prints, logs or stores (redaction.py).
+        remember(*self.secrets())
 
     def env(self) -> dict[str, str]:
         """The load generator's environment entries (always all three, to override any inherited)."""
@@ -140,11 +146,3 @@ def resolve(access_key: SecretStr | None, secret_key: SecretStr | None, profile:
     half = " (only one of AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY is set)" if (env_key or env_secret) else ""
     raise InputError(f"no S3 credentials found{half}: not in the environment, nor profile {name!r} in {cred_path}",
                      fix="export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or use --profile NAME")
-
-
-def mask(text: str, secrets: list[str]) -> str:
-    """`text` with every secret value replaced by ****."""
-    for value in secrets:
-        if value:
-            text = text.replace(value, "****")
-    return text

@@ -38,6 +38,7 @@ from pathlib import Path
 from backupbench import process
 from backupbench.errors import EngineError, InputError, RefusedError
 from backupbench.paths import Syntax, for_program
+from backupbench.redaction import redact
 
 BINARY = "minio"
 # src/backupbench/layouts/minio.py -> the project folder; scripts/install-minio.sh builds into .tools/bin.
@@ -232,7 +233,7 @@ class MinioServer:
                     raise _PortTaken()
                 last = [line for line in text.strip().splitlines() if line.strip()][-1:] or ["no output"]
                 raise EngineError(f"MinIO exited while starting (exit {child.proc.returncode}): "
-                                  f"{self._masked(last[0])}", f"see {self.log_path}")
+                                  f"{redact(last[0], [self.access_key, self.secret_key])}", f"see {self.log_path}")
             try:
                 with opener.open(url, timeout=2) as answer:
                     if answer.status == 200:
@@ -249,9 +250,6 @@ class MinioServer:
             return self.log_path.read_text(errors="replace")[-4000:]
         except OSError:
             return ""
-
-    def _masked(self, text: str) -> str:
-        return text.replace(self.secret_key, "****").replace(self.access_key, "****")
 
     def stop(self) -> None:
         """Stop the server (SIGINT, then SIGTERM, then SIGKILL; process.Background.stop holds

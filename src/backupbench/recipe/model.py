@@ -26,7 +26,8 @@ WorkloadSpec = Annotated[Union[tuple(d.recipe_entry for d in WORKLOADS.values())
 
 
 class Recipe(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A recipe may hold S3 keys: pydantic's own message (a --debug traceback) must not quote them.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     name: str = Field(..., min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$",
                       description="What this experiment is called.")

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Sequence
 from rich.text import Text
 
 from backupbench import __version__, units
+from backupbench.redaction import is_secret_key, redact
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -152,21 +153,18 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, value)]
 
 
-SECRET_WORDS = ("secret", "password", "access_key", "token", "credential")
-
-
 def value_text(key: str, value: Any) -> str:
     if value is None:
         return "-"
-    if any(word in key.lower() for word in SECRET_WORDS) and value not in ("", "-"):
+    if is_secret_key(key) and value not in ("", "-"):
         return "(not shown)"
     if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "[]"
+        return redact(", ".join(str(v) for v in value)) or "[]"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int) and value >= 1024 and key.rsplit(".", 1)[-1].endswith(("size", "_bytes")):
         return f"{units.format_size(value)} ({value:,} bytes)"
-    return str(value)
+    return redact(str(value))
 
 
 def kv_table(pairs: Iterable[tuple[str, Any]], caption: str = "") -> str:

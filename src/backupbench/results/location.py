@@ -5,15 +5,36 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from backupbench.errors import InputError
+from backupbench.paths import check_length, shortened
+
 
 def results_dir(explicit: Path | None = None) -> Path:
+    """InputError, naming where the path came from, for one too long to be opened."""
     if explicit is not None:
-        return explicit.expanduser().resolve()
+        return _checked(explicit.expanduser().resolve(), "--results")
     env = os.environ.get("BACKUPBENCH_RESULTS")
     if env:
-        return Path(env).expanduser().resolve()
+        return _checked(Path(env).expanduser().resolve(), "BACKUPBENCH_RESULTS")
     data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "backupbench"
+    return _checked(Path(data_home) / "backupbench", "XDG_DATA_HOME")
+
+
+# SQLite opens no file whose path is longer (its unix VFS's MAX_PATHNAME, less the NUL); the
+# store's rollback journal, results.db-journal, is the longest name it makes in the folder.
+SQLITE_MAX_PATH_BYTES = 511
+STORE_FILE_LONGEST = "results.db-journal"
+
+
+def _checked(path: Path, source: str) -> Path:
+    what, fix = f"the results folder ({source})", f"give {source} a shorter path"
+    check_length(path, what, fix)
+    needed = len(os.fsencode(str(path / STORE_FILE_LONGEST)))
+    if needed > SQLITE_MAX_PATH_BYTES:
+        raise InputError(f"{what} {shortened(path)} is too long for the results store: SQLite opens paths of at "
+                         f"most {SQLITE_MAX_PATH_BYTES} bytes, and its {STORE_FILE_LONGEST} there would be {needed:,}",
+                         fix)
+    return path
 
 
 def run_folder(results: Path, run_id: str) -> Path:

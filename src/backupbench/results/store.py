@@ -10,7 +10,9 @@ from typing import Callable, Iterator
 
 from backupbench import stopping
 from backupbench.errors import NotFoundError, StoreError
+from backupbench.paths import shortened
 from backupbench.process import is_alive as process_alive
+from backupbench.redaction import redact, redact_data
 from backupbench.results.model import INTERRUPTED, RUNNING, OperationRecord, RunRecord, known_unit, now_iso
 
 # PRAGMA user_version; docs/results.md describes every table and column of each version.
@@ -59,6 +61,23 @@ CREATE TABLE IF NOT EXISTS figures (
 """
 
 
+# Every text the store writes passes redaction.py: no URL's userinfo, no known secret.
+def _text(value: str) -> str:
+    return redact(value, bare=False)
+
+
+def _message(value: str | None) -> str | None:
+    return None if value is None else redact(value)
+
+
+def _notes(notes: list[str]) -> str:
+    return json.dumps([redact(note) for note in notes])
+
+
+def _json(value: object) -> str:
+    return json.dumps(redact_data(value))
+
+
 class Store:
     """alive: whether a run's owner (process.identity) still runs; a 'running' run whose
     owner is gone is read back as interrupted (tests pass their own)."""
@@ -67,10 +86,10 @@ class Store:
         self.path = path
         self._alive = alive
         folder = path.parent
-        if folder.exists() and not folder.is_dir():
-            raise StoreError(f"the results directory {folder} is a file, not a directory",
-                             "pass --results DIR naming a directory (it is created if missing)")
         try:
+            if folder.exists() and not folder.is_dir():
+                raise StoreError(f"the results directory {folder} is a file, not a directory",
+                                 "pass --results DIR naming a directory (it is created if missing)")
             path.parent.mkdir(parents=True, exist_ok=True)
             # Held: a stop between creating the tables and stamping their version would
             # leave a store the next run tries to migrate twice.
@@ -85,10 +104,10 @@ class Store:
                 db.executescript(SCHEMA)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except OSError as exc:
-            raise StoreError(f"cannot open the results store {path}: {exc.strerror or exc}",
+            raise StoreError(f"cannot open the results store {shortened(path)}: {exc.strerror or exc}",
                              "check the path or pass --results DIR") from exc
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the results store {path}: {exc}",
+            raise StoreError(f"cannot open the results store {shortened(path)}: {exc}",
                              "check the path or pass --results DIR") from exc
 
     @contextmanager
@@ -104,22 +123,22 @@ class Store:
             db.execute(
                 "INSERT INTO runs (run_id, kind, target, status, started_at, finished_at, settings_json, host_json,"
                 " notes_json, error, owner, label) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run.run_id, run.kind, run.target, run.status, run.started_at, run.finished_at,
-                 json.dumps(run.settings), json.dumps(run.host), json.dumps(run.notes), run.error, run.owner,
-                 run.label),
+                (run.run_id, run.kind, _text(run.target), run.status, run.started_at, run.finished_at,
+                 _json(run.settings), _json(run.host), _notes(run.notes), _message(run.error), run.owner,
+                 _text(run.label)),
             )
 
     def set_label(self, run_id: str, label: str) -> None:
         with self._connect() as db:
-            if db.execute("UPDATE runs SET label = ? WHERE run_id = ?", (label, run_id)).rowcount == 0:
+            if db.execute("UPDATE runs SET label = ? WHERE run_id = ?", (_text(label), run_id)).rowcount == 0:
                 raise NotFoundError(f"no run {run_id!r} in {self.path}", "see `backupbench history` for run ids")
 
     def save_operation(self, run_id: str, seq: int, op: OperationRecord) -> None:
         with self._connect() as db:
             db.execute(
                 "INSERT OR REPLACE INTO operations VALUES (?,?,?,?,?,?,?,?)",
-                (run_id, seq, op.name, op.pattern, op.status, op.started_at, op.finished_at,
-                 json.dumps(op.detail)),
+                (run_id, seq, op.name, _text(op.pattern), op.status, op.started_at, op.finished_at,
+                 _json(op.detail)),
             )
             db.execute("DELETE FROM figures WHERE run_id = ? AND operation = ?", (run_id, op.name))
             db.executemany(
@@ -132,7 +151,7 @@ class Store:
         with self._connect() as db:
             db.execute(
                 "UPDATE runs SET status=?, finished_at=?, notes_json=?, error=?, host_json=? WHERE run_id=?",
-                (run.status, run.finished_at, json.dumps(run.notes), run.error, json.dumps(run.host), run.run_id),
+                (run.status, run.finished_at, _notes(run.notes), _message(run.error), _json(run.host), run.run_id),
             )
 
     def has_run(self, run_id: str) -> bool:
@@ -146,7 +165,7 @@ class Store:
             row = db.execute("SELECT status, notes_json FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None or row["status"] not in if_status:
                 return False
-            notes = json.loads(row["notes_json"]) + [note]
+            notes = json.loads(row["notes_json"]) + [redact(note)]
             db.execute("UPDATE runs SET status=?, error=COALESCE(error, 'interrupted'), notes_json=?, "
                        "finished_at=COALESCE(finished_at, ?) WHERE run_id=?",
                        (INTERRUPTED, json.dumps(notes), now_iso(), run_id))

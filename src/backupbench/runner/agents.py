@@ -66,6 +66,9 @@ class AgentRef:
 
 def parse_agents(text: str) -> tuple[AgentRef, ...]:
     """ADDR:PORT,ADDR:PORT -> the agents, each labelled by its address (a valid key part)."""
+    if "@" in text:  # quoted nowhere: what precedes the '@' may be a password, commas and all
+        raise InputError("--agents must not carry credentials (USER@ or USER:PASSWORD@): an agent takes its "
+                         "token from --agent-token-file", "e.g. --agents 10.0.0.5:7480,10.0.0.6:7480")
     found: list[AgentRef] = []
     for item in (part.strip() for part in text.split(",")):
         if not item:

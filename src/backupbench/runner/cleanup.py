@@ -11,11 +11,11 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from backupbench import process
 from backupbench.errors import BackupbenchError
-from backupbench.journal import Journal, JournalBusy, JournalRefused, open_journals, read
+from backupbench.journal import Journal, JournalBusy, JournalGone, JournalRefused, open_journals, read
 from backupbench.layouts.actions import GUARD_PROGRAMS, UNDO_PROGRAMS, Action
 from backupbench.layouts.executor import Runner, undo_actions
 from backupbench.results.store import Store
@@ -121,13 +121,17 @@ def _mark_interrupted(store_path: str | None, run_id: str) -> bool:
 
 
 def clean_journals(directory: Path, *, run: Runner = process.run,
-                   table: dict[str, artefacts.Remover] | None = None) -> list[JournalCleanup]:
+                   table: dict[str, artefacts.Remover] | None = None,
+                   journals: Iterable[Path] | None = None) -> list[JournalCleanup]:
     """Every open journal nobody holds: sweep it, and store its run as interrupted. One
-    journal that cannot be read or swept does not stop the others."""
+    journal that cannot be read or swept does not stop the others; one whose run closed it
+    after it was listed (`journals`: the listing, by default the folder's) is not reported."""
     done = []
-    for path in open_journals(directory):
+    for path in journals if journals is not None else open_journals(directory):
         try:
             journal = Journal.at(path)
+        except JournalGone:
+            continue  # its run ended normally between the listing and now: nothing of it is left
         except JournalBusy as busy:
             done.append(JournalCleanup(path.name, None, busy=str(busy)))
             continue

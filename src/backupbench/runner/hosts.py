@@ -160,24 +160,24 @@ class HostsWorkload:
         hooks.finished(name, figures, detail)
 
     def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:
-        """A cleanup job on every host, lost ones too (their server may be back, e.g. restarted
-        by systemd). After a phase was cut short, twice: a server still stopping its job could
-        otherwise create the file again after the first."""
-        failures: dict[Host, str] = {}
+        """A cleanup job on every host still answering; a lost one's file is left to the run's
+        sweep, which tries it once more (its server may be back, e.g. restarted by systemd) and
+        reports it left behind if not. After a phase was cut short, twice: a server still
+        stopping its job could otherwise create the file again after the first."""
+        left: set[Host] = set()
         for attempt in range(2 if self._stopped_mid_phase else 1):
             if attempt:
                 time.sleep(1.0)
-            failures = {}
-            for host in self._journal_ids:
+            left = {host for host in self._journal_ids if host.name in self.lost}
+            for host in set(self._journal_ids) - left:
                 try:
                     remove_on_host(host, test_file(self.path, run_id, host), self.binary)
-                except EngineError as exc:
-                    failures[host] = exc.message
+                except EngineError:
+                    left.add(host)
+        # What is left stays in the journal: the run's sweep tries once more and reports it left
+        # behind, and `backupbench cleanup` tries again once the host is back.
         for host, artefact_id in self._journal_ids.items():
-            if host in failures:
-                # Stays in the journal: `backupbench cleanup` tries again once the host is back.
-                self.notes.append(f"left behind: {failures[host]}")
-            else:
+            if host not in left:
                 hooks.removed(artefact_id)
 
 

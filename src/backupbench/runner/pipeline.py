@@ -23,9 +23,10 @@ from backupbench import process, stopping
 from backupbench.devices import eligibility, facts
 from backupbench.devices.compression import content_caution, filesystem_compression
 from backupbench.engines.content import from_settings
-from backupbench.errors import BackupbenchError, Interrupted, RefusedError
+from backupbench.errors import BackupbenchError, Interrupted, LeftBehind, RefusedError, StoreError
 from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
+from backupbench.redaction import redact, redact_data
 from backupbench.monitor import Thresholds, combined, device_stack
 from backupbench.monitor.options import MonitorOptions
 from backupbench.results.location import run_folder
@@ -73,7 +74,7 @@ def run_as_dict(run: RunRecord) -> dict:
 
 
 def write_json(path: Path, data: object) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    path.write_text(json.dumps(redact_data(data), indent=2, sort_keys=True) + "\n")
 
 
 def monitor_plan(options: MonitorOptions, targets: tuple[Path, ...]) -> MonitorPlan | None:
@@ -136,9 +137,13 @@ class RunSession:
 
     def __enter__(self) -> "RunSession":
         try:
-            self.folder.mkdir(parents=True, exist_ok=False)
-            write_json(self.folder / "settings.json", self.run.settings)
-            write_json(self.folder / "host.json", self.run.host)
+            try:
+                self.folder.mkdir(parents=True, exist_ok=False)
+                write_json(self.folder / "settings.json", self.run.settings)
+                write_json(self.folder / "host.json", self.run.host)
+            except OSError as exc:
+                raise StoreError(f"cannot make the run folder {self.folder}: {exc.strerror or exc}",
+                                 "pass --results DIR naming a writable folder with a shorter path") from exc
             self.store.create_run(self.run)
             self.reporter.run_started(self.run)
         except BaseException as exc:
@@ -229,8 +234,10 @@ class RunSession:
             raise Interrupted(f"interrupted: stopped and cleaned up; the partial run is kept as {self.run_id} "
                               "(interrupted)") from exc
         if exc is None and not leftovers.clean:
-            raise BackupbenchError(f"the run could not remove {leftovers.failed[0]}",
-                                   "see what holds it, then run `backupbench cleanup`")
+            more = f" (and {len(leftovers.failed) - 1} more)" if len(leftovers.failed) > 1 else ""
+            raise LeftBehind(f"run {self.run_id} is stored {self.run.status}; left behind: {leftovers.failed[0]}{more}",
+                             "run `backupbench cleanup` once that is reachable again (a lost host back) or "
+                             "released: the run's journal still lists it", self.run)
         return False
 
     def _close(self, exc: BaseException | None, leftovers: SweepReport) -> None:
@@ -239,12 +246,15 @@ class RunSession:
         elif exc is not None:
             self.run.status = FAILED
             self.run.error = exc.one_line() if isinstance(exc, BackupbenchError) else repr(exc)
-        elif not leftovers.clean:
-            self.run.status, self.run.error = FAILED, f"could not remove {leftovers.failed[0]}"
         else:
+            # What it measured stands whatever could not be removed after: that is in the notes
+            # ("left behind: ..."), and the journal stays open for `backupbench cleanup`.
             # A void run says why where every reader looks (show, --json, the gates).
             self.run.status, self.run.error = (VOID, self._void_reason) if self._void_reason else (COMPLETE, None)
         self.run.notes += [f"left behind: {line}" for line in leftovers.failed]
+        # Printed and stored from here: no URL's userinfo, no known secret (redaction.py).
+        self.run.notes = [redact(note) for note in self.run.notes]
+        self.run.error = redact(self.run.error) if self.run.error else self.run.error
         if self._recorder is not None:
             self._recorder.abort(self.run.status)
         self.run.finished_at = now_iso()

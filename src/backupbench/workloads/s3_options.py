@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from backupbench import units
+from backupbench.redaction import redact, remember
 from backupbench.schema import Duration, Size, comma_list
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.s3_values import DEFAULT_MIX, ObjectSize, SizeRange, check_mix, mix_text, parse_mix
@@ -86,19 +87,22 @@ def check_bucket_name(name: str) -> str:
 
 def normalise_endpoint(url: str) -> str:
     """'http(s)://host[:port]' with no path; the scheme's default port is dropped, since the
-    port must be written the same way in the request and in its signature."""
+    port must be written the same way in the request and in its signature. A URL carrying
+    credentials is refused first, and no message quotes them."""
     text = url.strip()
+    shown = repr(redact(text))
+    if "@" in text.partition("://")[2]:
+        raise ValueError(f"the endpoint must not carry credentials (got {shown}); "
+                         "use the environment or --profile")
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an S3 endpoint URL (use e.g. http://127.0.0.1:9000 or https://s3.example.com)")
+        raise ValueError(f"{shown} is not an S3 endpoint URL (use e.g. http://127.0.0.1:9000 or https://s3.example.com)")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"{url!r}: the endpoint must not have a path; give the bucket with --bucket")
-    if parts.username or parts.password:
-        raise ValueError("the endpoint must not carry credentials; use the environment or --profile")
+        raise ValueError(f"{shown}: the endpoint must not have a path; give the bucket with --bucket")
     try:
         port = parts.port
     except ValueError:
-        raise ValueError(f"{url!r} has an invalid port") from None
+        raise ValueError(f"{shown} has an invalid port") from None
     host = parts.hostname
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
@@ -114,7 +118,8 @@ def _phases(value: object) -> object:
 class S3Options(ContentOptions):
     """One S3 run. Field names are the recipe keys; `--kebab-case` are the flags."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Keys may be among the input: pydantic's own message (a --debug traceback) must not quote them.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     endpoint: str = Field(
         description="S3 endpoint URL, e.g. http://127.0.0.1:9000 (no path; path-style requests are used).",
@@ -227,6 +232,14 @@ class S3Options(ContentOptions):
     @classmethod
     def _endpoint(cls, value: str) -> str:
         return normalise_endpoint(value)
+
+    @field_validator("access_key", "secret_key")
+    @classmethod
+    def _hidden_from_now_on(cls, value: SecretStr | None) -> SecretStr | None:
+        # Remembered as soon as it is read: even a --debug traceback of another key's error hides it.
+        if value is not None:
+            remember(value.get_secret_value())
+        return value
 
     @field_validator("bucket")
     @classmethod

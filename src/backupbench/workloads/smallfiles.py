@@ -23,13 +23,14 @@ Decisions, so that the figures mean one thing:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from backupbench import artefacts, units
+from backupbench.engines.content import DataContent
 from backupbench.engines.smallfiles import FOLDER_PREFIX, SmallFilesEngine
 from backupbench.engines.smallfiles_job import SmallFilesJob, phase_names
 from backupbench.engines.smallfiles_results import PhaseResult
@@ -138,6 +139,11 @@ class SmallFilesSpec(ContentOptions):
     def data_bytes(self) -> int:
         """Bytes written by one pass over every file."""
         return self.files * self.file_size
+
+    def content(self) -> DataContent:
+        """With data = 'pattern' each pass writes its own byte of `patterns`: the content says so."""
+        content = super().content()
+        return replace(content, pattern=self.patterns[0], passes=self.patterns) if content.constant else content
 
     def job(self) -> SmallFilesJob:
         """What the engine is asked to do."""
