@@ -19,6 +19,7 @@ from backupbench.report.faults import comparison_rows, fault_table
 from backupbench.monitor.thresholds import FillThresholds
 from backupbench.report.hosts import hosts_renderables
 from backupbench.results.model import COMPLETE, RunRecord
+from backupbench.workloads.kb2014 import timing_label
 
 
 def _mib(value: float | None) -> str:
@@ -47,8 +48,7 @@ def _fio_caption(run: RunRecord) -> str:
         return ", ".join(p for p in (settings_label(settings), target_text(run)) if p)
     parts = [
         f"{units.format_size(settings.get('file_size') or settings.get('size') or 0)} test file",
-        (f"{settings.get('runtime', 0):g} s per operation" if run.kind == "kb2014"
-         else "each phase covers the whole file once"),
+        timing_label(settings) if run.kind == "kb2014" else "each phase covers the whole file once",
         f"{units.format_size(settings.get('block_size') or 0)} blocks",
         "buffered I/O" if settings.get("buffered") else "direct I/O",
         str(settings.get("engine", "")),
