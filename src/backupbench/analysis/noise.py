@@ -73,7 +73,9 @@ def verdict(current: Sequence[float] | Spread, reference: Sequence[float] | Spre
     if mine.median <= 0 or theirs.median <= 0:
         return Verdict("unknown", None, None, "no figure to compare")
     factor = max(mine.median, theirs.median) / min(mine.median, theirs.median)
-    ahead = (mine.median > theirs.median) == (better == "higher")
+    # Ahead by the medians shown; equal medians, by the means the intervals are of.
+    mine_key, theirs_key = (mine.median, mine.mean), (theirs.median, theirs.mean)
+    ahead = mine_key > theirs_key if better == "higher" else mine_key < theirs_key
     word = words[0] if ahead else words[1]
     if mine.one_sample or theirs.one_sample:
         which = "each side" if mine.one_sample and theirs.one_sample else (
