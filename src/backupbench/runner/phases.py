@@ -11,6 +11,7 @@ with a note on the run.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -98,6 +99,7 @@ class PhaseRecorder:
         self._sampler: Sampler | None = None
         self._gauge: PoolGauge | None = None
         self._disk_bytes_at_start: int | None = None
+        self._ramp_timer: threading.Timer | None = None
         self._seq = 0
 
     def will_create(self, artefact: dict[str, Any]) -> int | None:
@@ -127,10 +129,28 @@ class PhaseRecorder:
         if self.monitor is not None:
             csv_path = self.folder / f"{name}.monitor.csv"
             self._sampler = self.monitor.sampler(csv_path, warmup_s).start()
-            self._disk_bytes_at_start = self.monitor.disk_bytes()
+            self._count_disk_bytes_after(warmup_s)
             record.detail["monitor_csv"] = str(csv_path.relative_to(self.run_root))
             gauge = self.monitor.pool_gauge()
             self._gauge = gauge.start() if gauge is not None else None
+
+    def _count_disk_bytes_after(self, warmup_s: float) -> None:
+        """The disks' counter at the end of the warm-up: the workload's figures leave the ramp
+        out, so the bytes the disks saw during it must be left out too (else they would hide a
+        cached phase)."""
+        monitor = self.monitor
+        self._disk_bytes_at_start = None
+        if monitor is None:
+            return
+        if warmup_s <= 0:
+            self._disk_bytes_at_start = monitor.disk_bytes()
+            return
+
+        def mark() -> None:
+            self._disk_bytes_at_start = monitor.disk_bytes()
+        self._ramp_timer = threading.Timer(warmup_s, mark)
+        self._ramp_timer.daemon = True
+        self._ramp_timer.start()
 
     def progress(self, name: str, fraction: float, detail: str) -> None:
         self.reporter.stage_progress(self.qualified(name), fraction, detail)
@@ -189,6 +209,10 @@ class PhaseRecorder:
 
     def _check_cache(self, record: OperationRecord) -> None:
         """The phase against the cache guard: what share of its bytes reached the disks."""
+        timer, self._ramp_timer = self._ramp_timer, None
+        if timer is not None:
+            timer.cancel()   # a phase over before its ramp was: its start is unknown, not checked
+            timer.join()
         start, self._disk_bytes_at_start = self._disk_bytes_at_start, None
         storage = self.monitor.storage if self.monitor is not None else None
         end = self.monitor.disk_bytes() if self.monitor is not None else None
