@@ -41,6 +41,7 @@ bench-all: deps
 	$(BIN)/python bench/rebuild.py
 	$(BIN)/python bench/signal_trials.py
 	$(BIN)/python bench/agent_flood.py
+	$(BIN)/python bench/ramp.py
 
 # The offline bundle for servers with no package index: dist/backupbench-<version>-offline.tar.gz
 # (wheels for CPython 3.10-3.12, a single-file pex per Python, the static S3 loader, install.sh).
