@@ -133,7 +133,7 @@ def test_options_stay_valid_when_rebuilt_from_themselves():
 
 
 def test_the_s3_table_says_whether_the_lock_held_and_what_the_mix_did():
-    from backupbench.report.terminal import table_specs
+    from backupbench.report.tables import table_specs
     from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
     def op(name, **figures):
