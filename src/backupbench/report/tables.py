@@ -15,6 +15,7 @@ from backupbench.analysis.compare import relative_speed, run_heading
 from backupbench.analysis.windows import RestoreRange
 from backupbench.engines.content import settings_label
 from backupbench.monitor.thresholds import FillThresholds
+from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
 
@@ -208,7 +209,7 @@ def table_specs(run: RunRecord) -> list[TableSpec]:
     """One table per kind of phase (fio operations, small-file phases, S3 phases): its
     operations, columns, pattern heading and caption."""
     # A fault's rebuild and its member baseline are drawn in its own table (report/faults.py).
-    measured = [op for op in run.operations if op.detail.get("state") not in ("rebuild", "member")]
+    measured = [op for op in run.operations if op.detail.get("state") not in (naming.REBUILD, naming.MEMBER)]
     s3_ops = [op for op in measured if _is_s3_phase(op)]
     file_ops = [op for op in measured if op not in s3_ops and _is_file_phase(op)]
     clone_ops = [op for op in measured if "clone_s" in op.figures]

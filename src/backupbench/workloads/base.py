@@ -50,7 +50,8 @@ class Workload(Protocol):
         """Engine name -> version, recorded with the run."""
 
     def phases(self) -> tuple[str, ...]:
-        """The phases it will run, in order, by the names every output uses."""
+        """The phases it will run, in order, by the names every output uses: its Definition's
+        phases(options), which know them without building it."""
 
     def settings(self) -> dict[str, Any]:
         """Everything that shapes the figures, stored with the run."""
@@ -85,6 +86,9 @@ class Definition:
     options: type[BaseModel]          # flags of `run` and keys of a recipe entry, each defined once
     recipe_entry: type[BaseModel]     # the options plus `kind` (and what a recipe adds)
     build: Callable[[Any, ServedBy | None], Workload]
+    # The phases a workload of these options (or recipe entry) runs, in order, by the names
+    # every output uses: known without building it (no server, no credentials needed).
+    phases: Callable[[Any], tuple[str, ...]]
     needs_directory: bool = True
     # Named starting points (--preset NAME, preset = "NAME"): option values the given ones override.
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -229,6 +229,13 @@ def needs_layout(operations: list[Operation]) -> bool:
     return any(op.rw != "write" for op in operations)
 
 
+def phase_names(options: SuiteOptions) -> tuple[str, ...]:
+    """The phases `workload(options)` runs, in order: the layout (unmeasured) when a read
+    needs data under it, then the operations."""
+    operations = select(options.operations)
+    return ((LAYOUT,) if needs_layout(operations) else ()) + tuple(op.name for op in operations)
+
+
 def _scorer(op: Operation):
     def score(summary):
         figures = base_figures(summary)
@@ -258,7 +265,7 @@ DEFINITION = Definition(
     name="kb2014",
     description="Veeam KB2014 backup operations: active full, synthetic full, reverse incremental, restores "
                 "(field note C)",
-    path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload,
+    path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload, phases=phase_names,
     # With --hosts the test files are on the fio servers: removed by a job sent to each.
     removers={fio_client.REMOTE_FILE: fio_client.remove_remote_file},
 )

@@ -346,6 +346,7 @@ DEFINITION = Definition(
     description="objects PUT then GET (then DELETE; or a mixed phase; with object lock, a lock check) by many "
                 "streams against an S3 endpoint (field note D); needs --endpoint and --bucket, no PATH",
     options=S3Options, recipe_entry=S3Entry, build=workload, needs_directory=False,
+    phases=lambda options: tuple(options.s3_phases),
     removers={"s3-objects": remove_objects, "s3-bucket": remove_bucket},
     served_by_layout=lambda entry: entry.endpoint is None,
 )
