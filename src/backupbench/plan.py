@@ -25,7 +25,6 @@ from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
 from backupbench.layouts.registry import plan_layout
 from backupbench.paths import PathRefused, Syntax, for_program
-from backupbench.recipe import hosts as hosts_spec
 from backupbench.recipe import naming
 from backupbench.recipe.model import Recipe
 from backupbench.schema import DirectoryPath
@@ -186,7 +185,7 @@ def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
         except BackupbenchError as exc:
             refusals.append(f"workload[{index}] ({entry.kind}): {exc.one_line()}")
             continue
-        if entry.kind in hosts_spec.FIO_SERVER_WORKLOADS:
+        if definition.capabilities.fio_servers:
             where = (tuple(host.name for host in hosts.hosts()), FIO_SERVERS,
                      f"{hosts.path} on every host (one test file per host, removed at the end)")
         else:

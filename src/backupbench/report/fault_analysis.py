@@ -14,6 +14,7 @@ from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.sizing import speed_model
 from backupbench.sizing.measured_rebuild import layout_operations, member_record, recipe_layout, used_percent
 from backupbench.sizing.speed_model import Expected
+from backupbench.workloads import capabilities
 
 READ_OPERATIONS = ("restore-sequential", "restore-random", "get")
 # Large sequential writes: what the write model describes (a merge's randrw is not).
@@ -81,8 +82,10 @@ class FaultReport:
 
 
 def _block_size(run: RunRecord) -> int:
+    """The block size the run's KB2014 operations read with (the model's reads are in it)."""
     workloads = (run.settings.get("recipe") or {}).get("workload") or []
-    return next((w.get("block_size") for w in workloads if w.get("kind") == "kb2014" and w.get("block_size")),
+    return next((w.get("block_size") for w in workloads
+                 if capabilities.of_kind(run, str(w.get("kind"))).kb2014_operations and w.get("block_size")),
                 KB2014_BLOCK)
 
 

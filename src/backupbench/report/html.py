@@ -27,6 +27,7 @@ from backupbench.report.tables import OperationsTable, layout_cells, restore_ran
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
 from backupbench.results.model import COMPLETE, RunRecord
+from backupbench.workloads import capabilities
 
 # ---------------------------------------------------------------------------------------------
 # One run
@@ -148,11 +149,16 @@ def _chart(figure, scope: str, label: str, caption: str = "") -> str:
     return "" if figure is None else page.figure(charts.inline_svg(figure, scope, label), caption)
 
 
+def _kb2014_operations(run: RunRecord) -> bool:
+    """Whether any workload of the run (as it stored them) measured KB2014's operations."""
+    return any(found.kb2014_operations for found in capabilities.of_run(run).values())
+
+
 def charts_html(run: RunRecord) -> str:
     grouped = layout_matrix(run) is not None
     speed = _chart(charts.speed_figure(run), "speed", "Effective speed" + (" by layout" if grouped else ""),
                    "Effective speed: the rate of backup data each job moves (KB2014 rules: synthetic full "
-                   "counts read+write/2, reverse incremental /3)." if run.kind in ("kb2014", "recipe") else "")
+                   "counts read+write/2, reverse incremental /3)." if _kb2014_operations(run) else "")
     latency = _chart(charts.latency_figure(run), "latency", "p99 latency per operation",
                      "p99 of fio's total latency (submission + completion), per-file or per-request "
                      "latency for small-file and S3 phases.")

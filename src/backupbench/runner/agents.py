@@ -39,6 +39,7 @@ from backupbench.runner.agents_merge import MERGE_NOTE, errors_by_kind, merge_ph
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunRequest, execute_remote
 from backupbench.workloads.base import PhaseHooks
+from backupbench.workloads.registry import WORKLOADS, names_where
 from backupbench.workloads.s3 import S3Workload, objects_artefact
 from backupbench.workloads.s3_options import PHASE_TITLES, run_prefix
 from backupbench.workloads.s3_phase import content_seed
@@ -345,8 +346,11 @@ def on_agents(workload_name: str, built: object, agents: str, token_file: Path |
               trust: Trust | None = None) -> AgentsWorkload:
     """`built` (an s3 workload) from the agents of --agents, trusted as `trust` says (None: the
     system's CAs); InputError for anything else."""
-    if workload_name != "s3" or not isinstance(built, S3Workload):
-        raise InputError(f"--agents applies to --workload s3, not {workload_name}", "drop --agents")
+    definition = WORKLOADS.get(workload_name)
+    if definition is None or not definition.capabilities.agents or not isinstance(built, S3Workload):
+        from_agents = names_where(lambda capabilities: capabilities.agents)
+        raise InputError(f"--agents applies to --workload {' or '.join(from_agents)}, not {workload_name}",
+                         "drop --agents")
     if token_file is None:
         raise InputError("--agents needs --agent-token-file: the token the agents were started with")
     try:

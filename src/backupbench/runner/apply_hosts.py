@@ -24,7 +24,7 @@ from backupbench.devices import facts
 from backupbench.errors import BackupbenchError, InputError, RefusedError
 from backupbench.plan import Plan
 from backupbench.recipe import naming
-from backupbench.recipe.hosts import FIO_SERVER_WORKLOADS, HostsSpec
+from backupbench.recipe.hosts import HostsSpec
 from backupbench.recipe.model import Recipe
 from backupbench.results.model import RunRecord
 from backupbench.results.store import Store
@@ -71,7 +71,7 @@ def _job(recipe: Recipe, hosts: HostsSpec, index: int) -> RemoteJob:
     built = definition.build(entry, None)
     token_file = Path(hosts.agent_token_file) if hosts.agent_token_file else None
     group = naming.workload_group("", index, entry.kind, len(recipe.workload))
-    if entry.kind in FIO_SERVER_WORKLOADS:
+    if definition.capabilities.fio_servers:
         on_servers = _on_fio_servers(entry.kind, built, hosts, token_file)
         machines = "fio servers " + ", ".join(host.name for host in on_servers.hosts)
         if on_servers.agents:

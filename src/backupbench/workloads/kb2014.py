@@ -17,13 +17,13 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from backupbench import units
-from backupbench.engines import fio_client
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
 from backupbench.paths import Syntax
 from backupbench.schema import BlockSize, Duration, PositiveSize, Size, comma_list, no_repeats, validate
 from backupbench.units import KiB
 from backupbench.workloads.base import Definition, ServedBy, narrowed
+from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
 
@@ -266,6 +266,5 @@ DEFINITION = Definition(
     description="Veeam KB2014 backup operations: active full, synthetic full, reverse incremental, restores "
                 "(field note C)",
     path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload, phases=phase_names,
-    # With --hosts the test files are on the fio servers: removed by a job sent to each.
-    removers={fio_client.REMOTE_FILE: fio_client.remove_remote_file},
+    capabilities=Capabilities(fio_servers=True, kb2014_operations=True),
 )

@@ -36,6 +36,7 @@ from backupbench.engines.s3_credentials import DEFAULT_REGION, Credentials, reso
 from backupbench.errors import BackupbenchError, EngineError, RefusedError
 from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads import s3_lock
+from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.s3_options import PHASE_TITLES, S3Options, normalise_endpoint, run_prefix
 from backupbench.workloads.s3_phase import PutKeys, content_seed, phase_spec
 
@@ -346,7 +347,7 @@ DEFINITION = Definition(
     description="objects PUT then GET (then DELETE; or a mixed phase; with object lock, a lock check) by many "
                 "streams against an S3 endpoint (field note D); needs --endpoint and --bucket, no PATH",
     options=S3Options, recipe_entry=S3Entry, build=workload, needs_directory=False,
-    phases=lambda options: tuple(options.s3_phases),
+    phases=lambda options: tuple(options.s3_phases), capabilities=Capabilities(agents=True),
     removers={"s3-objects": remove_objects, "s3-bucket": remove_bucket},
     served_by_layout=lambda entry: entry.endpoint is None,
 )
