@@ -25,7 +25,7 @@ from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
 from backupbench.layouts.registry import plan_layout
 from backupbench.paths import PathRefused, Syntax, for_program
-from backupbench.recipe import hosts as hosts_spec
+from backupbench.recipe import naming
 from backupbench.recipe.model import Recipe
 from backupbench.schema import DirectoryPath
 from backupbench.workloads.registry import WORKLOADS
@@ -71,7 +71,7 @@ class RemoteStep:
     works_on: str                # the directory on every host, or the bucket at its endpoint
 
     def lines(self) -> list[str]:
-        stored = f"{self.group}/<phase>" if self.group else "<phase>"
+        stored = naming.operation(self.group, "<phase>")
         towards = "from" if self.through == AGENTS else "on"
         return [f"{self.kind} {towards} {len(self.machines)} {self.through}: {', '.join(self.machines)}",
                 f"works on {self.works_on}", f"phases: {', '.join(self.phases)} (stored as {stored})"]
@@ -91,6 +91,11 @@ class Plan:
     remote_refusals: list[str] = field(default_factory=list)
     # What is wrong with the recipe's devices as a whole (two names of one device).
     device_refusals: list[str] = field(default_factory=list)
+
+    def operations(self) -> list[str]:
+        """Every operation `apply` stores for this plan, named as the runner names them
+        (recipe/naming.py): what `apply --expect` is checked against before anything runs."""
+        return naming.recipe_operations(self.recipe, [step.layout for step in self.steps])
 
     @property
     def refusals(self) -> list[str]:
@@ -167,12 +172,6 @@ def _fault_refusals(layout: LayoutPlan, in_lab: bool) -> list[str]:
             "(backupbench lab RECIPE)"]
 
 
-def workload_group(recipe: Recipe, index: int) -> str:
-    """What a [hosts] recipe's workload is stored under: nothing when it is the only one
-    (its operations are named as `run --hosts` names them), else '<n>-<kind>'."""
-    return "" if len(recipe.workload) == 1 else f"{index + 1}-{recipe.workload[index].kind}"
-
-
 def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
     """Each workload of a [hosts] recipe and where it runs; refusals of a workload that cannot be built."""
     hosts = recipe.hosts
@@ -180,18 +179,20 @@ def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
         return [], []
     steps, refusals = [], []
     for index, entry in enumerate(recipe.workload):
+        definition = WORKLOADS[entry.kind]
         try:
-            phases = WORKLOADS[entry.kind].build(entry, None).phases()
+            definition.build(entry, None)  # what it refuses (a file too small for its blocks), said now
         except BackupbenchError as exc:
             refusals.append(f"workload[{index}] ({entry.kind}): {exc.one_line()}")
             continue
-        if entry.kind in hosts_spec.FIO_SERVER_WORKLOADS:
+        if definition.capabilities.fio_servers:
             where = (tuple(host.name for host in hosts.hosts()), FIO_SERVERS,
                      f"{hosts.path} on every host (one test file per host, removed at the end)")
         else:
             where = (hosts.agents, AGENTS,
                      f"bucket {entry.bucket} at {entry.endpoint} (one key prefix per agent, removed at the end)")
-        steps.append(RemoteStep(workload_group(recipe, index), entry.kind, phases, *where))
+        group = naming.workload_group("", index, entry.kind, len(recipe.workload))
+        steps.append(RemoteStep(group, entry.kind, naming.phases(entry), *where))
     return steps, refusals
 
 

@@ -75,7 +75,7 @@ class Recipe(BaseModel):
         if self.devices:
             raise ValueError("[hosts] formats nothing: remove devices (it names what a layout may format)")
         for index, entry in enumerate(self.workload):
-            refusal = workload_refusal(entry, hosts, WORKLOADS[entry.kind].served_by_layout(entry))
+            refusal = workload_refusal(entry, hosts)
             if refusal:
                 raise ValueError(f"workload[{index}]: {refusal}")
 

@@ -21,6 +21,7 @@ from backupbench.layouts.minio import MinioServer
 from backupbench.layouts.snapwatch import SnapshotWatch
 from backupbench.layouts.thinwatch import ThinPoolWatch, thin_pool_vgs
 from backupbench.plan import Plan
+from backupbench.recipe import naming
 from backupbench.results.model import RunRecord
 from backupbench.runner.apply_hosts import apply_on_hosts
 from backupbench.runner.faulted import FaultRun, member_baseline
@@ -83,7 +84,8 @@ def _one_layout(session: RunSession, layout, plan: Plan, journal: Journal, hooks
     provisioner = Provisioner(journal, layout.name, on_action=lambda action: hooks.announce(action.description))
     try:
         if layout.fault is not None:
-            session.reporter.stage_started(f"{layout.name}/member", "one member read, then written, alone")
+            session.reporter.stage_started(naming.layout_operation(layout.name, naming.MEMBER),
+                                           "one member read, then written, alone")
             session.add_operation(member_baseline(layout, hooks.recheck), announced=True)
         provisioner.apply(layout.actions, lambda: hooks.recheck(layout.devices))
         _measure_layout(session, plan.recipe, layout, provisioner, hooks)
@@ -129,8 +131,8 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
     # fio and small-file workloads on a MinIO layout run on its first drive.
     target = layout.s3_drives[0] if layout.s3_drives else layout.mount_point
     for index, spec in enumerate(recipe.workload):
-        base = layout.name if len(recipe.workload) == 1 else f"{layout.name}/{index + 1}-{spec.kind}"
-        group = f"{base}/{state}" if state else base
+        base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
+        group = naming.in_state(base, state)
         before = len(session.run.operations)
         with SnapshotWatch(layout.watched_snapshots) as watch, ThinPoolWatch(thin_pool_vgs(layout)) as pools:
             session.measure(build_workload(spec, server, layout.name), target, group=group,

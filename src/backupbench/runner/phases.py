@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from backupbench.journal import Journal
 from backupbench.monitor import DeviceStack, Sampler, Thresholds
 from backupbench.monitor.zfs import PoolGauge
+from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, MONITOR_PREFIX, OperationRecord, RunRecord, now_iso
 from backupbench.results.store import Store
 
@@ -87,7 +88,7 @@ class PhaseRecorder:
             self.journal.removed(artefact_id, how)
 
     def qualified(self, name: str) -> str:
-        return f"{self.group}/{name}" if self.group else name
+        return naming.operation(self.group, name)
 
     def started(self, name: str, title: str, pattern: str, measured: bool = True) -> None:
         full = self.qualified(name)

@@ -37,6 +37,7 @@ from backupbench import artefacts
 from backupbench.runner.cleanup import SweepReport, finish, sweep
 from backupbench.runner.phases import MonitorPlan, PhaseRecorder, Reporter
 from backupbench.workloads.base import Workload
+from backupbench.workloads.registry import stored_capabilities
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,11 @@ class RunSession:
         self.monitor_options = monitor
         self.journal = journal
         self.store = Store(results / "results.db")
+        # What its workloads can do is stored with it: reports read the run, not today's registry.
         self.run = RunRecord(run_id=run_id, kind=kind, target=target,
-                             settings={**settings, "monitor": monitor.model_dump(mode="json")}, host=host,
-                             owner=current_owner(), label=label)
+                             settings={**settings, "monitor": monitor.model_dump(mode="json"),
+                                       **stored_capabilities(kind, settings)},
+                             host=host, owner=current_owner(), label=label)
         self.folder = run_folder(results, self.run.run_id)
         self._recorder: PhaseRecorder | None = None
         self._void_reason: str | None = None
