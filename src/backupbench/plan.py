@@ -20,6 +20,7 @@ from backupbench.devices import identity
 from backupbench.devices.block import eligible, recheck_before_write
 from backupbench.devices.blockfacts import BlockFacts
 from backupbench.errors import BackupbenchError
+from backupbench.faults import rules as fault_rules
 from backupbench.layouts import capabilities
 from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
@@ -156,17 +157,6 @@ def _not_whole_disk(device: str, kind: str | None) -> str:
             "(zpool partitions a disk itself; teardown clears what it wrote) - name the disk")
 
 
-def _fault_refusals(layout: LayoutPlan, in_lab: bool) -> list[str]:
-    """Failing more members than the parity survives is a test of data loss: only on a lab
-    VM's throwaway disks, never on a machine whose disks could matter."""
-    fault = layout.fault
-    if fault is None or in_lab or len(fault.failed) <= fault.survives:
-        return []
-    count = len(fault.failed)
-    return [f"fault: failing {count} members loses the data; allow_data_loss is honoured only in the lab VM "
-            "(backupbench lab RECIPE)"]
-
-
 def workload_group(recipe: Recipe, index: int) -> str:
     """What a [hosts] recipe's workload is stored under: nothing when it is the only one
     (its operations are named as `run --hosts` names them), else '<n>-<kind>'."""
@@ -225,7 +215,7 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
         if spec.kind == "directory" and not Path(spec.path).is_dir():
             step.refusals.append(f"{spec.path} is not an existing directory")
         step.refusals += _path_refusals(recipe, layout)
-        step.refusals += _fault_refusals(layout, in_lab)
+        step.refusals += fault_rules.plan_refusals(layout.fault, in_lab)
         steps.append(step)
     # Every layout device is in [devices] as written (recipe/model.py), so [devices] holds every spelling.
     same = [identity.alias_problem(group) for group in identity.aliases(recipe.devices, identify)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backupbench.faults.spec import DISTRIBUTED_SPARE, FaultSpec
+from backupbench.faults.spec import FaultSpec, onto_distributed_spare
 
 Argv = tuple[str, ...]
 MD_SYSCTL = "dev.raid.speed_limit_{}"
@@ -60,10 +60,7 @@ def zfs_fault(spec: FaultSpec, pool: str, devices: tuple[str, ...], draid_parity
               draid_spares: int, survives: int) -> FaultPlan:
     failed = spec.failed(devices)
     fail = tuple(("zpool", "offline", "-f", pool, device) for device in failed)
-    replace = spec.replace
-    if replace is None and draid_parity is not None and draid_spares > 0:
-        replace = DISTRIBUTED_SPARE
-    if replace == DISTRIBUTED_SPARE:
+    if onto_distributed_spare(spec, draid_parity, draid_spares):
         # dRAID names its spares draid<parity>-<top-level vdev>-<spare>; the pool has one vdev.
         spares = tuple(f"draid{draid_parity}-0-{index}" for index in range(len(failed)))
         rebuild = tuple(("zpool", "replace", "-s", pool, old, new) for old, new in zip(failed, spares))
@@ -75,24 +72,6 @@ def zfs_fault(spec: FaultSpec, pool: str, devices: tuple[str, ...], draid_parity
     rebuild = tuple(("zpool", "replace", pool, old, new) for old, new in zip(failed, replacements))
     return FaultPlan(spec, "zfs", pool, failed, replacements, fail, rebuild,
                      target=", ".join(replacements) or "no replacement", survives=survives)
-
-
-def distributed_spare_problem(spec: FaultSpec, draid_parity: int | None, draid_spares: int) -> str | None:
-    """Why `replace = 'spare'` (or `copy_back`) cannot be honoured, or None."""
-    spared = spec.replace == DISTRIBUTED_SPARE or (spec.replace is None and draid_parity is not None
-                                                   and draid_spares > 0)
-    if spec.copy_back is not None and not spared:
-        return "fault: copy_back needs the rebuild to go onto a dRAID distributed spare first (replace = 'spare')"
-    if spec.copy_back is not None and spec.failure_count() != 1:
-        return "fault: copy_back copies one failed member back; fail = 1"
-    if spec.replace != DISTRIBUTED_SPARE:
-        return None
-    if draid_parity is None:
-        return "fault: replace = 'spare' needs a dRAID vdev with distributed spares"
-    count = spec.failure_count()
-    if count > draid_spares:
-        return f"fault: {count} failed member(s) need as many distributed spares, the dRAID has {draid_spares}"
-    return None
 
 
 def btrfs_fault(spec: FaultSpec, mount_point: str, devices: tuple[str, ...], mount_options: tuple[str, ...],
@@ -109,7 +88,6 @@ def btrfs_fault(spec: FaultSpec, mount_point: str, devices: tuple[str, ...], mou
                     for devid, new in zip(devids, replacements))
     return FaultPlan(spec, "btrfs", mount_point, failed, replacements, fail, rebuild,
                      target=", ".join(replacements) or "no replacement", survives=survives, member_ids=devids)
-
 
 
 def minio_fault(spec: FaultSpec, drives: tuple[str, ...], devices: tuple[str, ...], stand_in: str,
