@@ -83,8 +83,8 @@ def test_every_disk_metric_the_monitor_keys_has_its_device_split_out():
 
 
 def test_the_layout_watchers_figures_have_their_volume_split_out():
-    from backupbench.layouts.snapwatch import SnapshotWatch
-    from backupbench.layouts.thinwatch import ThinPoolWatch
+    from backupbench.monitor.snapwatch import SnapshotWatch
+    from backupbench.monitor.thinwatch import ThinPoolWatch
 
     # What the watchers saw, as their samples leave it (no lvs is run).
     snapshots = SnapshotWatch(snapshots=(("vg0", "snap1"),), max_percent={"snap1": 40.0}, invalid={"snap1"})

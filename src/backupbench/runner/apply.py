@@ -18,8 +18,9 @@ from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.journal import Journal
 from backupbench.layouts.executor import Provisioner
 from backupbench.layouts.minio import MinioServer
-from backupbench.layouts.snapwatch import SnapshotWatch
-from backupbench.layouts.thinwatch import ThinPoolWatch, thin_pool_vgs
+from backupbench.layouts.lvm import thin_pool_vgs
+from backupbench.monitor.snapwatch import SnapshotWatch
+from backupbench.monitor.thinwatch import ThinPoolWatch
 from backupbench.plan import Plan
 from backupbench.results.model import RunRecord
 from backupbench.runner.apply_hosts import apply_on_hosts
