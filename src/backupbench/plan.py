@@ -185,7 +185,7 @@ def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
     return steps, refusals
 
 
-def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck,
+def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck, *,
           mount_root: Path = DEFAULT_MOUNT_ROOT, layouts: list[LayoutPlan] | None = None,
           device_kind: Callable[[str], str | None] = lambda _device: None, in_lab: bool = False,
           remote_check: RemoteCheck = lambda _recipe: [],
@@ -235,5 +235,6 @@ def make(recipe: Recipe, run_id: str, options: PlanOptions,
     tools = tuple(dict.fromkeys(tool for layout in layouts for tool in capabilities.tools_of(layout.requirements)))
     caps = capabilities.collect(which=capabilities.which, tools=tools)
     in_lab = os.environ.get(LAB_ENV) == "1"
-    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts, checks.kind_of, in_lab,
-                 remote_check, identity.identify), checks
+    return build(recipe, run_id, caps, checks.reasons, mount_root=mount_root, layouts=layouts,
+                 device_kind=checks.kind_of, in_lab=in_lab, remote_check=remote_check,
+                 identify=identity.identify), checks

@@ -274,13 +274,17 @@ def test_write_model_counts_the_members_that_carry_data():
 
 def test_rebuild_model_is_size_rebuild_at_the_member_or_md_limit():
     gib = 2**30
-    md = speed_model.expected_rebuild_seconds(RAID6, gib, 50 * 2**20, 100.0, False, 20 * 2**20)
+    md = speed_model.expected_rebuild_seconds(RAID6, gib, 50 * 2**20, used_percent=100.0, distributed=False,
+                                             speed_limit_max=20 * 2**20)
     assert md.value == pytest.approx(gib / (20 * 2**20))
-    draid = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, 50.0, True, None)
-    classic = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, 50.0, False, None)
+    draid = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, used_percent=50.0, distributed=True,
+                                                speed_limit_max=None)
+    classic = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, used_percent=50.0, distributed=False,
+                                                  speed_limit_max=None)
     assert draid.value < classic.value and "distributed" in draid.why
     # btrfs copies what the member held (25% of it here) at the member's speed.
-    btrfs = speed_model.expected_rebuild_seconds(BTRFS, gib, 50 * 2**20, 25.0, False, None)
+    btrfs = speed_model.expected_rebuild_seconds(BTRFS, gib, 50 * 2**20, used_percent=25.0, distributed=False,
+                                                speed_limit_max=None)
     assert btrfs.value == pytest.approx(gib / 4 / (50 * 2**20), rel=0.01)
 
 

@@ -21,7 +21,7 @@ Argv = tuple[str, ...]
 MD_SYSCTL = "dev.raid.speed_limit_{}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FaultPlan:
     spec: FaultSpec
     kind: str                      # "md", "zfs" or "btrfs": which reader follows the rebuild
@@ -52,11 +52,12 @@ def md_fault(spec: FaultSpec, md_device: str, devices: tuple[str, ...], survives
     sysctls = tuple((MD_SYSCTL.format(which), value // 1024)
                     for which, value in (("min", spec.speed_limit_min), ("max", spec.speed_limit_max))
                     if value is not None)
-    return FaultPlan(spec, "md", md_device, failed, replacements, fail, rebuild, sysctls,
-                     ", ".join(replacements) or "no replacement", survives)
+    return FaultPlan(spec=spec, kind="md", array=md_device, failed=failed, replacements=replacements, fail=fail,
+                     rebuild=rebuild, sysctls=sysctls, target=", ".join(replacements) or "no replacement",
+                     survives=survives)
 
 
-def zfs_fault(spec: FaultSpec, pool: str, devices: tuple[str, ...], draid_parity: int | None,
+def zfs_fault(spec: FaultSpec, *, pool: str, devices: tuple[str, ...], draid_parity: int | None,
               draid_spares: int, survives: int) -> FaultPlan:
     failed = spec.failed(devices)
     fail = tuple(("zpool", "offline", "-f", pool, device) for device in failed)
@@ -66,15 +67,16 @@ def zfs_fault(spec: FaultSpec, pool: str, devices: tuple[str, ...], draid_parity
         rebuild = tuple(("zpool", "replace", "-s", pool, old, new) for old, new in zip(failed, spares))
         # Copied back onto a real disk: a healing resilver, after which the spare is free again.
         copy_back = (("zpool", "replace", pool, failed[0], spec.copy_back),) if spec.copy_back else ()
-        return FaultPlan(spec, "zfs", pool, failed, (), fail, rebuild, target=", ".join(spares) + " (distributed)",
-                         survives=survives, copy_back=copy_back, copy_back_disk=spec.copy_back or "")
+        return FaultPlan(spec=spec, kind="zfs", array=pool, failed=failed, replacements=(), fail=fail, rebuild=rebuild,
+                         target=", ".join(spares) + " (distributed)", survives=survives, copy_back=copy_back,
+                         copy_back_disk=spec.copy_back or "")
     replacements = spec.replacements()
     rebuild = tuple(("zpool", "replace", pool, old, new) for old, new in zip(failed, replacements))
-    return FaultPlan(spec, "zfs", pool, failed, replacements, fail, rebuild,
-                     target=", ".join(replacements) or "no replacement", survives=survives)
+    return FaultPlan(spec=spec, kind="zfs", array=pool, failed=failed, replacements=replacements, fail=fail,
+                     rebuild=rebuild, target=", ".join(replacements) or "no replacement", survives=survives)
 
 
-def btrfs_fault(spec: FaultSpec, mount_point: str, devices: tuple[str, ...], mount_options: tuple[str, ...],
+def btrfs_fault(spec: FaultSpec, *, mount_point: str, devices: tuple[str, ...], mount_options: tuple[str, ...],
                 survives: int) -> FaultPlan:
     failed = spec.failed(devices)
     survivor = next(d for d in devices if d not in failed)
@@ -86,11 +88,12 @@ def btrfs_fault(spec: FaultSpec, mount_point: str, devices: tuple[str, ...], mou
     replacements = spec.replacements()
     rebuild = tuple(("btrfs", "replace", "start", str(devid), new, mount_point)
                     for devid, new in zip(devids, replacements))
-    return FaultPlan(spec, "btrfs", mount_point, failed, replacements, fail, rebuild,
-                     target=", ".join(replacements) or "no replacement", survives=survives, member_ids=devids)
+    return FaultPlan(spec=spec, kind="btrfs", array=mount_point, failed=failed, replacements=replacements, fail=fail,
+                     rebuild=rebuild, target=", ".join(replacements) or "no replacement", survives=survives,
+                     member_ids=devids)
 
 
-def minio_fault(spec: FaultSpec, drives: tuple[str, ...], devices: tuple[str, ...], stand_in: str,
+def minio_fault(spec: FaultSpec, *, drives: tuple[str, ...], devices: tuple[str, ...], stand_in: str,
                 replacement_mkfs: tuple[Argv, ...], mount_options: tuple[str, ...], survives: int) -> FaultPlan:
     """MinIO erasure coding: `drives[i]` is the folder `devices[i]` is mounted on. A failed
     drive's folder gets an empty read-only tmpfs (`stand_in` its source name) mounted over it:
@@ -106,5 +109,6 @@ def minio_fault(spec: FaultSpec, drives: tuple[str, ...], devices: tuple[str, ..
     replacements = spec.replacements()
     rebuild = tuple(argv for number, new, mkfs in zip(numbers, replacements, replacement_mkfs)
                     for argv in (mkfs, ("mount", *options, new, drives[number - 1])))
-    return FaultPlan(spec, "minio", drives[0].rsplit("/", 1)[0], failed, replacements, fail, rebuild,
+    return FaultPlan(spec=spec, kind="minio", array=drives[0].rsplit("/", 1)[0], failed=failed,
+                     replacements=replacements, fail=fail, rebuild=rebuild,
                      target=", ".join(replacements) or "no replacement", survives=survives, member_ids=numbers)

@@ -45,7 +45,8 @@ def plan(spec: Btrfs, names: Names) -> LayoutPlan:
                   (("btrfs", "device", "scan", "--forget", *spec.all_devices()),))
     actions = (mkfs, scan, *filesystem.mount_actions(fs, spec.devices[0], names))
     requirements = (*filesystem.requirements(fs), Requirement("btrfs tools", "tool:btrfs"))
-    fault = (btrfs_fault(spec.fault, str(names.mount_point), spec.devices, tuple(fs.mount_options), spec.redundancy())
+    fault = (btrfs_fault(spec.fault, mount_point=str(names.mount_point), devices=spec.devices,
+                         mount_options=tuple(fs.mount_options), survives=spec.redundancy())
              if spec.fault is not None else None)
     notes = ("a fault remounts the btrfs -o degraded: chunks written while degraded may be single copies "
              "until a balance",) if fault else ()

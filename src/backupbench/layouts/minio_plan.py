@@ -105,7 +105,8 @@ def _fault(spec: MinioErasure, fs: FilesystemSpec, names: Names, drives: tuple[s
     replaced = _replaced(spec)
     mkfs = tuple(filesystem.mkfs_argv(fs, (new,), _replacement_names(names, spec.devices.index(old) + 1).label)
                  for old, new in replaced.items())
-    fault = minio_fault(spec.fault, drives, spec.devices, STAND_IN, mkfs, tuple(fs.mount_options), spec.redundancy())
+    fault = minio_fault(spec.fault, drives=drives, devices=spec.devices, stand_in=STAND_IN, replacement_mkfs=mkfs,
+                        mount_options=tuple(fs.mount_options), survives=spec.redundancy())
     undo: list[Action] = []
     for number in fault.member_ids:
         point = drives[number - 1]

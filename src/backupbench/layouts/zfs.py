@@ -176,8 +176,8 @@ def plan(spec: Zfs, names: Names) -> LayoutPlan:
     requirements = (Requirement("ZFS kernel module", "kernel:zfs"), Requirement("zpool (zfsutils-linux)", "tool:zpool"))
     fault = None
     if spec.fault is not None:
-        fault = zfs_fault(spec.fault, names.pool, spec.devices, spec.draid_parity(), spec.draid_spares,
-                          spec.redundancy())
+        fault = zfs_fault(spec.fault, pool=names.pool, devices=spec.devices, draid_parity=spec.draid_parity(),
+                          draid_spares=spec.draid_spares, survives=spec.redundancy())
     return LayoutPlan(spec.name, spec.kind, spec.all_devices(),
                       (mount_point, *_replacement_clears(spec), pool), requirements, names.mount_point,
                       whole_disks=True, fault=fault)
