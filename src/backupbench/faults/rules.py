@@ -19,6 +19,8 @@ from backupbench.faults.spec import DISTRIBUTED_SPARE, FaultSpec, onto_distribut
 
 # The layout kinds faults/plan.py has a plan for; other kinds with redundancy refuse a fault.
 FAILS_MEMBERS_OF = ("mdraid", "zfs", "btrfs", "minio-ec")
+# The same, as a sentence says it (the recipe reference and the refusal).
+FAILS_MEMBERS_OF_TEXT = f"{', '.join(FAILS_MEMBERS_OF[:-1])} and {FAILS_MEMBERS_OF[-1]}"
 # The one kind whose vdevs may be dRAID, the only layouts with distributed spares.
 DRAID_KIND = "zfs"
 
@@ -40,7 +42,7 @@ class LayoutFacts:
 def fits(fault: FaultSpec, layout: LayoutFacts) -> None:
     """The rules every kind shares. ValueError (one line) when the fault cannot be run."""
     if layout.survives and layout.kind not in FAILS_MEMBERS_OF:
-        raise ValueError("fault: backupbench fails and rebuilds members of mdraid, zfs, btrfs and minio-ec "
+        raise ValueError(f"fault: backupbench fails and rebuilds members of {FAILS_MEMBERS_OF_TEXT} "
                          f"layouts; {layout.kind} is not supported yet")
     if fault.copy_back is not None and layout.kind != DRAID_KIND:
         raise ValueError("fault: copy_back follows a dRAID distributed spare's rebuild; on other layouts "

@@ -124,7 +124,7 @@ class LayoutBase(Strict):
                                            "(field note D: MinIO on top of RAID); s3 workloads run against it.")
     fault: FaultSpec | None = Field(None, description="Fail member(s) during the workloads and measure the "
                                                       "array healthy, degraded, rebuilding and rebuilt "
-                                                      "(mdraid, zfs, btrfs and minio-ec layouts).")
+                                                      f"({rules.FAILS_MEMBERS_OF_TEXT} layouts).")
 
     def all_devices(self) -> tuple[str, ...]:
         """Every device the layout writes to (ZFS adds its special and log vdevs; a fault its
