@@ -20,6 +20,7 @@ from backupbench.devices import identity
 from backupbench.devices.block import eligible, recheck_before_write
 from backupbench.devices.blockfacts import BlockFacts
 from backupbench.errors import BackupbenchError
+from backupbench.faults import rules as fault_rules
 from backupbench.layouts import capabilities
 from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
@@ -161,15 +162,6 @@ def _not_whole_disk(device: str, kind: str | None) -> str:
             "(zpool partitions a disk itself; teardown clears what it wrote) - name the disk")
 
 
-def _fault_refusals(layout: LayoutPlan, in_lab: bool) -> list[str]:
-    """Failing more members than the parity survives is a test of data loss: only on a lab
-    VM's throwaway disks, never on a machine whose disks could matter."""
-    fault = layout.fault
-    if fault is None or in_lab or len(fault.failed) <= fault.survives:
-        return []
-    count = len(fault.failed)
-    return [f"fault: failing {count} members loses the data; allow_data_loss is honoured only in the lab VM "
-            "(backupbench lab RECIPE)"]
 
 
 def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
@@ -196,7 +188,7 @@ def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
     return steps, refusals
 
 
-def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck,
+def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck, *,
           mount_root: Path = DEFAULT_MOUNT_ROOT, layouts: list[LayoutPlan] | None = None,
           device_kind: Callable[[str], str | None] = lambda _device: None, in_lab: bool = False,
           remote_check: RemoteCheck = lambda _recipe: [],
@@ -226,7 +218,7 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
         if spec.kind == "directory" and not Path(spec.path).is_dir():
             step.refusals.append(f"{spec.path} is not an existing directory")
         step.refusals += _path_refusals(recipe, layout)
-        step.refusals += _fault_refusals(layout, in_lab)
+        step.refusals += fault_rules.plan_refusals(layout.fault, in_lab)
         steps.append(step)
     # Every layout device is in [devices] as written (recipe/model.py), so [devices] holds every spelling.
     same = [identity.alias_problem(group) for group in identity.aliases(recipe.devices, identify)]
@@ -246,5 +238,6 @@ def make(recipe: Recipe, run_id: str, options: PlanOptions,
     tools = tuple(dict.fromkeys(tool for layout in layouts for tool in capabilities.tools_of(layout.requirements)))
     caps = capabilities.collect(which=capabilities.which, tools=tools)
     in_lab = os.environ.get(LAB_ENV) == "1"
-    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts, checks.kind_of, in_lab,
-                 remote_check, identity.identify), checks
+    return build(recipe, run_id, caps, checks.reasons, mount_root=mount_root, layouts=layouts,
+                 device_kind=checks.kind_of, in_lab=in_lab, remote_check=remote_check,
+                 identify=identity.identify), checks

@@ -119,8 +119,8 @@ def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
         used = used_percent(ops, rebuild, member.figures["member_bytes"])
         fault = layout.get("fault") or {}
         model_rebuild = speed_model.expected_rebuild_seconds(
-            layout, int(member.figures["member_bytes"]), member_bw, used, "distributed" in rebuild.detail["target"],
-            fault.get("speed_limit_max"))
+            layout, int(member.figures["member_bytes"]), member_bw, used_percent=used,
+            distributed="distributed" in rebuild.detail["target"], speed_limit_max=fault.get("speed_limit_max"))
     return FaultReport(name, rebuild.detail.get("target", ""), rebuild.detail.get("failed", []),
                        rebuild.detail.get("rebuild_load", ""), dict(rebuild.figures), rows, member_bw, model_rebuild,
                        rebuild, member.figures.get("write_bw") if member else None)

@@ -143,8 +143,8 @@ THIN_PREFIX, THIN_DATA, THIN_METADATA = "thinpool.", ".data_pct_max", ".metadata
 
 
 def _named(figures: dict[str, float], prefix: str, suffix: str) -> dict[str, float]:
-    """{snapshot or pool: value} of the figures '<prefix><name><suffix>' (layouts/snapwatch.py,
-    layouts/thinwatch.py store one per snapshot and per pool)."""
+    """{snapshot or pool: value} of the figures '<prefix><name><suffix>' (monitor/snapwatch.py,
+    monitor/thinwatch.py store one per snapshot and per pool)."""
     return {k[len(prefix):-len(suffix)]: v for k, v in figures.items() if k.startswith(prefix) and k.endswith(suffix)}
 
 

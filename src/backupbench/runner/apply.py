@@ -18,8 +18,9 @@ from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.journal import Journal
 from backupbench.layouts.executor import Provisioner
 from backupbench.layouts.minio import MinioServer
-from backupbench.layouts.snapwatch import SnapshotWatch
-from backupbench.layouts.thinwatch import ThinPoolWatch, thin_pool_vgs
+from backupbench.layouts.lvm import thin_pool_vgs
+from backupbench.monitor.snapwatch import SnapshotWatch
+from backupbench.monitor.thinwatch import ThinPoolWatch
 from backupbench.plan import Plan
 from backupbench.recipe import naming
 from backupbench.results.model import RunRecord
@@ -51,7 +52,8 @@ class ApplyHooks:
 
 def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host_facts: dict | None = None) -> RunRecord:
     if plan.recipe.hosts is not None:  # nothing to build: the workloads run on other machines
-        return apply_on_hosts(plan, results, reporter, hooks.announce, hooks.on_closed, host_facts, hooks.label)
+        return apply_on_hosts(plan, results, reporter, announce=hooks.announce, on_closed=hooks.on_closed,
+                              host_facts=host_facts, label=hooks.label)
     if plan.refusals:
         raise RefusedError("the recipe cannot run here: " + "; ".join(plan.refusals),
                            "fix the devices or run it where the kernel has what it needs (see backupbench plan)")
@@ -63,8 +65,10 @@ def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host
             # Made by the first layout's `mkdir -p`, removed (once empty) when the run closes.
             journal.will_create(artefacts.folder(folder, plan.run_id, "folder of mount points"))
         # The plan's object names (VGs, md arrays, mounts) carry its run id: the stored run keeps it.
-        session = RunSession(results, "recipe", recipe.name, {"recipe": recipe.model_dump(mode="json")}, host,
-                             reporter, recipe.monitor, plan.run_id, journal, hooks.on_closed, hooks.label)
+        session = RunSession(results=results, kind="recipe", target=recipe.name,
+                             settings={"recipe": recipe.model_dump(mode="json")}, host=host, reporter=reporter,
+                             monitor=recipe.monitor, run_id=plan.run_id, journal=journal, on_closed=hooks.on_closed,
+                             label=hooks.label)
         with session:
             for step in plan.steps:
                 _one_layout(session, step.layout, plan, journal, hooks)
@@ -118,8 +122,9 @@ def _measure_states(session: RunSession, recipe, layout, server: MinioServer | N
     if layout.fault is None:
         _measure_workloads(session, recipe, layout, server)
         return
-    fault = FaultRun(layout, session.folder / layout.name, provisioner, hooks.recheck, session.journal,
-                     session.run_id, session.reporter, server.connection() if server is not None else None)
+    fault = FaultRun(layout=layout, folder=session.folder / layout.name, provisioner=provisioner,
+                     recheck=hooks.recheck, journal=session.journal, run_id=session.run_id, reporter=session.reporter,
+                     server=server.connection() if server is not None else None)
     try:
         fault.run(lambda state: _measure_workloads(session, recipe, layout, server, state))
     finally:

@@ -96,7 +96,7 @@ def refusals(recipe: Recipe) -> list[str]:
     return found
 
 
-def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, announce: Callable[[str], None] = lambda _m: None,
+def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, *, announce: Callable[[str], None] = lambda _m: None,
                    on_closed: Callable[[RunRecord], None] | None = None, host_facts: dict | None = None,
                    label: str = "") -> RunRecord:
     recipe, hosts = plan.recipe, plan.recipe.hosts
@@ -116,8 +116,9 @@ def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, announce: Call
         versions = {name: version for job in jobs for name, version in job.workload.engine_versions().items()}
         host = {**facts.collect_host(), **(host_facts or {}), **versions}
         monitor = recipe.monitor.model_copy(update={"no_monitor": True})
-        session = RunSession(results, "recipe", recipe.name, {"recipe": recipe.model_dump(mode="json")}, host,
-                             reporter, monitor, plan.run_id, journal, on_closed, label)
+        session = RunSession(results=results, kind="recipe", target=recipe.name,
+                             settings={"recipe": recipe.model_dump(mode="json")}, host=host, reporter=reporter,
+                             monitor=monitor, run_id=plan.run_id, journal=journal, on_closed=on_closed, label=label)
         with session:
             for job in jobs:
                 try:

@@ -85,7 +85,7 @@ def state_reader(fault: FaultPlan, server: S3Connection | None = None) -> StateR
 
 
 class FaultRun:
-    def __init__(self, layout: LayoutPlan, folder: Path, provisioner: Provisioner,
+    def __init__(self, *, layout: LayoutPlan, folder: Path, provisioner: Provisioner,
                  recheck: Callable[[tuple[str, ...]], None], journal, run_id: str, reporter: Reporter,
                  server: S3Connection | None = None):
         assert layout.fault is not None

@@ -62,7 +62,7 @@ class PhaseRecorder:
     Under a fault the group is '<layout>/<state>': `layout` and `state` say which is which."""
 
     def __init__(self, run: RunRecord, store: Store, folder: Path, reporter: Reporter,
-                 monitor: MonitorPlan | None, group: str = "", run_root: Path | None = None,
+                 monitor: MonitorPlan | None, *, group: str = "", run_root: Path | None = None,
                  journal: Journal | None = None, layout: str = "", state: str = ""):
         self.run = run
         self.journal = journal
