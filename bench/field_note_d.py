@@ -4,8 +4,8 @@ disks could give.
 
 Usage: python bench/field_note_d.py [--rate 1MiB/s] [--objects 100] [--concurrency 16] [--rounds 3]
 
-About 14 minutes with one round, a few more per further round. The disks are slow on
-purpose: at 4 MiB/s the guest's emulated CPUs, busy with MinIO's hashing and erasure coding,
+About 35 minutes with the default 3 rounds on a 2-core machine (the lab run 30, the
+reference fio 5, a VM with no KVM); one round took about 14. The disks are slow on purpose: at 4 MiB/s the guest's emulated CPUs, busy with MinIO's hashing and erasure coding,
 already set much of the PUT figure.
 
 1. Reference, measured in this run: one member disk's sequential write and read (fio, 1 MiB
