@@ -6,9 +6,11 @@ Runs `backupbench run --workload kb2014` --runs times with --ramp 0 (the referen
 each pair swapped every round so that a drift of the machine hits both sides alike. Each run
 lays its own test file out in a scratch folder (removed at the end) and stores into a
 temporary results folder. Prints, per operation, each side's median effective MiB/s and
-coefficient of variation (stats.spread), the CV ratio ramp/no ramp, and the noise-aware
-verdict between the two sides (analysis/noise.py); and each side's share of the bytes the
-disks saw (the cache guard's storage_bytes_pct), so a cached figure would show.
+coefficient of variation (stats.spread), the noise-aware verdict between the two sides
+(analysis/noise.py) and each side's share of the bytes the disks saw (the cache guard's
+storage_bytes_pct), so a cached figure would show; then one ratio line per operation: the CV
+with the ramp / without, over all runs, with the range of that ratio when each round in turn
+is left out (how much one round moves it; needs 3 rounds or more).
 
     flock /tmp/bb-heavy.lock .venv/bin/python bench/ramp.py [--runs 5] [--size 1GiB] [--runtime 10s] [--dir DIR]
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from _common import require  # noqa: E402
 from backupbench.analysis.noise import verdict  # noqa: E402
 from backupbench.stats import spread  # noqa: E402
 from backupbench.workloads.kb2014 import DEFAULT_RAMP_S, OPERATION_NAMES  # noqa: E402
@@ -58,16 +61,39 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict[float, list[dict[st
     return sides
 
 
+def _bandwidths(runs: list[dict[str, dict[str, float]]], op: str) -> list[float]:
+    return [run[op]["effective_bw"] / MIB for run in runs]
+
+
+def cv_ratio(ramped: list[float], plain: list[float]) -> float:
+    cv = spread(plain).cv
+    return spread(ramped).cv / cv if cv else float("nan")
+
+
+def ratio_line(op: str, ramped: list[float], plain: list[float]) -> str:
+    """'ratio CV with ramp / without, OP: 0.470 (0.300-0.610 leaving each round out, 5 rounds); goal <= 1 ok'."""
+    ratio = cv_ratio(ramped, plain)
+    rounds = len(plain)
+    if rounds >= 3:
+        left = [cv_ratio(ramped[:i] + ramped[i + 1:], plain[:i] + plain[i + 1:]) for i in range(rounds)]
+        shown = f"{min(left):.3f}-{max(left):.3f} leaving each round out, {rounds} rounds"
+    else:
+        shown = f"{rounds} rounds, too few to leave one out"
+    return (f"ratio CV with ramp / without, {op}: {ratio:.3f} ({shown}); goal <= 1 "
+            f"{'ok' if ratio <= 1 else 'OVER'}")
+
+
 def report(sides: dict[float, list[dict[str, dict[str, float]]]]) -> None:
     print(f"\n{'operation':<22}{'no ramp: median':>16}{'CV':>8}{f'ramp {DEFAULT_RAMP_S:g} s: median':>21}{'CV':>8}"
-          f"{'CV ratio':>10}  disks saw (no ramp / ramp)  verdict, ramp against none")
+          f"  disks saw (no ramp / ramp)  verdict, ramp against none")
     for op in OPERATION_NAMES:
-        plain = spread([run[op]["effective_bw"] / MIB for run in sides[0.0]])
-        ramped = spread([run[op]["effective_bw"] / MIB for run in sides[DEFAULT_RAMP_S]])
+        plain, ramped = spread(_bandwidths(sides[0.0], op)), spread(_bandwidths(sides[DEFAULT_RAMP_S], op))
         seen = [min(run[op].get("storage_bytes_pct", float("nan")) for run in sides[s]) for s in (0.0, DEFAULT_RAMP_S)]
-        ratio = ramped.cv / plain.cv if plain.cv else float("inf")
-        print(f"{op:<22}{plain.median:>16,.1f}{plain.cv:>8.1%}{ramped.median:>21,.1f}{ramped.cv:>8.1%}{ratio:>10.2f}"
+        print(f"{op:<22}{plain.median:>16,.1f}{plain.cv:>8.1%}{ramped.median:>21,.1f}{ramped.cv:>8.1%}"
               f"  >= {seen[0]:,.0f}% / >= {seen[1]:,.0f}%{'':>8}{verdict(ramped, plain).text}")
+    print()
+    for op in OPERATION_NAMES:
+        print(ratio_line(op, _bandwidths(sides[DEFAULT_RAMP_S], op), _bandwidths(sides[0.0], op)))
 
 
 def main() -> int:
@@ -77,6 +103,9 @@ def main() -> int:
     parser.add_argument("--runtime", default="10s")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
     args = parser.parse_args()
+    require("ramp", tools=("fio",))
+    if args.runs < 2:
+        parser.error("--runs must be at least 2: a CV needs two runs a side")
     scratch = Path(tempfile.mkdtemp(prefix="backupbench-bench-ramp-", dir=args.dir))
     try:
         (scratch / "target").mkdir()

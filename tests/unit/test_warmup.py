@@ -18,7 +18,8 @@ from backupbench.layouts.specs import FilesystemSpec
 from backupbench.monitor import Sampler
 from backupbench.recipe import model
 from backupbench.workloads import firstwrite, kb2014
-from backupbench.workloads.kb2014 import DEFAULT_RAMP_S, Kb2014Options, timing_label
+from backupbench.report.tables import timing_label
+from backupbench.workloads.kb2014 import DEFAULT_RAMP_S, Kb2014Options
 
 from test_monitor_sampler import FakeProc, disk_line  # noqa: E402 - the fake /proc of the sampler's tests
 

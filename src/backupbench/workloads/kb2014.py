@@ -18,13 +18,13 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from backupbench import units
-from backupbench.engines import fio_client
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
 from backupbench.paths import Syntax
 from backupbench.schema import BlockSize, Duration, PositiveSize, Size, comma_list, no_repeats, validate
 from backupbench.units import KiB
 from backupbench.workloads.base import Definition, ServedBy, narrowed
+from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
 
@@ -250,17 +250,6 @@ class Kb2014Options(SuiteOptions):
         return self
 
 
-def timing_label(settings: dict) -> str:
-    """How long each operation ran, for a run's caption: '10 s per operation after a 2 s ramp'."""
-    runtime = float(settings.get("runtime") or 0)
-    ramp = settings.get("ramp")
-    after = "" if ramp is None else (f" after a {float(ramp):g} s ramp" if ramp else ", no ramp")
-    if settings.get("steady_state"):
-        return (f"each operation until fio's steady state {settings['steady_state']} over "
-                f"{float(settings.get('steady_state_window') or 0):g} s, at most {runtime:g} s{after}")
-    return f"{runtime:g} s per operation{after}"
-
-
 LAYOUT = "layout"
 # Layout writes the whole file; a little queue depth keeps it from dominating `make run`.
 LAYOUT_IODEPTH = 8
@@ -293,6 +282,13 @@ def needs_layout(operations: list[Operation]) -> bool:
     return any(op.rw != "write" for op in operations)
 
 
+def phase_names(options: SuiteOptions) -> tuple[str, ...]:
+    """The phases `workload(options)` runs, in order: the layout (unmeasured) when a read
+    needs data under it, then the operations."""
+    operations = select(options.operations)
+    return ((LAYOUT,) if needs_layout(operations) else ()) + tuple(op.name for op in operations)
+
+
 def _scorer(op: Operation):
     def score(summary):
         figures = base_figures(summary)
@@ -322,7 +318,6 @@ DEFINITION = Definition(
     name="kb2014",
     description="Veeam KB2014 backup operations: active full, synthetic full, reverse incremental, restores "
                 "(field note C)",
-    path_syntax=Syntax.FIO_JOB, options=Kb2014Options, recipe_entry=Kb2014Entry, build=workload,
-    # With --hosts the test files are on the fio servers: removed by a job sent to each.
-    removers={fio_client.REMOTE_FILE: fio_client.remove_remote_file},
+    path_syntax=Syntax.FIO_JOB, options=Kb2014Options, recipe_entry=Kb2014Entry, build=workload, phases=phase_names,
+    capabilities=Capabilities(fio_servers=True, kb2014_operations=True),
 )

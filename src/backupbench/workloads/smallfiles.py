@@ -273,7 +273,7 @@ def workload(spec: SmallFilesSpec, served: ServedBy | None = None) -> SmallFiles
 DEFINITION = Definition(
     name="smallfiles",
     description="many small files created, then rewritten in place pass by pass (field note E)",
-    options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload,
+    options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload, phases=lambda spec: spec.phases,
     # No default preset: without one the shape is field note E's (the options' defaults) and the
     # data fresh and incompressible like every workload's; --preset field-note-e adds its patterns.
     presets={name: spec.model_dump(exclude_unset=True) for name, spec in PRESETS.items()},
