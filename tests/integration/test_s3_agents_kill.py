@@ -1,8 +1,8 @@
 """`backupbench run --workload s3 --agents` whose controller is SIGKILLed while the agents
 write: `backupbench cleanup` afterwards deletes every agent's objects, and nothing else.
 
-The same lab as test_s3_agents.py (tests/s3_agents_support.py: a real MinIO and two agents, each in its own
-network namespace on 10.231.X.0/24, all removed in its `finally` blocks). The agents' jobs are
+The same lab as test_s3_agents.py (tests/s3_agents_support.py: a real MinIO and two agents,
+each in its own network namespace on 10.231.X.0/24, all removed in its `finally` blocks). The agents' jobs are
 let finish after the controller died: each then keeps its objects for the next phase that
 never comes, and is stopped before that wait ends, so what is left is exactly what a dead
 controller leaves.
@@ -24,6 +24,7 @@ from s3_agents_support import agents as _agents
 from s3_agents_support import run_argv as _run
 from s3_agents_support import run_env as _env
 from s3_fixtures import S3Admin
+
 OBJECTS = 3000   # 1500 per agent: seconds of PUTs at one stream each
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from local_servers import black_hole, web_server
 from s3_fixtures import require_s3_tools
+
 pytestmark = pytest.mark.real
 
 SEED = int(os.environ.get("BACKUPBENCH_TRIAL_SEED", "20261123"))

@@ -137,3 +137,19 @@ def test_that_only_asks():
     assert [where.split(" in ")[1] for where in found] == ["helper", "test_plain", "other"]
     marked = "import pytest\npytestmark = [pytest.mark.real, pytest.mark.root]\n" + source
     assert _misplaced_root_checks(TESTS / "example.py", ast.parse(marked), frozenset()) == []
+
+
+VM_BOOTS = ("LabVM(", "zfs_lab_vm(", "lab_missing(")
+
+
+def test_every_module_that_boots_the_lab_vm_is_marked_vm():
+    unmarked = []
+    for path, tree in _sources().items():
+        if path.name in CHECK_HOMES or path.name == Path(__file__).name:
+            continue
+        text = path.read_text()
+        marks = next((ast.unparse(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                      and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)), "")
+        if any(boot in text for boot in VM_BOOTS) and "mark.vm" not in marks:
+            unmarked.append(str(path.relative_to(TESTS)))
+    assert unmarked == [], "a module that boots the lab VM needs pytestmark = [pytest.mark.vm, ...]: " + ", ".join(unmarked)
