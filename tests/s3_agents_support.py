@@ -111,9 +111,9 @@ def agents(lab: S3AgentsLab, *token_files: Path | None):
         codes += [agent.stop() for agent in started]
 
 
-def run_argv(lab: S3AgentsLab, started: list[Agent], *extra: str) -> list[str]:
+def run_argv(lab: S3AgentsLab, started: list[Agent], *extra: str, bucket: str = BUCKET) -> list[str]:
     """The controller's command line for an S3 run over these agents."""
-    return [BACKUPBENCH, "run", "--workload", "s3", "--endpoint", lab.endpoint, "--bucket", BUCKET,
+    return [BACKUPBENCH, "run", "--workload", "s3", "--endpoint", lab.endpoint, "--bucket", bucket,
             "--agents", ",".join(a.address for a in started), "--agent-token-file", str(lab.token_file),
             *(arg for agent in started for arg in agent.trust_args),   # each agent's certificate pinned
             "--results", str(lab.base / "results"), "--json", "--quiet", *extra]

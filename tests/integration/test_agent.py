@@ -171,7 +171,8 @@ def test_s3_run_puts_and_gets_objects_and_removes_them(local, request):
     try:
         job = client.s3_run(endpoint=server.endpoint, bucket="agentbench", prefix="backupbench/agent-t1/",
                             ops=["put", "get"], objects=40, object_size=8192, concurrency=4,
-                            access_key=server.access_key, secret_key=server.secret_key, request_timeout=30.0)
+                            access_key=server.access_key, secret_key=server.secret_key, request_timeout=30.0,
+                            seed=7)
         done = client.wait(job["job_id"], timeout=300)
         phases = {p["op"]: p["figures"] for p in done["result"]["phases"]}
         assert phases["put"]["ops"] == 40 and phases["get"]["ops"] == 40

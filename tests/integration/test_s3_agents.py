@@ -9,12 +9,15 @@ are gone.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import secrets
 import signal
 import subprocess
 import time
+from xml.etree import ElementTree
 
 import pytest
 
@@ -25,6 +28,12 @@ from s3_agents_support import agents as _agents
 from s3_agents_support import run_argv as _run
 from s3_agents_support import run_env as _env
 from s3_fixtures import S3Admin
+
+FRESH_BUCKET = "agentsfresh"
+VERSIONING_ON = (b'<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+                 b"<Status>Enabled</Status></VersioningConfiguration>")
+
+
 @pytest.fixture(scope="module")
 def lab(s3_agents_lab):
     return s3_agents_lab
@@ -64,6 +73,68 @@ def test_two_agents_give_one_merged_result_and_leave_no_object(lab):
     created = [e for e in entries if e["event"] == "create"]
     assert [e["artefact"]["prefix"] for e in created] == [f"backupbench/{run_id}/"]
     assert [e["how"] for e in entries if e["event"] == "removed"] == ["removed (0 left by the agents deleted here)"]
+
+
+def _versions(admin: S3Admin, bucket: str) -> list[tuple[str, str, bool]]:
+    """Every version and delete marker in `bucket`: (key, version id, is a delete marker)."""
+    found, marker = [], {}
+    while True:
+        status, body = admin.request("GET", bucket, query={"versions": "", **marker})
+        assert status == 200, body
+        root = ElementTree.fromstring(body)
+        ns = root.tag.partition("}")[0] + "}"
+        for element in root:
+            if element.tag in (f"{ns}Version", f"{ns}DeleteMarker"):
+                found.append((element.findtext(f"{ns}Key"), element.findtext(f"{ns}VersionId"),
+                              element.tag == f"{ns}DeleteMarker"))
+        if root.findtext(f"{ns}IsTruncated") != "true":
+            return found
+        marker = {"key-marker": root.findtext(f"{ns}NextKeyMarker") or "",
+                  "version-id-marker": root.findtext(f"{ns}NextVersionIdMarker") or ""}
+
+
+@contextlib.contextmanager
+def _versioned_bucket(admin: S3Admin, bucket: str):
+    """A bucket of this test's that keeps every version: a run's objects stay readable after the
+    run deleted them. Every version and the bucket are removed on the way out."""
+    admin.create_bucket(bucket)
+    try:
+        status, body = admin.request("PUT", bucket, query={"versioning": ""}, body=VERSIONING_ON)
+        assert status == 200, body
+        yield
+    finally:
+        for key, version, _ in _versions(admin, bucket):
+            admin.request("DELETE", bucket, key, query={"versionId": version})
+        admin.request("DELETE", bucket)
+
+
+def test_every_agent_and_every_run_writes_bytes_of_its_own(lab):
+    """Incompressible data from agents is fresh per agent and per run: no 4 KiB block of any
+    object is found in another object, of another agent or of another run (a deduplicating
+    target would otherwise store the second agent's and the second run's data for free)."""
+    admin = lab[1]
+    with _versioned_bucket(admin, FRESH_BUCKET), _agents(lab, None, None) as (agents, codes):
+        for _ in range(2):
+            done = subprocess.run(_run(lab, agents, "--objects", "24", "--object-size", "64KiB", "--concurrency",
+                                       "4", "--s3-phases", "put", bucket=FRESH_BUCKET),
+                                  env=_env(lab), capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, done.stderr
+        assert admin.keys(FRESH_BUCKET) == []  # each run deleted its objects; their versions stay
+        objects = [(key, version) for key, version, marker in _versions(admin, FRESH_BUCKET) if not marker]
+        owners: dict[bytes, set[tuple[str, str]]] = {}
+        blocks = 0
+        for key, version in objects:
+            _, run_id, label, _ = key.split("/")
+            status, data = admin.request("GET", FRESH_BUCKET, key, query={"versionId": version})
+            assert status == 200 and len(data) == 64 * 1024, (key, status)
+            for offset in range(0, len(data), 4096):
+                owners.setdefault(hashlib.sha256(data[offset:offset + 4096]).digest(), set()).add((run_id, label))
+                blocks += 1
+    assert codes == [0, 0]
+    groups = {(key.split("/")[1], key.split("/")[2]) for key, _ in objects}
+    assert len(groups) == 4 and len(objects) == 2 * 24  # 2 runs x 2 agents, 12 objects each
+    assert blocks == 48 * 16 and len(owners) == blocks, "a 4 KiB block was written twice"
+    assert all(len(found) == 1 for found in owners.values())
 
 
 def test_an_agent_with_a_wrong_token_is_refused_by_name(lab):

@@ -273,7 +273,7 @@ def workload(spec: SmallFilesSpec, served: ServedBy | None = None) -> SmallFiles
 DEFINITION = Definition(
     name="smallfiles",
     description="many small files created, then rewritten in place pass by pass (field note E)",
-    options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload,
+    options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload, phases=lambda spec: spec.phases,
     presets={name: spec.model_dump(exclude_unset=True) for name, spec in PRESETS.items()},
     default_preset="field-note-e", merge_preset=with_preset,
 )
