@@ -98,10 +98,10 @@ def measure(source: Path, pairs: int) -> dict[str, list[float]]:
     ours, ours_block, cp, cp_empty = [], [], [], []
     order = random.Random(7)
     for trial in range(pairs):
-        steps = [lambda: cp_empty.append(time_cp(empty, clones / f"empty-{trial}")),
-                 lambda: ours.append(time_ours(source, clones / f"ours-{trial}", None)),
-                 lambda: cp.append(time_cp(source, clones / f"cp-{trial}")),
-                 lambda: ours_block.append(time_ours(source, clones / f"block-{trial}", BLOCK))]
+        steps = [lambda trial=trial: cp_empty.append(time_cp(empty, clones / f"empty-{trial}")),
+                 lambda trial=trial: ours.append(time_ours(source, clones / f"ours-{trial}", None)),
+                 lambda trial=trial: cp.append(time_cp(source, clones / f"cp-{trial}")),
+                 lambda trial=trial: ours_block.append(time_ours(source, clones / f"block-{trial}", BLOCK))]
         order.shuffle(steps)  # no method always follows the same one
         for step in steps:
             step()

@@ -36,7 +36,7 @@ def bench_boot(image, boots: int, work: Path | None) -> list[float]:
         with LabVM(parse_disks("4x4GiB"), throttle=Throttle(bps_total=50 * MiB), image=image,
                    **({"work_parent": work} if work else {})) as vm:
             seen: list[float] = []
-            vm.run(["echo", "first"], stream=lambda _text: seen.append(time.monotonic()) if not seen else None)
+            vm.run(["echo", "first"], stream=lambda _text, seen=seen: seen.append(time.monotonic()) if not seen else None)
             assert vm.qemu_started is not None and seen
             first = seen[0] - vm.qemu_started
             firsts.append(first)

@@ -47,7 +47,7 @@ VARIANTS = {
 
 
 def objects_config(size: int, seed: int) -> dict[str, object]:
-    base = S3Options(endpoint="http://127.0.0.1:1", bucket="bench", object_size=size).loader_config(seed)
+    base = S3Options(endpoint="http://127.0.0.1:1", bucket="bench", object_size=size).object_plan(seed).loader_config()
     return {**base, "lock_mode": "", "retention_s": 0.0}
 
 

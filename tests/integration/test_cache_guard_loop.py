@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_root_tool
+from host_support import require_root_tool
 
 from backupbench.results.document import phase_figures
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.root]
 
 
 def _ext4_on_loop(loop_device, tmp_path: Path, name: str, direct_io: bool) -> tuple[str, Path]:

@@ -9,8 +9,7 @@ import re
 import time
 
 import pytest
-from s3_fixtures import S3Admin, minio_single, require_s3_tools  # noqa: F401
-from test_s3_minio import Hooks, options
+from s3_fixtures import Hooks, S3Admin, options
 
 from backupbench.errors import RefusedError
 from backupbench.workloads.s3 import S3Workload, remove_bucket, remove_objects

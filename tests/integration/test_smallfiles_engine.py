@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_root_tool
+from host_support import require_root_tool
 
 from backupbench.engines.smallfiles import PhaseResult, SmallFilesEngine
 from backupbench.errors import EngineError, InputError, Interrupted, RefusedError
@@ -420,6 +420,7 @@ def _sectors_read(device: str) -> int:
     return int(Path(f"/sys/block/{device}/stat").read_text().split()[2])
 
 
+@pytest.mark.root
 def test_verify_reads_from_storage_not_the_page_cache(tmp_path, loop_device):
     # ext4 on a loop device the test made: the loop device's own counters say what the
     # filesystem read from its device. Written, synced and still cached, the files would be read

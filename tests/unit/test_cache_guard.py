@@ -15,16 +15,22 @@ from backupbench.monitor.cache_guard import (CacheCheck, LoopFacts, StorageFacts
                                              pre_run_caution, storage_facts)
 from backupbench.monitor.stack import DeviceStack
 
-from test_monitor_stack import host  # noqa: F401 - the recorded lab-guest /sys, a loop device on /
+from monitor_support import lab_guest_host
 
 RAM = 24 * units.GiB
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> HostFiles:
+    """The recorded lab guest: a loop device (loop3) on /mnt/loop disk, md and LVM stacks."""
+    return lab_guest_host(tmp_path)
 
 
 def _dio(root: Path, value: str) -> None:
     (root / "sys/devices/virtual/block/loop3/loop/dio").write_text(value + "\n")
 
 
-def test_a_loop_members_bytes_land_on_the_disks_under_its_backing_file(host):  # noqa: F811
+def test_a_loop_members_bytes_land_on_the_disks_under_its_backing_file(host):
     _dio(Path(host.root), "0")
     facts = storage_facts(device_stack("/mnt/loop disk/dir", host), RAM, host)
     # /var/lib/images/disk 1.img is on / (ext4 on vda): vda's counters say what reached storage.
@@ -35,7 +41,7 @@ def test_a_loop_members_bytes_land_on_the_disks_under_its_backing_file(host):  #
     assert storage_facts(device_stack("/mnt/loop disk/dir", host), RAM, host).cached_loops == []
 
 
-def test_other_stacks_are_their_member_disks(host):  # noqa: F811
+def test_other_stacks_are_their_member_disks(host):
     md = storage_facts(device_stack("/mnt/md", host), RAM, host)
     assert md.disks == device_stack("/mnt/md", host).members and md.loops == () and md.pool is None
     # An unknown dio (an old kernel without loop/dio) counts as cached: the page cache is loop's default.
@@ -46,9 +52,9 @@ def test_disk_bytes_sums_read_and_written_sectors(tmp_path):
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc/diskstats").write_text(
         " 254 0 vda 10 0 2048 5 20 0 4096 9 0 10 14\n   7 3 loop3 1 0 8 0 0 0 0 0 0 0 0\n")
-    host = HostFiles(tmp_path)
-    assert disk_bytes(("vda",), host) == (2048 + 4096) * 512
-    assert disk_bytes(("vda", "loop3", "gone"), host) == (2048 + 4096 + 8) * 512
+    recorded = HostFiles(tmp_path)
+    assert disk_bytes(("vda",), recorded) == (2048 + 4096) * 512
+    assert disk_bytes(("vda", "loop3", "gone"), recorded) == (2048 + 4096 + 8) * 512
     assert disk_bytes(("vda",), HostFiles(tmp_path / "nothing")) is None
 
 

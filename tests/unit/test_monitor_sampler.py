@@ -6,55 +6,14 @@ from __future__ import annotations
 
 import csv
 import threading
-from pathlib import Path
 
 import pytest
 
 from backupbench.errors import InputError
 from backupbench.monitor import Sampler, Thresholds
 from backupbench.monitor.csvlog import header
-from backupbench.hostfiles import HostFiles
 
-LAB = Path(__file__).parents[1] / "fixtures" / "lab-guest"
-MEMINFO = "MemTotal: 2048000 kB\nMemAvailable: 1024000 kB\nSwapTotal: 1024 kB\nSwapFree: 0 kB\n"
-
-
-class FakeProc:
-    """Writes /proc files under a root and drives a clock by hand."""
-
-    def __init__(self, root: Path):
-        (root / "proc").mkdir(parents=True, exist_ok=True)
-        self.root = root
-        self.now = 100.0
-        self.cpu = [1000, 0, 500, 8000, 100, 0, 0, 0, 0, 0]
-        self.write(diskstats=(LAB / "diskstats-1.txt").read_text(), load="0.50 0.40 0.30 1/100 42")
-        (root / "proc" / "meminfo").write_text(MEMINFO)
-
-    @property
-    def host(self) -> HostFiles:
-        return HostFiles(self.root)
-
-    def clock(self) -> float:
-        return self.now
-
-    def write(self, diskstats: str | None = None, load: str | None = None) -> None:
-        if diskstats is not None:
-            (self.root / "proc" / "diskstats").write_text(diskstats)
-        if load is not None:
-            (self.root / "proc" / "loadavg").write_text(load + "\n")
-        (self.root / "proc" / "stat").write_text("cpu  " + " ".join(map(str, self.cpu)) + "\n")
-
-    def advance(self, seconds: float, **files) -> None:
-        self.now += seconds
-        ticks = int(seconds * 100)
-        self.cpu[0] += ticks // 4          # 25 % user
-        self.cpu[3] += ticks - ticks // 4  # 75 % idle
-        self.write(**files)
-
-
-def disk_line(name: str, wr_ios: int, wr_sectors: int, wr_ticks: int, io_ticks: int, queue: int,
-              major: int = 254, minor: int = 0) -> str:
-    return f"{major} {minor} {name} 0 0 0 0 {wr_ios} 0 {wr_sectors} {wr_ticks} 0 {io_ticks} {queue}\n"
+from monitor_support import LAB, FakeProc, disk_line
 
 
 def test_fixture_interval_through_the_sampler_gives_iostat_figures_and_a_csv_row(tmp_path):

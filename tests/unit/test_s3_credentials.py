@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from backupbench.engines.s3 import S3Engine, S3Target
+from backupbench.engines.s3 import S3Engine
 from backupbench.engines.s3_errors import Asking, error_for
 from backupbench.engines.s3_credentials import Credentials, resolve
 from backupbench.redaction import redact

@@ -21,7 +21,7 @@ from backupbench.workloads import firstwrite, kb2014
 from backupbench.report.tables import timing_label
 from backupbench.workloads.kb2014 import DEFAULT_RAMP_S, Kb2014Options
 
-from test_monitor_sampler import FakeProc, disk_line  # noqa: E402 - the fake /proc of the sampler's tests
+from monitor_support import FakeProc, disk_line
 
 FILE = Path("/srv/backupbench-r.dat")
 

@@ -6,7 +6,6 @@ and rebuilt (x against healthy), the rebuild's own figures, and the model beside
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from backupbench.analysis.compare import headline
 from backupbench.recipe import naming

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from backupbench import artefacts, process, stopping, units
 from backupbench.devices import facts
