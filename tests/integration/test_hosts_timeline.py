@@ -46,7 +46,7 @@ class Recorded:
     def __init__(self):
         self.finished_ops: list[tuple[str, dict, dict]] = []
 
-    def started(self, name, title, pattern, measured=True):
+    def started(self, name, title, pattern, measured=True, warmup_s=0.0):
         pass
 
     def progress(self, name, fraction, detail):

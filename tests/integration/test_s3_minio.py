@@ -53,7 +53,7 @@ class Hooks:
     def removed(self, artefact_id, how="removed"):
         self.removed_ids[artefact_id] = how
 
-    def started(self, name, title, pattern, measured=True):
+    def started(self, name, title, pattern, measured=True, warmup_s=0.0):
         self.started_.append(name)
 
     def progress(self, name, fraction, detail):

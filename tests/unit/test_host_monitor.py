@@ -29,7 +29,7 @@ class Recorded:
         self.calls: list[tuple] = []
         self.finished_detail: dict[str, dict] = {}
 
-    def started(self, name, title, pattern, measured=True):
+    def started(self, name, title, pattern, measured=True, warmup_s=0.0):
         self.calls.append(("started", name, measured))
 
     def progress(self, name, fraction, detail):

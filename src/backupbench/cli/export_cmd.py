@@ -17,7 +17,7 @@ from backupbench.cli.common import open_store, results_option
 from backupbench.results import prometheus
 from backupbench.errors import InputError, NotFoundError
 from backupbench.results.location import run_folder
-from backupbench.workloads.kb2014 import (KB2014_BLOCK_SIZE, LAYOUT, OPERATION_NAMES, OPERATIONS, SuiteOptions,
+from backupbench.workloads.kb2014 import (KB2014_BLOCK_SIZE, LAYOUT, OPERATION_NAMES, OPERATIONS, Kb2014Options,
                                           layout_job, needs_layout, operation_job, select)
 
 
@@ -26,7 +26,7 @@ from backupbench.workloads.kb2014 import (KB2014_BLOCK_SIZE, LAYOUT, OPERATION_N
 @click.option("--path", "directory", type=click.Path(path_type=Path), default=Path("."), show_default=True,
               help="Directory the test file goes in.")
 @click.option("--run", "run_ref", default=None, metavar="RUN", help="Export the exact job files of a stored run.")
-@cli_options.click_options(SuiteOptions)
+@cli_options.click_options(Kb2014Options)
 @results_option
 def export_fio_command(operation_names: tuple[str, ...], directory: Path, run_ref: str | None,
                        results: Path | None, **values: object) -> None:
@@ -43,7 +43,7 @@ def export_fio_command(operation_names: tuple[str, ...], directory: Path, run_re
         return
     if operation_names:
         values = {**values, "operations": ",".join(operation_names)}
-    options = cli_options.build(SuiteOptions, values).with_block_default(KB2014_BLOCK_SIZE)
+    options = cli_options.build(Kb2014Options, values).with_block_default(KB2014_BLOCK_SIZE)
     test_file = directory.expanduser().resolve() / "backupbench-export.dat"
     operations = select(options.operations)
     jobs = ([layout_job(options, test_file)] if needs_layout(operations) else []) + [

@@ -331,10 +331,10 @@ class SampledHooks:
     inner: PhaseHooks
     sampler: HostSampler
 
-    def started(self, name: str, title: str, pattern: str, measured: bool = True) -> None:
+    def started(self, name: str, title: str, pattern: str, measured: bool = True, warmup_s: float = 0.0) -> None:
         if measured:
             self.sampler.phase_started(name)
-        self.inner.started(name, title, pattern, measured)
+        self.inner.started(name, title, pattern, measured, warmup_s=warmup_s)
 
     def progress(self, name: str, fraction: float, detail: str) -> None:
         self.inner.progress(name, fraction, detail)

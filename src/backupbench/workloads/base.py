@@ -23,7 +23,9 @@ from backupbench.workloads.capabilities import Capabilities
 
 
 class PhaseHooks(Protocol):
-    def started(self, name: str, title: str, pattern: str, measured: bool = True) -> None: ...
+    def started(self, name: str, title: str, pattern: str, measured: bool = True, warmup_s: float = 0.0) -> None:
+        """A phase begins; its first `warmup_s` seconds (fio's ramp_time) are run but not measured,
+        so the monitor leaves them out of the phase's figures too."""
 
     def progress(self, name: str, fraction: float, detail: str) -> None: ...
 
