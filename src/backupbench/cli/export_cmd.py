@@ -73,7 +73,7 @@ def _stored_job_files(results: Path | None, run_ref: str, operations: tuple[str,
                    "ratios), labelled run_id, label, kind, phase, device.")
 @results_option
 def export_command(run_refs: tuple[str, ...], as_prometheus: bool, results: Path | None) -> None:
-    """Print stored runs' figures for another tool (RUN: an id, a unique prefix, or 'latest', the default).
+    """Print stored runs' figures for another tool (RUN: an id, a unique prefix, a --label, or 'latest', the default).
 
     Push them: backupbench export --prometheus | curl --data-binary @- http://PUSHGATEWAY:9091/metrics/job/backupbench
     """
