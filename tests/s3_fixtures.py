@@ -183,13 +183,13 @@ class Hooks:
     def removed(self, artefact_id, how="removed"):
         self.removed_ids[artefact_id] = how
 
-    def started(self, name, title, pattern, measured=True):
+    def started(self, name, title, pattern, measured=True, warmup_s=0.0):
         self.started_.append(name)
 
     def progress(self, name, fraction, detail):
         if self.on_progress:
             self.on_progress(name, fraction)
 
-    def finished(self, name, figures, detail=None):
+    def finished(self, name, figures, detail=None, failed=False):
         self.figures[name] = figures
         self.details[name] = detail or {}

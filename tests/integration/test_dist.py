@@ -148,6 +148,12 @@ def test_bundled_pex_runs_the_backup_suite_with_nothing_installed(bundle, versio
     running, *modules = said.stdout.split()
     assert running == version
     assert all(Path(module).resolve().is_relative_to(pex_root.resolve()) for module in modules), modules
+    # It finds its own S3 loader in bin/ beside it, with nothing on PATH that holds one.
+    found = subprocess.run([python, str(pex), "-c", "from backupbench import process; "
+                            "print(process.project_tool('backupbench-s3load'))"], capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path, env={**env, "PEX_INTERPRETER": "1", "PATH": "/usr/bin:/bin"})
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == str(bundle / "bin" / "backupbench-s3load")
 
 
 def test_installed_package_has_every_data_file_of_src(installed):

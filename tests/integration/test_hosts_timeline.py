@@ -45,13 +45,13 @@ class Recorded:
     def __init__(self):
         self.finished_ops: list[tuple[str, dict, dict]] = []
 
-    def started(self, name, title, pattern, measured=True):
+    def started(self, name, title, pattern, measured=True, warmup_s=0.0):
         pass
 
     def progress(self, name, fraction, detail):
         pass
 
-    def finished(self, name, figures, detail=None):
+    def finished(self, name, figures, detail=None, failed=False):
         self.finished_ops.append((name, figures, detail or {}))
 
     def will_create(self, artefact):

@@ -7,11 +7,14 @@ import errno
 import os
 import zlib
 import signal
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from conftest import require_root_tool
 
 from backupbench.engines.smallfiles import PhaseResult, SmallFilesEngine
 from backupbench.errors import EngineError, InputError, Interrupted, RefusedError
@@ -410,3 +413,37 @@ def test_filesystem_filling_up_mid_run(mount_point):
     assert not partial[0].complete and 0 < partial[0].files < 100
     assert f"after {partial[0].files:,} files" in caught.value.message
     assert child_pids() == set()
+
+
+def _sectors_read(device: str) -> int:
+    """Sectors read by a block device so far (/sys/block/NAME/stat, field 3)."""
+    return int(Path(f"/sys/block/{device}/stat").read_text().split()[2])
+
+
+def test_verify_reads_from_storage_not_the_page_cache(tmp_path, loop_device):
+    # ext4 on a loop device the test made: the loop device's own counters say what the
+    # filesystem read from its device. Written, synced and still cached, the files would be read
+    # back from the page cache with the device idle; dropped first, every byte comes from it.
+    require_root_tool("mkfs.ext4", "mount", "umount")
+    loop = loop_device("verify", 128 * 2**20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", loop.device], check=True, capture_output=True, timeout=120)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", loop.device, str(mnt)], check=True, capture_output=True, timeout=60)
+    try:
+        spec = SmallFilesSpec(files=200, file_size="64KiB", folders=4, threads=2, patterns="0,1", verify=True)
+        read = {}
+
+        def on_phase(phase: str, fraction: float, detail: str) -> None:
+            if phase == "verify" and fraction == 0.0:
+                read["before"] = _sectors_read(loop.name)
+
+        def on_result(result: PhaseResult) -> None:
+            if result.name == "verify":
+                read["after"] = _sectors_read(loop.name)
+
+        results = engine().run(spec.job(), mnt, "t1", on_phase, on_result=on_result)
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True, timeout=60)
+    assert results[-1].name == "verify" and results[-1].mismatches == 0
+    assert (read["after"] - read["before"]) * 512 >= 200 * 64 * KIB

@@ -270,10 +270,12 @@ def test_each_host_gets_its_own_test_file_and_a_bounded_phase():
     names = {hosts.test_file(PurePosixPath("/srv"), "r1", h).name for h in (*TWO, Host("fd00::5"))}
     assert names == {"backupbench-r1-127.0.0.1-18765.dat", "backupbench-r1-127.0.0.2-18765.dat",
                      "backupbench-r1-fd00__5-8765.dat"}
-    options = kb2014.SuiteOptions(size=32 * 2**20, runtime=2.0, operations=("active-full", "restore-random"))
+    options = kb2014.Kb2014Options(size=32 * 2**20, runtime=2.0, operations=("active-full", "restore-random"))
     phases = kb2014.workload(options).phases_for(Path("/srv/f.dat"))
     assert [p.job.name for p in phases] == ["layout", "active-full", "restore-random"]
     assert all(0 < hosts.phase_timeout(p) < 1000 for p in phases)
+    # A timed phase's bound holds its ramp too (2 s by default) beyond the grace.
+    assert hosts.phase_timeout(phases[1]) == 2.0 + 2.0 + hosts.PHASE_GRACE_S
 
 
 def test_the_unit_binds_the_server_to_one_address():

@@ -29,13 +29,13 @@ class Recorded:
         self.calls: list[tuple] = []
         self.finished_detail: dict[str, dict] = {}
 
-    def started(self, name, title, pattern, measured=True):
+    def started(self, name, title, pattern, measured=True, warmup_s=0.0):
         self.calls.append(("started", name, measured))
 
     def progress(self, name, fraction, detail):
         self.calls.append(("progress", name, fraction))
 
-    def finished(self, name, figures, detail=None):
+    def finished(self, name, figures, detail=None, failed=False):
         self.calls.append(("finished", name, figures))
         self.finished_detail[name] = detail or {}
 

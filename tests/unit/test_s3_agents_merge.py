@@ -171,13 +171,13 @@ class _Hooks:
     def __init__(self, events: list):
         self.events = events
 
-    def started(self, name, title, pattern, measured=True):
+    def started(self, name, title, pattern, measured=True, warmup_s=0.0):
         self.events.append(("started", name))
 
     def progress(self, name, fraction, detail):
         pass
 
-    def finished(self, name, figures, detail=None):
+    def finished(self, name, figures, detail=None, failed=False):
         self.events.append(("finished", name))
 
     def will_create(self, artefact):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pydantic
 import pytest
 
@@ -175,3 +177,22 @@ def test_fresh_data_ignores_the_patterns_in_the_caption():
 
     spec = SmallFilesSpec(patterns="0x00,0xff", files=10)
     assert settings_label(SmallFilesWorkload(spec).settings()) == "data: incompressible (random, fresh for every block)"
+
+
+def test_data_is_incompressible_by_default_and_patterns_only_when_asked():
+    # Issue 25, item 5: `run --workload smallfiles` with no preset and no --data writes fresh,
+    # incompressible data like every other workload; field note E's byte patterns only with
+    # data = "pattern" (which --preset field-note-e and the example recipe set).
+    from backupbench.cli import options as cli_options
+    from backupbench.recipe import model
+    from backupbench.recipe.reader import load_toml
+    from backupbench.workloads.registry import WORKLOADS
+
+    definition = WORKLOADS["smallfiles"]
+    plain = cli_options.build(definition.options, definition.options_from({}, None))
+    assert plain.content().kind == "incompressible" and plain.files == 104_857
+    assert definition.build(plain, None).settings()["data"] == "incompressible"
+    noted = cli_options.build(definition.options, definition.options_from({}, "field-note-e"))
+    assert noted.content().kind == "pattern" and noted.content().passes == (0x00, 0xFF, 0x55, 0xAA)
+    example = model.parse(load_toml(Path(__file__).parents[2] / "examples" / "field-note-e-snapshots.toml"))
+    assert example.workload[0].content().kind == "pattern"

@@ -2,7 +2,7 @@ import pytest
 
 from backupbench.cli import options as cli_options
 from backupbench.errors import RecipeError
-from backupbench.workloads.kb2014 import SuiteOptions
+from backupbench.workloads.kb2014 import Kb2014Options, SuiteOptions
 from backupbench.workloads.kb2014 import OPERATION_NAMES
 
 
@@ -78,10 +78,10 @@ def test_content_flags_reach_the_fio_job_and_bad_ones_name_the_flag():
     from backupbench.workloads.kb2014 import operation_job, OPERATIONS
     from pathlib import Path
 
-    options = cli_options.build(SuiteOptions, {"compress": "50", "dedupe": "20"}).with_block_default(512 * 1024)
+    options = cli_options.build(Kb2014Options, {"compress": "50", "dedupe": "20"}).with_block_default(512 * 1024)
     text = operation_job(OPERATIONS["active-full"], options, Path("/srv/f.dat")).text()
     assert "buffer_compress_percentage=50" in text and "dedupe_percentage=20" in text and "refill_buffers=1" in text
-    default = cli_options.build(SuiteOptions, {}).with_block_default(512 * 1024)
+    default = cli_options.build(Kb2014Options, {}).with_block_default(512 * 1024)
     assert "buffer_compress_percentage=0" in operation_job(OPERATIONS["active-full"], default, Path("/f")).text()
     with pytest.raises(RecipeError, match="--compress"):
         cli_options.build(SuiteOptions, {"compress": "100"})

@@ -134,6 +134,8 @@ SETTINGS: tuple[tuple[str, Callable[[RunRecord], str]], ...] = (
     ("block size", _workload_value("block_size", _block_size)),
     ("test file size", _workload_value("file_size", _size, written_as="size")),
     ("runtime per operation", _workload_value("runtime", _seconds)),
+    ("ramp before each operation", _workload_value("ramp", _seconds)),
+    ("steady state", _workload_value("steady_state", lambda v: v or "off")),
     ("I/O engine", _workload_value("engine", str)),
     ("buffered I/O", _workload_value("buffered", _yes_no)),
     ("files", _workload_value("files", lambda v: f"{v:,}")),

@@ -111,7 +111,8 @@ def _with_workload_options(command: Callable) -> Callable:
 @click.option("--workload", type=click.Choice(list(WORKLOADS)), default="kb2014", show_default=True,
               help=WORKLOAD_HELP)
 @click.option("--preset", type=click.Choice(PRESETS), default=None,
-              help="Start from this preset (smallfiles: field-note-e, 104,857 x 100 KiB, the default; quick); "
+              help="Start from this preset (smallfiles: field-note-e, 104,857 x 100 KiB written with the note's byte "
+                   "patterns; quick, 2,000 files); "
                    "flags override it.")
 @_with_workload_options
 @cli_options.click_options(MonitorOptions)

@@ -81,8 +81,7 @@ def directory_refusals(facts: DirectoryFacts, need_bytes: int, buffered: bool,
     return reasons
 
 
-def directory_cautions(facts: DirectoryFacts, file_size: int, buffered: bool,
-                       memory_bytes: int | None) -> list[str]:
+def directory_cautions(facts: DirectoryFacts, file_size: int, buffered: bool) -> list[str]:
     notes = []
     if facts.memory_backed:
         notes.append(f"{facts.path} is on {facts.fs_type}: these figures measure memory, not storage.")
@@ -94,10 +93,6 @@ def directory_cautions(facts: DirectoryFacts, file_size: int, buffered: bool,
             "Use --size as large as a real restore point for figures you can plan with."
         )
     if buffered:
+        # Whether the page cache can hold the file is said before the run (monitor/cache_guard.py).
         notes.append("Buffered I/O: figures include the page cache, not just the storage.")
-        if memory_bytes and file_size < 2 * memory_bytes:
-            notes.append(
-                f"The test file is smaller than twice the RAM ({units.format_size(memory_bytes)}): "
-                "reads may come from memory."
-            )
     return notes

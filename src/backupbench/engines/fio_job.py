@@ -32,9 +32,16 @@ class FioJob:
     comment: str = ""
     # Set when several jobs share one file (export-fio): each waits for the one before.
     stonewall: bool = False
+    # Set on the last job of an exported suite: fio removes the test file when it ends.
+    unlink: bool = False
     fallocate: str | None = None
     # What the written bytes are (reads carry the options too: harmless, and the file says it).
     content: DataContent = DataContent()
+    # Time-based jobs only: seconds run before fio starts counting (fio's ramp_time), and fio's
+    # steady-state stop ('iops_slope:0.3%') judged over a rolling window of that many seconds.
+    ramp_s: float = 0.0
+    steady_state: str | None = None
+    steady_state_window_s: float | None = None
 
     @property
     def pattern(self) -> str:
@@ -66,12 +73,29 @@ class FioJob:
             opts += [("numjobs", str(self.numjobs)), ("offset_increment", fio_size(self.region_size))]
         if self.runtime_s is not None:
             opts += [("runtime", fio_duration(self.runtime_s)), ("time_based", "1")]
+            opts += self._warm_up_options()
         # Percentiles of total latency (slat + clat): what the application waits for.
         opts += [("lat_percentiles", "1"), ("clat_percentiles", "0")]
         opts.append(("group_reporting", "1"))
         if self.stonewall:
             opts.append(("stonewall", "1"))
+        if self.unlink:
+            opts.append(("unlink", "1"))
         return opts
+
+    def _warm_up_options(self) -> list[tuple[str, str]]:
+        """ramp_time: fio runs that long before it counts anything (figures and steady-state
+        window alike: its window starts after the ramp, so steadystate_ramp_time stays 0)."""
+        opts = [("ramp_time", fio_duration(self.ramp_s))] if self.ramp_s > 0 else []
+        if self.steady_state is not None:
+            window = self.steady_state_window_s or 0.0
+            opts += [("steadystate", self.steady_state), ("steadystate_duration", fio_duration(window))]
+        return opts
+
+    @property
+    def longest_s(self) -> float | None:
+        """The most a time-based job runs: its ramp and its runtime; None for a size-based one."""
+        return None if self.runtime_s is None else self.runtime_s + (self.ramp_s if self.ramp_s > 0 else 0.0)
 
     def text(self) -> str:
         header = [f"; backupbench {__version__}: {self.name}"]

@@ -43,6 +43,17 @@ class DirectionStats:
 
 
 @dataclass(frozen=True)
+class SteadyState:
+    """fio's steady-state detection of a job (`steadystate=`): whether the criterion held over
+    the window before the runtime ran out, and the criterion's last value as fio printed it."""
+
+    criterion: str           # what was asked, e.g. 'iops_slope:0.300000%'
+    attained: bool
+    measured: str            # e.g. '0.117070%' (a slope may be negative: fio judges its size)
+    window_s: float
+
+
+@dataclass(frozen=True)
 class FioSummary:
     read: DirectionStats
     write: DirectionStats
@@ -50,6 +61,16 @@ class FioSummary:
     fio_version: str
     job_names: tuple[str, ...]
     per_host: dict[str, "FioSummary"] = field(default_factory=dict)
+    steady_state: SteadyState | None = None
+
+
+def _steady_state(entries: list[dict[str, Any]]) -> SteadyState | None:
+    """The steady-state result of jobs reported as a group: attained only if every job's was."""
+    found = [e["steadystate"] for e in entries if isinstance(e.get("steadystate"), dict)]
+    if not found:
+        return None
+    return SteadyState(criterion=str(found[0].get("ss", "")), attained=all(int(f.get("attained", 0)) for f in found),
+                       measured=str(found[0].get("criterion", "")), window_s=float(found[0].get("duration", 0) or 0))
 
 
 def _direction(entry: dict[str, Any], direction: str) -> DirectionStats:
@@ -123,6 +144,7 @@ def _summarise(entries: list[dict[str, Any]], version: str) -> FioSummary:
         runtime_ms=max((int(e.get("job_runtime", e.get("read", {}).get("runtime", 0)) or 0) for e in entries), default=0),
         fio_version=version,
         job_names=tuple(str(e.get("jobname", "")) for e in entries),
+        steady_state=_steady_state(entries),
     )
 
 

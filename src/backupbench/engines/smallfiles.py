@@ -15,9 +15,11 @@ and touches nothing else: file i is `d<i mod D>/f<i>` in it (e.g. d0007/f000123)
 Per file the engine times open + write (+ fsync with flush "fsync") + close, or open + read
 + close on verify, and reports p50/p99. A phase's time runs from right after its start
 callback (the folders included, for create) to the last worker's last file, plus the
-end-of-phase syncfs with flush "sync-end" (also reported alone as sync_seconds). Verify
-reads through the page cache: it checks content, it does not measure read speed. Files
-are split over `threads` forked worker processes (smallfiles_workers.py says why).
+end-of-phase syncfs with flush "sync-end" (also reported alone as sync_seconds). Before
+verify, outside its time, the filesystem is synced and every file's cached pages dropped
+(posix_fadvise DONTNEED drops clean pages only, hence the sync first), so verify reads what
+storage holds, not what the page cache kept of the last pass. Files are split over `threads`
+forked worker processes (smallfiles_workers.py says why).
 
 Progress: on_phase(phase, 0.0, "") when a phase starts, then about every POLL_SECONDS with
 the files done so far (capped at 0.99, also while the sync runs) and the current rate,
@@ -192,6 +194,8 @@ class SmallFilesEngine:
             phases.append((VERIFY_PHASE, "verify", len(job.patterns) - 1))
         try:
             for name, kind, number in phases:
+                if kind == "verify":
+                    _drop_cached(root, paths)
                 # The pattern buffer is built once per phase, outside the timed part; fresh
                 # data differs per pass (the pass number seeds it) and per file.
                 source = None if job.content.constant else BlockSource(job.content, seed=number)
@@ -285,6 +289,24 @@ def _syncfs(root: Path) -> None:
             raise OSError(err, os.strerror(err))
     finally:
         os.close(fd)
+
+
+def _drop_cached(root: Path, paths: list[bytes]) -> None:
+    """Write every file back, then drop its cached pages: verify then reads from storage."""
+    _syncfs(root)
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=folder)
+            except OSError:
+                continue  # a missing or unreadable file: verify counts it as a mismatch
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(folder)
 
 
 def _dirty_mib() -> float:

@@ -24,7 +24,8 @@ from backupbench.units import MiB, format_size, parse_rate, parse_size
 
 FILESYSTEMS = {
     # fs -> mkfs argv before the image path; the label is the disk's serial (lab-dN)
-    "ext4": ["mkfs.ext4", "-F", "-q", "-L"],
+    # Lazy initialisation off: the guest would otherwise zero inode tables under the first phase.
+    "ext4": ["mkfs.ext4", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", "-L"],
     "xfs": ["mkfs.xfs", "-f", "-q", "-L"],
     "btrfs": ["mkfs.btrfs", "-f", "-q", "-L"],
 }

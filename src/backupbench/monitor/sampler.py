@@ -10,6 +10,12 @@ late tick is not made up with a burst. stop() takes a last sample covering the t
 at least 0.1 s has passed, so no figure comes from a sliver of time), closes the CSV and
 returns the MonitorSummary. Nothing
 raised while sampling escapes the thread: it lands in summary.errors.
+
+A phase's sampler (`measure_after_s` given, runner/phases.py) counts in its summary only the
+seconds the workload ran whole: a sample whose interval begins before one interval plus
+`measure_after_s` (the workload starting partway through the first; fio's ramp_time) is left
+out, and so is the tail sample stop() takes (the workload ended partway through it). The CSV
+keeps every sample. A phase too short to leave anything after that counts every sample.
 """
 
 from __future__ import annotations
@@ -62,7 +68,7 @@ class Sampler:
                  csv_path: Path | str | None = None, thresholds: Thresholds | None = None, *,
                  host: HostFiles | None = None, clock: Callable[[], float] = time.monotonic,
                  wallclock: Callable[[], float] = time.time,
-                 on_sample: Callable[[Sample], None] | None = None):
+                 on_sample: Callable[[Sample], None] | None = None, measure_after_s: float | None = None):
         self.interval = check_interval(interval)
         self.thresholds = thresholds or Thresholds()
         self.csv_path = Path(csv_path) if csv_path is not None else None
@@ -82,6 +88,10 @@ class Sampler:
         self._present: set[str] = set()
         self._cpu_s = 0.0
         self._summary: MonitorSummary | None = None
+        self._measure_after = measure_after_s
+        self._left_out: list[Sample] = []    # head samples, kept until one is counted (the fallback)
+        self._left_out_count = 0
+        self._taking_tail = False
         self.devices: list[str] = []
         self.latest: Sample | None = None
 
@@ -131,14 +141,18 @@ class Sampler:
                 self._error("the sampling thread did not stop within its interval + 10 s")
         cpu0 = time.thread_time()
         if self._clock() - self._prev.t >= MIN_TAIL_S:
+            self._taking_tail = True
             self._sample_safely()
         with self._lock:
             if self._csv is not None:
                 self._csv.close()
             self._cpu_s += time.thread_time() - cpu0
+            if self._builder.samples == 0 and self._left_out:
+                self._count_everything()
             self._summary = self._builder.build(
                 interval_s=self.interval, errors=self._error_list(),
                 csv_path=self.csv_path if self._csv is not None else None, sampler_cpu_s=self._cpu_s)
+            self._summary.left_out = self._left_out_count
         return self._summary
 
     @property
@@ -177,7 +191,7 @@ class Sampler:
             self._prev = snap
             if sample.interval_s <= 0:
                 return None
-            self._builder.add(sample)
+            self._fold(sample)
             if self._csv is not None:
                 try:
                     self._csv.write(sample)
@@ -192,6 +206,27 @@ class Sampler:
             except Exception as exc:  # noqa: BLE001 - a viewer's bug must not stop sampling
                 self._error(f"on_sample callback failed: {exc!r}")
         return sample
+
+    def _fold(self, sample: Sample) -> None:
+        """Into the summary, unless it is a phase's partial first or last second or its ramp."""
+        if self._measure_after is None:
+            self._builder.add(sample)
+            return
+        begins = sample.elapsed_s - sample.interval_s
+        # A small tolerance: the first counted sample begins on a tick, give or take the clock.
+        if self._taking_tail or begins < self.interval + self._measure_after - 0.01:
+            self._left_out.append(sample)
+            self._left_out_count += 1
+            return
+        self._left_out.clear()   # something is counted: no fallback needed
+        self._builder.add(sample)
+
+    def _count_everything(self) -> None:
+        """A phase shorter than its left-out seconds: better every sample than none."""
+        for sample in self._left_out:
+            self._builder.add(sample)
+        self._left_out_count = 0
+        self._note("the phase was too short to leave out its partial first and last seconds: every sample counted")
 
     def _sample_safely(self) -> None:
         try:

@@ -44,6 +44,7 @@ class MonitorSummary:
     errors: list[str] = field(default_factory=list)     # sampling failures (never raised)
     csv_path: Path | None = None
     sampler_cpu_s: float = 0.0                          # CPU time the sampler itself used
+    left_out: int = 0                                   # samples not counted: a phase's start, ramp, end
 
     def __getitem__(self, key: str) -> FigureStats:
         return self.stats[key]

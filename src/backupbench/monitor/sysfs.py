@@ -53,6 +53,13 @@ def loop_backing_file(host: HostFiles, name: str) -> str | None:
     return host.read_value(f"{_dir(name)}/loop/backing_file") or None
 
 
+def loop_direct_io(host: HostFiles, name: str) -> bool | None:
+    """Whether a loop device reads and writes its backing file with direct I/O (losetup
+    --direct-io=on): without it the file's pages are cached by the host; None when unknown."""
+    value = host.read_value(f"{_dir(name)}/loop/dio")
+    return None if value is None else value.strip() == "1"
+
+
 def label(host: HostFiles, name: str) -> str | None:
     """A human name: the dm name ('vg0-lin'), the md level ('raid0'), a loop's file."""
     return (host.read_value(f"{_dir(name)}/dm/name")

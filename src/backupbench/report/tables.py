@@ -18,6 +18,7 @@ from backupbench.monitor.thresholds import FillThresholds
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.workloads import capabilities
+from backupbench.workloads.kb2014 import timing_label
 
 
 class Styled(str):
@@ -58,7 +59,7 @@ def _fio_caption(run: RunRecord) -> str:
         return ", ".join(p for p in (settings_label(settings), target_text(run)) if p)
     parts = [
         f"{units.format_size(settings.get('file_size') or settings.get('size') or 0)} test file",
-        (f"{settings.get('runtime', 0):g} s per operation" if capabilities.of_kind(run, run.kind).kb2014_operations
+        (timing_label(settings) if capabilities.of_kind(run, run.kind).kb2014_operations
          else "each phase covers the whole file once"),
         f"{units.format_size(settings.get('block_size') or 0)} blocks",
         "buffered I/O" if settings.get("buffered") else "direct I/O",

@@ -46,8 +46,8 @@ def test_file(path: PurePosixPath, run_id: str, host: Host) -> PurePosixPath:
 
 def phase_timeout(phase: FioPhase) -> float:
     job = phase.job
-    if job.runtime_s is not None:
-        return job.runtime_s + PHASE_GRACE_S
+    if job.longest_s is not None:
+        return job.longest_s + PHASE_GRACE_S
     return PHASE_GRACE_S + job.region_size * job.numjobs / SLOWEST_BPS
 
 
@@ -132,11 +132,11 @@ class HostsWorkload:
                    commands: list[str]) -> ClientResult:
         name = phase.job.name
         hooks.started(name, f"{phase.title} (on {len(jobs)} hosts)", phase.job.pattern,
-                      measured=phase.score is not None)
+                      measured=phase.score is not None, warmup_s=phase.job.ramp_s)
         job_files = [(h, p.job.write(folder / f"{name}.{h.file_tag}.fio")) for h, p in jobs]
         try:
             run = run_clients(job_files, folder / f"{name}.json", phase_timeout(phase), self.binary,
-                              lambda f: hooks.progress(name, f, ""), phase.job.runtime_s)
+                              lambda f: hooks.progress(name, f, ""), phase.job.longest_s)
         except EngineError as exc:
             raise EngineError(f"{name}: {exc.message}", exc.fix) from exc
         commands.append(" ".join(run.argv))

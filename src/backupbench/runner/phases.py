@@ -1,7 +1,12 @@
 """PhaseRecorder: the pipeline's side of PhaseHooks.
 
 For each measured phase it opens an operation record, starts the monitor, relays progress,
-and on finish stores the workload's figures together with the monitor's summary.
+and on finish stores the workload's figures together with the monitor's summary. The monitor
+leaves out the phase's partial first and last seconds and its warm-up (monitor/sampler.py).
+With the target's storage known (MonitorPlan.storage) each phase is also held against the
+cache guard (monitor/cache_guard.py): the share of the moved bytes the disks saw is stored as
+`storage_bytes_pct`, and a phase they saw under half of is marked detail["cached"] (the cause)
+with a note on the run.
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ from typing import Any, Protocol
 
 from backupbench.journal import Journal
 from backupbench.monitor import DeviceStack, Sampler, Thresholds
+from backupbench.monitor import cache_guard
 from backupbench.monitor.zfs import PoolGauge
 from backupbench.recipe import naming
-from backupbench.results.model import COMPLETE, MONITOR_PREFIX, OperationRecord, RunRecord, now_iso
+from backupbench.results.model import COMPLETE, FAILED, MONITOR_PREFIX, OperationRecord, RunRecord, now_iso
 from backupbench.results.store import Store
 
 
@@ -22,20 +28,35 @@ class Reporter(Protocol):
     def stage_started(self, name: str, description: str) -> None: ...
     def stage_progress(self, name: str, fraction: float, detail: str) -> None: ...
     def stage_finished(self, name: str, record: OperationRecord | None) -> None: ...
+    def caution(self, text: str) -> None:
+        """Before a run: something that may make its figures wrong, with the fix."""
+
+
+# The share of a phase's bytes its disks saw (monitor/cache_guard.py), in percent.
+STORAGE_FIGURE = "storage_bytes_pct"
 
 
 class MonitorPlan:
-    """How to sample: which devices (the target's stack) and when to warn. None: no monitor."""
+    """How to sample: which devices (the target's stack) and when to warn. None: no monitor.
+    storage: where the target's bytes land, for the cache guard (None: not checked);
+    buffered: the workload goes through the page cache (a phase's detail may say otherwise;
+    None: a server does the I/O, its own way)."""
 
-    def __init__(self, stack: DeviceStack | None, interval: float, thresholds: Thresholds):
+    def __init__(self, stack: DeviceStack | None, interval: float, thresholds: Thresholds,
+                 storage: cache_guard.StorageFacts | None = None, buffered: bool | None = False):
         self.stack = stack
         self.interval = interval
         self.thresholds = thresholds
+        self.storage = storage
+        self.buffered = buffered
 
-    def sampler(self, csv_path: Path) -> Sampler:
+    def sampler(self, csv_path: Path, warmup_s: float = 0.0) -> Sampler:
         devices = self.stack.all_names if self.stack is not None else None
         return Sampler(self.interval, devices=devices or None, csv_path=csv_path,
-                       thresholds=self.thresholds)
+                       thresholds=self.thresholds, measure_after_s=warmup_s)
+
+    def disk_bytes(self) -> int | None:
+        return cache_guard.disk_bytes(self.storage.disks) if self.storage is not None else None
 
     def pool_gauge(self) -> PoolGauge | None:
         """ZFS's own figures for a phase, when the target is on a pool."""
@@ -77,6 +98,7 @@ class PhaseRecorder:
         self._current: OperationRecord | None = None
         self._sampler: Sampler | None = None
         self._gauge: PoolGauge | None = None
+        self._disk_bytes_at_start: int | None = None
         self._seq = 0
 
     def will_create(self, artefact: dict[str, Any]) -> int | None:
@@ -90,7 +112,7 @@ class PhaseRecorder:
     def qualified(self, name: str) -> str:
         return naming.operation(self.group, name)
 
-    def started(self, name: str, title: str, pattern: str, measured: bool = True) -> None:
+    def started(self, name: str, title: str, pattern: str, measured: bool = True, warmup_s: float = 0.0) -> None:
         full = self.qualified(name)
         self.reporter.stage_started(full, title)
         if not measured:
@@ -105,7 +127,8 @@ class PhaseRecorder:
         self.store.save_operation(self.run.run_id, self._seq, record)
         if self.monitor is not None:
             csv_path = self.folder / f"{name}.monitor.csv"
-            self._sampler = self.monitor.sampler(csv_path).start()
+            self._sampler = self.monitor.sampler(csv_path, warmup_s).start()
+            self._disk_bytes_at_start = self.monitor.disk_bytes()
             record.detail["monitor_csv"] = str(csv_path.relative_to(self.run_root))
             gauge = self.monitor.pool_gauge()
             self._gauge = gauge.start() if gauge is not None else None
@@ -113,7 +136,8 @@ class PhaseRecorder:
     def progress(self, name: str, fraction: float, detail: str) -> None:
         self.reporter.stage_progress(self.qualified(name), fraction, detail)
 
-    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None:
+    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None,
+                 failed: bool = False) -> None:
         record = self._current
         if record is None or record.name != self.qualified(name):
             self.reporter.stage_finished(self.qualified(name), None)
@@ -124,7 +148,7 @@ class PhaseRecorder:
         record.units.update(detail.pop("units", {}))
         record.detail.update(detail)
         self._stop_monitor(record)
-        record.status, record.finished_at = COMPLETE, now_iso()
+        record.status, record.finished_at = FAILED if failed else COMPLETE, now_iso()
         self._save(record)
         self.reporter.stage_finished(record.name, record)
 
@@ -161,6 +185,24 @@ class PhaseRecorder:
         warnings = [f"{record.name}: {w}" for w in summary.warnings]
         record.detail["monitor"] = {"samples": summary.samples, "devices": summary.devices,
                                     "warnings": summary.warnings, "notes": summary.notes,
-                                    "errors": summary.errors}
+                                    "errors": summary.errors, "left_out": summary.left_out}
         self.run.notes.extend(warnings)
+        self._check_cache(record)
+
+    def _check_cache(self, record: OperationRecord) -> None:
+        """The phase against the cache guard: what share of its bytes reached the disks."""
+        start, self._disk_bytes_at_start = self._disk_bytes_at_start, None
+        storage = self.monitor.storage if self.monitor is not None else None
+        end = self.monitor.disk_bytes() if self.monitor is not None else None
+        if storage is None or start is None or end is None:
+            return
+        buffered = record.detail.get("buffered", self.monitor.buffered if self.monitor is not None else False)
+        check = cache_guard.judge(cache_guard.moved_bytes(record.figures), end - start, storage, buffered)
+        if check is None:
+            return
+        record.figures[STORAGE_FIGURE] = 100.0 * check.seen_fraction
+        record.units[STORAGE_FIGURE] = "%"
+        if check.reason is not None:
+            record.detail["cached"] = check.reason
+            self.run.notes.append(f"{record.name}: cached: {check.reason}")
 

@@ -27,7 +27,7 @@ from backupbench.errors import BackupbenchError, Interrupted, LeftBehind, Refuse
 from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
 from backupbench.redaction import redact, redact_data
-from backupbench.monitor import Thresholds, combined, device_stack
+from backupbench.monitor import Thresholds, cache_guard, combined, device_stack
 from backupbench.monitor.options import MonitorOptions
 from backupbench.results.location import run_folder
 from backupbench.results.model import (COMPLETE, FAILED, INTERRUPTED, VOID, OperationRecord, RunRecord,
@@ -167,8 +167,7 @@ class RunSession:
             found = check_target(target, workload, self.journal, self.run_id)
             # Cache cautions are about one big test file; a small-file workload caches on purpose.
             if workload.test_file_cautions:
-                self.run.notes += eligibility.directory_cautions(
-                    found, workload.space_needed(), workload.buffered, self.run.host.get("memory_bytes"))
+                self.run.notes += eligibility.directory_cautions(found, workload.space_needed(), workload.buffered)
             self.run.host.setdefault("targets", {})[key] = found.as_dict()
             self._content_caution(workload, found, ())
         else:
@@ -181,6 +180,7 @@ class RunSession:
             self.run.host.setdefault("device_stacks", {})[key] = {
                 "describe": monitor.stack.describe(), "devices": monitor.stack.all_names,
                 "members": list(monitor.stack.members)}
+        self._guard_caches(workload, target, monitor)
         folder = self.folder / group if group else self.folder
         folder.mkdir(parents=True, exist_ok=True)
         self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group=group,
@@ -190,6 +190,23 @@ class RunSession:
         finally:
             with stopping.held():
                 workload.cleanup(target, self.run_id, self._recorder)
+
+    def _guard_caches(self, workload: Workload, target: Path | None, monitor: MonitorPlan | None) -> None:
+        """Where the target's bytes land, for each phase's cache check; and a caution now when
+        the test file fits in the RAM that could serve it (monitor/cache_guard.py)."""
+        stack = monitor.stack if monitor is not None else (device_stack(target) if target is not None else None)
+        if stack is None:
+            return
+        storage = cache_guard.storage_facts(stack, self.run.host.get("memory_bytes"))
+        if monitor is not None and not stack.empty:
+            # A workload without a directory of its own (S3) has a server do its I/O: unknown how.
+            monitor.storage = storage
+            monitor.buffered = workload.buffered if workload.needs_directory else None
+        caution = (cache_guard.pre_run_caution(workload.space_needed(), workload.buffered, storage)
+                   if workload.test_file_cautions else None)
+        if caution and caution not in self.run.notes:
+            self.run.notes.append(caution)
+            self.reporter.caution(caution)
 
     def _content_caution(self, workload: Workload, known: facts.DirectoryFacts | None,
                          storage: tuple[Path, ...]) -> None:

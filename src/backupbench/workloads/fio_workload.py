@@ -19,6 +19,8 @@ from backupbench.paths import Syntax, for_program
 from backupbench.workloads.base import PhaseHooks
 
 TAG = "backupbench"
+# 1 when fio's steady-state criterion held over its window before the runtime ran out, else 0.
+STEADY_STATE_FIGURE = "steady_state_attained"
 
 
 def test_file_name(run_id: str) -> str:
@@ -44,7 +46,21 @@ def base_figures(summary: FioSummary) -> dict[str, float]:
         figures["read_p99_lat"] = summary.read.p99_ns
     if summary.write.p99_ns is not None and summary.write.active:
         figures["write_p99_lat"] = summary.write.p99_ns
+    if summary.steady_state is not None:
+        figures[STEADY_STATE_FIGURE] = 1.0 if summary.steady_state.attained else 0.0
     return figures
+
+
+def _detail(job: FioJob, summary: FioSummary) -> dict[str, Any]:
+    """What the store keeps beside a phase's figures: its files, and how it warmed up."""
+    detail: dict[str, Any] = {"job_file": f"{job.name}.fio", "raw": f"{job.name}.json", "buffered": not job.direct}
+    if job.runtime_s is not None:
+        detail["ramp_s"] = job.ramp_s
+    state = summary.steady_state
+    if state is not None:
+        detail["steady_state"] = {"criterion": state.criterion, "window_s": state.window_s,
+                                  "attained": state.attained, "measured": state.measured}
+    return detail
 
 
 @dataclass
@@ -90,12 +106,12 @@ class FioWorkload:
         try:
             for phase in self.phases_for(test_file):
                 job = phase.job
-                hooks.started(job.name, phase.title, job.pattern, measured=phase.score is not None)
+                hooks.started(job.name, phase.title, job.pattern, measured=phase.score is not None,
+                              warmup_s=job.ramp_s if job.runtime_s is not None else 0.0)
                 commands.append(process.render(command(folder / f"{job.name}.fio", folder / f"{job.name}.json")))
                 fio_run = self.engine.run(job, folder, lambda f, d, n=job.name: hooks.progress(n, f, d))
                 figures = phase.score(fio_run.summary) if phase.score else {}
-                hooks.finished(job.name, figures, {"job_file": f"{job.name}.fio", "raw": f"{job.name}.json",
-                                                    "buffered": not job.direct})
+                hooks.finished(job.name, figures, _detail(job, fio_run.summary))
         finally:
             (folder / "commands.txt").write_text("\n".join(commands) + "\n")
 

@@ -10,6 +10,7 @@ job (workloads/fio_workload.py).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -179,7 +180,7 @@ class SuiteOptions(ContentOptions):
         """These options with the workload's own block size where the user gave none."""
         if self.block_size is not None:
             return self
-        return validate(SuiteOptions, {**self.model_dump(), "block_size": block_size},
+        return validate(type(self), {**self.model_dump(), "block_size": block_size},
                         lambda loc: "--" + str(loc[0]).replace("_", "-") if loc else "options")
 
     @property
@@ -199,18 +200,81 @@ class SuiteOptions(ContentOptions):
         return self.region_size * self.jobs
 
 
+# The ramp before each time-based operation (module docstring of Kb2014Options says why 2 s).
+DEFAULT_RAMP_S = 2.0
+_STEADY_STATE = re.compile(r"^(iops|iops_slope|bw|bw_slope):(\d+(?:\.\d+)?)(%?)$")
+
+
+class Kb2014Options(SuiteOptions):
+    """The suite's options and the KB2014 operations' warm-up: every operation is time-based,
+    so fio runs it `ramp` seconds before it counts (ramp_time), and the monitor leaves that
+    window out too. Default 2 s: what a ramp leaves out is the start of a job (fio's threads and
+    queue filling, a disk's write-back cache and readahead settling); 2 s covers the monitor's
+    partial first second and a whole one after it, and adds only 20% to the default 10 s
+    operation (bench/ramp.py measures each operation's spread with and without it). first-write
+    has no ramp: its first seconds are what it measures.
+    `steady_state` hands fio's own steady-state stop the criterion: the operation then runs until
+    the criterion holds over `steady_state_window` or `runtime` (its ceiling) runs out."""
+
+    ramp: Duration = Field(
+        DEFAULT_RAMP_S, le=3600, description="Warm-up before each operation is measured (fio's ramp_time; 0: none).",
+        json_schema_extra={"metavar": "DURATION", "example": "2s"},
+    )
+    steady_state: str | None = Field(
+        None, description="Run each operation until fio's steady state holds, e.g. iops_slope:0.3% (also iops, "
+        "bw, bw_slope; a limit in % of the mean or absolute); --runtime is then the longest it may run.",
+        json_schema_extra={"metavar": "CRITERION:LIMIT", "example": "iops_slope:0.3%"},
+    )
+    steady_state_window: Duration = Field(
+        10.0, ge=1, le=3600, description="The rolling window --steady-state must hold over (fio's steadystate_duration).",
+        json_schema_extra={"metavar": "DURATION", "example": "10s"},
+    )
+
+    @field_validator("steady_state")
+    @classmethod
+    def _criterion(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        found = _STEADY_STATE.match(value.strip().lower())
+        if found is None:
+            raise ValueError(f"{value!r} is not CRITERION:LIMIT with CRITERION one of iops, iops_slope, bw, "
+                             "bw_slope, e.g. iops_slope:0.3%")
+        return found.group(0)
+
+    @model_validator(mode="after")
+    def _window_fits(self) -> "Kb2014Options":
+        if self.steady_state is not None and self.runtime <= self.steady_state_window:
+            raise ValueError(f"with steady_state the runtime ({self.runtime:g} s) is the longest an operation may "
+                             f"run: make it longer than the window ({self.steady_state_window:g} s), e.g. runtime = "
+                             f"{max(60, 6 * self.steady_state_window):g}s")
+        return self
+
+
+def timing_label(settings: dict) -> str:
+    """How long each operation ran, for a run's caption: '10 s per operation after a 2 s ramp'."""
+    runtime = float(settings.get("runtime") or 0)
+    ramp = settings.get("ramp")
+    after = "" if ramp is None else (f" after a {float(ramp):g} s ramp" if ramp else ", no ramp")
+    if settings.get("steady_state"):
+        return (f"each operation until fio's steady state {settings['steady_state']} over "
+                f"{float(settings.get('steady_state_window') or 0):g} s, at most {runtime:g} s{after}")
+    return f"{runtime:g} s per operation{after}"
+
+
 LAYOUT = "layout"
 # Layout writes the whole file; a little queue depth keeps it from dominating `make run`.
 LAYOUT_IODEPTH = 8
 
 
-def operation_job(op: Operation, options: SuiteOptions, test_file: Path) -> FioJob:
+def operation_job(op: Operation, options: Kb2014Options, test_file: Path) -> FioJob:
     return FioJob(
         name=op.name, filename=test_file, rw=op.rw, rwmixwrite=op.rwmixwrite,
         block_size=options.block, region_size=options.region_size,
         iodepth=options.iodepth or op.iodepth, numjobs=options.jobs,
         ioengine=options.engine, direct=not options.buffered, runtime_s=options.runtime,
-        comment=f"{op.title}: {op.io_per_block_text}", content=options.content(),
+        comment=f"{op.title}: {op.io_per_block_text}", content=options.content(), ramp_s=options.ramp,
+        steady_state=options.steady_state,
+        steady_state_window_s=options.steady_state_window if options.steady_state else None,
     )
 
 
@@ -244,18 +308,18 @@ def _scorer(op: Operation):
     return score
 
 
-def workload(options: SuiteOptions, served: ServedBy | None = None, engine: FioEngine | None = None) -> FioWorkload:
-    options = narrowed(SuiteOptions, options).with_block_default(KB2014_BLOCK_SIZE)
+def workload(options: Kb2014Options, served: ServedBy | None = None, engine: FioEngine | None = None) -> FioWorkload:
+    options = narrowed(Kb2014Options, options).with_block_default(KB2014_BLOCK_SIZE)
     operations = select(options.operations)
 
     def phases(test_file: Path) -> list[FioPhase]:
-        layout = ([FioPhase(layout_job(options, test_file), f"lay out {test_file.name}", None)]
+        layout = ([FioPhase(layout_job(options, test_file), f"write {test_file.name} in full", None)]
                   if needs_layout(operations) else [])
         return layout + [FioPhase(operation_job(op, options, test_file), op.title, _scorer(op)) for op in operations]
     return FioWorkload.of("kb2014", options, phases, engine)
 
 
-class Kb2014Entry(SuiteOptions):
+class Kb2014Entry(Kb2014Options):
     """A recipe's `[[workload]] kind = "kb2014"` entry."""
 
     kind: Literal["kb2014"]
@@ -265,6 +329,6 @@ DEFINITION = Definition(
     name="kb2014",
     description="Veeam KB2014 backup operations: active full, synthetic full, reverse incremental, restores "
                 "(field note C)",
-    path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload, phases=phase_names,
+    path_syntax=Syntax.FIO_JOB, options=Kb2014Options, recipe_entry=Kb2014Entry, build=workload, phases=phase_names,
     capabilities=Capabilities(fio_servers=True, kb2014_operations=True),
 )

@@ -274,6 +274,8 @@ DEFINITION = Definition(
     name="smallfiles",
     description="many small files created, then rewritten in place pass by pass (field note E)",
     options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload, phases=lambda spec: spec.phases,
+    # No default preset: without one the shape is field note E's (the options' defaults) and the
+    # data fresh and incompressible like every workload's; --preset field-note-e adds its patterns.
     presets={name: spec.model_dump(exclude_unset=True) for name, spec in PRESETS.items()},
-    default_preset="field-note-e", merge_preset=with_preset,
+    merge_preset=with_preset,
 )

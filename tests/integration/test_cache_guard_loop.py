@@ -1,0 +1,67 @@
+"""The cache guard for real: ext4 on a loop device the test made, a restore read with fio.
+
+Without direct I/O the loop device reads its backing file through the host's page cache: the
+file the layout phase just wrote is served from memory and the disk under it sees next to
+nothing; the phase is marked `cached`, and a caution says so before the run. With
+`losetup --direct-io=on` the same read reaches the disk and nothing is marked. Root only; the
+loop devices and mounts are the test's own and are removed, also on failure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import require_root_tool
+
+from backupbench.results.document import phase_figures
+
+pytestmark = pytest.mark.real
+
+
+def _ext4_on_loop(loop_device, tmp_path: Path, name: str, direct_io: bool) -> tuple[str, Path]:
+    require_root_tool("mkfs.ext4", "mount", "losetup")
+    loop = loop_device(name, 256 * 2**20)
+    if direct_io:
+        subprocess.run(["losetup", "--direct-io=on", loop.device], check=True, capture_output=True, timeout=30)
+        assert Path(f"/sys/block/{loop.name}/loop/dio").read_text().strip() == "1"
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop.device],
+                   check=True, capture_output=True, timeout=120)
+    mnt = tmp_path / name
+    mnt.mkdir()
+    subprocess.run(["mount", loop.device, str(mnt)], check=True, capture_output=True, timeout=60)
+    return loop.name, mnt
+
+
+def _restore(cli, mnt: Path) -> tuple[dict, str]:
+    result = cli("run", str(mnt), "--size", "64MiB", "--runtime", "2s", "--ramp", "1s",
+                 "--operations", "restore-sequential", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+def test_a_read_served_by_the_page_cache_behind_a_loop_device_is_marked_cached(cli, tmp_path, loop_device):
+    name, mnt = _ext4_on_loop(loop_device, tmp_path, "cached", direct_io=False)
+    data, progress = _restore(cli, mnt)
+    phase = data["phases"][0]
+    reason = phase["detail"]["cached"]
+    assert "served by the host's page cache of" in reason and f"the file behind {name} (no direct I/O)" in reason
+    assert phase_figures(phase)["storage_bytes_pct"] < 50
+    assert any(note.startswith("restore-sequential: cached: ") for note in data["run"]["notes"])
+    # The caution came before the run, with the fix.
+    assert "caution:" in progress and "losetup --direct-io=on" in progress
+    assert progress.index("caution:") < progress.index("restore-sequential")
+    assert any(f"the file behind {name}: reads may come from memory" in note for note in data["run"]["notes"])
+
+
+def test_the_same_read_through_a_loop_device_with_direct_io_is_not(cli, tmp_path, loop_device):
+    _, mnt = _ext4_on_loop(loop_device, tmp_path, "direct", direct_io=True)
+    data, progress = _restore(cli, mnt)
+    phase = data["phases"][0]
+    assert "cached" not in phase["detail"]
+    assert phase_figures(phase)["storage_bytes_pct"] >= 50
+    assert "caution:" not in progress
+    # The monitor left out the phase's first seconds (its ramp among them) and its last.
+    assert phase["detail"]["monitor"]["left_out"] >= 2 and phase["detail"]["ramp_s"] == 1.0
