@@ -190,6 +190,6 @@ class Hooks:
         if self.on_progress:
             self.on_progress(name, fraction)
 
-    def finished(self, name, figures, detail=None):
+    def finished(self, name, figures, detail=None, failed=False):
         self.figures[name] = figures
         self.details[name] = detail or {}

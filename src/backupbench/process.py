@@ -18,6 +18,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import sysconfig
 import tempfile
 import threading
@@ -65,20 +66,52 @@ def require_tool(name: str) -> str:
 PROJECT_TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "bin"
 
 
-def project_tool(name: str, env_var: str | None = None, explicit: str | Path | None = None) -> str:
+@dataclass(frozen=True)
+class ToolPlaces:
+    """Where a project-built tool may be, besides PATH: `launcher` is what this process was
+    started as (a pex file of the offline bundle: $PEX, else sys.argv[0])."""
+
+    project_tools: Path
+    scripts: Path
+    launcher: Path | None
+
+    @classmethod
+    def here(cls) -> "ToolPlaces":
+        launcher = os.environ.get("PEX") or (sys.argv[0] if sys.argv and sys.argv[0] else None)
+        return cls(PROJECT_TOOLS, Path(sysconfig.get_path("scripts")), Path(launcher) if launcher else None)
+
+    def candidates(self, name: str) -> list[Path]:
+        found = [self.project_tools / name, self.scripts / name]  # a checkout; an installed bundle
+        if self.launcher is not None:
+            # The bundle unpacked: backupbench-cp3X.pex beside bin/backupbench-s3load.
+            folder = self.launcher.expanduser().absolute().parent
+            found += [folder / "bin" / name, folder / name]
+        return found
+
+    def missing(self, name: str, env_var: str | None) -> ToolMissingError:
+        override = f", or set {env_var}=/path/to/{name}" if env_var else ""
+        if (self.project_tools.parents[1] / "scripts" / "install-minio.sh").is_file():
+            return ToolMissingError(f"{name} is not built", "build it with: scripts/install-minio.sh "
+                                                             f"(make deps does it){override}")
+        return ToolMissingError(f"{name} not found beside backupbench",
+                                f"in the offline bundle it is bin/{name}: run the .pex from the unpacked "
+                                f"bundle's folder (bin/ beside it), or install with its install.sh{override}")
+
+
+def project_tool(name: str, env_var: str | None = None, explicit: str | Path | None = None,
+                 places: ToolPlaces | None = None) -> str:
     """A tool the project builds itself: `explicit`, then $env_var, then .tools/bin, then the
-    environment's bin (an installed bundle), then PATH."""
+    environment's bin (an installed bundle), then beside the running pex (the bundle's bin/),
+    then PATH."""
+    places = places or ToolPlaces.here()
     candidates = [Path(p) for p in (explicit, os.environ.get(env_var) if env_var else None) if p]
-    candidates.append(PROJECT_TOOLS / name)
-    # An installed backupbench (the offline bundle's install.sh) keeps them beside its own entry point.
-    candidates.append(Path(sysconfig.get_path("scripts")) / name)
-    for path in candidates:
+    for path in candidates + places.candidates(name):
         if path.is_file() and os.access(path, os.X_OK):
             return str(path)
     found = shutil.which(name)
     if found:
         return found
-    raise ToolMissingError(f"{name} is not built", "build it with: scripts/install-minio.sh (make deps does it)")
+    raise places.missing(name, env_var)
 
 
 # ---- who a process is -----------------------------------------------------------------------

@@ -67,15 +67,22 @@ def bundle(tmp_path_factory) -> Path:
     return folder
 
 
+def outside_checkout() -> dict[str, str]:
+    """This process's environment without PYTHONPATH: `make test` points it at the checkout's
+    src/, and an installed bundle must run its own backupbench, not the checkout's."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+
 def install(bundle: Path, prefix: Path, python: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
+    env = {key: value for key, value in outside_checkout().items() if not key.startswith("PIP_")}
     env.update(PIP_INDEX_URL=DEAD_INDEX, PIP_RETRIES="0", PIP_TIMEOUT="5", PIP_NO_CACHE_DIR="1")
     return subprocess.run([*no_network_prefix(), "bash", str(bundle / "install.sh"), "--prefix", str(prefix),
                            "--python", python], capture_output=True, text=True, timeout=600, env=env)
 
 
 def in_venv(prefix: Path, code: str) -> str:
-    done = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=60,
+                          env=outside_checkout())
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -100,7 +107,7 @@ def run_the_backup_suite(backupbench: list[str], tmp_path: Path, env: dict[str, 
     done = subprocess.run([*(prefix or []), *backupbench, "run", str(target), "--workload", "kb2014",
                            "--size", "32MiB", "--runtime", "1s", "--operations", "active-full,restore-sequential"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**(env or os.environ), "BACKUPBENCH_RESULTS": str(results)})
+                          env={**(env or outside_checkout()), "BACKUPBENCH_RESULTS": str(results)})
     assert done.returncode == 0, done.stdout + done.stderr
     # What was stored, read from the store itself rather than from the printed summary.
     with sqlite3.connect(results / "results.db") as db:
@@ -141,6 +148,12 @@ def test_bundled_pex_runs_the_backup_suite_with_nothing_installed(bundle, versio
     running, *modules = said.stdout.split()
     assert running == version
     assert all(Path(module).resolve().is_relative_to(pex_root.resolve()) for module in modules), modules
+    # It finds its own S3 loader in bin/ beside it, with nothing on PATH that holds one.
+    found = subprocess.run([python, str(pex), "-c", "from backupbench import process; "
+                            "print(process.project_tool('backupbench-s3load'))"], capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path, env={**env, "PEX_INTERPRETER": "1", "PATH": "/usr/bin:/bin"})
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == str(bundle / "bin" / "backupbench-s3load")
 
 
 def test_installed_package_has_every_data_file_of_src(installed):
@@ -153,7 +166,7 @@ def test_installed_package_has_every_data_file_of_src(installed):
 
 
 def test_bundled_loader_is_static_and_is_the_one_backupbench_finds(installed, bundle):
-    env = {key: value for key, value in os.environ.items() if key != "BACKUPBENCH_S3LOAD"}
+    env = {key: value for key, value in outside_checkout().items() if key != "BACKUPBENCH_S3LOAD"}
     found = subprocess.run([str(installed / "bin" / "python"), "-c",
                             "from backupbench.engines.s3 import BINARY, find_tool; "
                             "print(find_tool(BINARY, 'BACKUPBENCH_S3LOAD'))"],

@@ -51,7 +51,7 @@ class Recorded:
     def progress(self, name, fraction, detail):
         pass
 
-    def finished(self, name, figures, detail=None):
+    def finished(self, name, figures, detail=None, failed=False):
         self.finished_ops.append((name, figures, detail or {}))
 
     def will_create(self, artefact):

@@ -107,6 +107,31 @@ def test_exported_job_file_runs_with_plain_fio(cli, tmp_path):
     jobs = {j["jobname"]: j for j in json.loads(done.stdout)["jobs"]}
     assert set(jobs) == {"layout", "synthetic-full"}
     assert jobs["synthetic-full"]["read"]["io_bytes"] > 0 and jobs["synthetic-full"]["write"]["io_bytes"] > 0
+    assert list(repo.iterdir()) == []  # the last job's unlink=1 removed the test file
+
+
+def _fio_runtimes(job_file, *fio_args):
+    done = subprocess.run(["fio", "--output-format=json", *fio_args, str(job_file)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return {j["jobname"]: j["job options"].get("runtime") for j in json.loads(done.stdout)["jobs"]}
+
+
+def test_the_runtime_override_the_exported_suite_documents_is_the_one_fio_honours(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    exported = cli("export-fio", "restore-random", "--path", str(repo), "--size", "8MiB", "--runtime", "1s")
+    assert exported.returncode == 0, exported.stderr
+    job_file = tmp_path / "suite.fio"
+    job_file.write_text(exported.stdout)
+    assert "fio --runtime does not override" in exported.stdout
+    # What the comment says: fio's --runtime leaves the job's runtime= as it is...
+    assert _fio_runtimes(job_file, "--runtime=2")["restore-random"] == "1s"
+    # ...and the sed line it gives changes it.
+    sed = re.search(r"sed -i '([^']+)' suite\.fio", exported.stdout).group(1).replace("30s", "2s")
+    subprocess.run(["sed", "-i", sed, str(job_file)], check=True)
+    assert _fio_runtimes(job_file)["restore-random"] == "2s"
+    assert list(repo.iterdir()) == []
 
 
 def test_stored_run_exports_its_exact_job_files(cli, tmp_path):

@@ -54,7 +54,9 @@ def test_run_and_export_work_on_exactly_that_folder(cli, tmp_path, folder, victi
     exported = cli("export-fio", "active-full", "--path", str(target), "--size", "8MiB", "--runtime", "0.5")
     assert exported.returncode == 0, exported.stderr
     job = tmp_path / "job.fio"
-    job.write_text(exported.stdout)
+    # Kept (no unlink=1) to see where fio wrote; test_run_real checks that the suite removes it.
+    assert exported.stdout.count("\nunlink=1\n") == 1
+    job.write_text(exported.stdout.replace("\nunlink=1\n", "\n"))
     fio = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, cwd=tmp_path)
     assert fio.returncode == 0, fio.stderr
     assert [p.name for p in target.iterdir()] == ["backupbench-export.dat"]

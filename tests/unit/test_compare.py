@@ -16,7 +16,7 @@ from backupbench.analysis.windows import restore_range
 from backupbench.errors import InputError
 from backupbench.recipe import model as recipe_model
 from backupbench.workloads.registry import WORKLOADS
-from backupbench.report.terminal import history_table, run_report
+from backupbench.report.terminal import history_table, run_report, run_size_text
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
 MiB = 2**20
@@ -205,3 +205,17 @@ def test_layouts_compared_say_faster_or_slower_and_give_a_verdict():
     text = text_of(run_report(run))
     assert "412.0 (2.01x faster)" in text
     assert "Verdict: striped wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for linear (2.01x faster)" in text
+
+
+def test_history_shows_what_each_run_moved_or_held_not_a_zero_or_one_files_size():
+    s3 = RunRecord("s3run", "s3", "http://127.0.0.1:9000", {"objects": 2000, "object_size": MiB}, status=COMPLETE)
+    s3.operations = [OperationRecord(name="put", pattern="PUT", status=COMPLETE,
+                                     figures={"bytes": 2000.0 * MiB, "effective_bw": 100.0 * MiB}),
+                     OperationRecord(name="get", pattern="GET", status=COMPLETE, figures={"bytes": 4000.0 * MiB})]
+    planned = RunRecord("s3plan", "s3", "http://127.0.0.1:9000", {"objects": 2000, "object_size": MiB})
+    files = RunRecord("files", "smallfiles", "/srv", {"files": 20_000, "file_size": 64 * 1024, "folders": 20})
+    kb = kb_run("kb", {"active-full": 100})
+    assert [run_size_text(run) for run in (s3, planned, files, kb)] == [
+        "2.0 GiB PUT", "2,000 x 1 MiB", "1.2 GiB (20,000 x 64 KiB)", "1 GiB"]
+    listed = text_of(history_table([s3, files]))
+    assert "2.0 GiB PUT" in listed and "1.2 GiB (20,000 x 64 KiB)" in listed and " 0 B " not in listed

@@ -88,3 +88,39 @@ def test_csv_and_json_together_are_refused(tmp_path, capsys):
     _store_two_runs(tmp_path)
     assert main(["show", "--csv", "--json", "--results", str(tmp_path)]) == 2
     assert "--json and --csv do not go together" in capsys.readouterr().err
+
+
+def test_each_row_also_gives_its_value_in_the_base_unit(tmp_path, capsys):
+    _store_two_runs(tmp_path)
+    assert main(["history", "--csv", "--results", str(tmp_path)]) == 0
+    _, _, rows = _read_back(capsys.readouterr().out)
+    base = {(row["figure"], row["device"]): (float(row["base_value"]), row["base_unit"]) for row in rows}
+    assert base[("mon.w_await.p95", "vda")] == (4.25e-3, "s")
+    assert base[("write_p99_lat", "")] == (123456789.0 * 1e-9, "s")
+    assert base[("mon.cpu_user.avg", "")] == (33.3 * 0.01, "ratio")
+    assert base[("effective_bw", "")] == (0.1 + 0.2, "B/s")
+    assert base[("files_per_s", "")] == (1e6 / 3, "files/s")  # its own base
+
+
+class _Quiet:
+    def stage_started(self, name, description): ...
+    def stage_progress(self, name, fraction, detail): ...
+    def stage_finished(self, name, record): ...
+
+
+def test_a_phase_whose_every_request_failed_is_stored_failed_with_its_figures(tmp_path, capsys):
+    from backupbench.runner.phases import PhaseRecorder
+
+    store = Store(tmp_path / "results.db")
+    run = RunRecord(run_id="20261124T000000-cccc", kind="s3", target="http://127.0.0.1:9000", settings={},
+                    started_at="2026-11-24T00:00:00+00:00")
+    store.create_run(run)
+    recorder = PhaseRecorder(run, store, tmp_path, _Quiet(), None)
+    recorder.started("put", "PUT objects", "PUT 1 MiB x4")
+    recorder.finished("put", {"ops": 0.0, "errors": 20.0, "effective_bw": 0.0}, failed=True)
+    run.status = FAILED
+    store.finish_run(run)
+    assert main(["show", "20261124", "--csv", "--results", str(tmp_path)]) == 0
+    _, _, rows = _read_back(capsys.readouterr().out)
+    assert {(row["figure"], row["phase_status"]) for row in rows} == {
+        ("ops", "failed"), ("errors", "failed"), ("effective_bw", "failed")}

@@ -44,3 +44,16 @@ def test_progress_from_eta_lines():
     status = last_status(eta)
     assert status.fraction == 1.0 and status.rates == "w=64.1MiB/s"
     assert last_status("Jobs: 1 (f=1)\r").fraction is None
+
+
+def test_the_last_job_of_an_exported_suite_removes_the_test_file_and_only_it(tmp_path):
+    from click.testing import CliRunner
+
+    from backupbench.cli.app import app
+
+    out = CliRunner().invoke(app, ["export-fio", "restore-random", "restore-sequential", "--path", str(tmp_path),
+                                   "--size", "8MiB"]).output
+    sections = out.split("\n[")[1:]
+    assert sorted(s.split("]")[0] for s in sections) == ["layout", "restore-random", "restore-sequential"]
+    assert ["unlink=1" in s.splitlines() for s in sections] == [False, False, True]
+    assert out.startswith("; Run: fio suite.fio") and "fio --runtime does not override" in out

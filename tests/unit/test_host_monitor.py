@@ -35,7 +35,7 @@ class Recorded:
     def progress(self, name, fraction, detail):
         self.calls.append(("progress", name, fraction))
 
-    def finished(self, name, figures, detail=None):
+    def finished(self, name, figures, detail=None, failed=False):
         self.calls.append(("finished", name, figures))
         self.finished_detail[name] = detail or {}
 

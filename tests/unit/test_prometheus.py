@@ -127,3 +127,23 @@ def test_export_command_prints_the_latest_run_or_those_named(tmp_path, capsys):
     assert {dict(labels)["run_id"] for _, labels in both} == {"20261122T000000-aaaa", "20261123T000000-bbbb"}
     assert main(["export", "--results", str(tmp_path)]) == 2
     assert "add --prometheus" in capsys.readouterr().err
+
+
+def test_a_mixed_phases_request_kinds_are_an_op_label_not_part_of_the_metric_name():
+    run = RunRecord(run_id="20261124T000000-cccc", kind="s3", target="http://127.0.0.1:9000", settings={},
+                    status=COMPLETE, started_at="2026-11-24T00:00:00+00:00")
+    run.operations.append(OperationRecord(
+        name="mixed", pattern="mixed", status=COMPLETE,
+        figures={"lat_p99_ns": 9e6, "put_lat_p99_ns": 8e6, "get_lat_p99_ns": 2e6, "ops": 100.0, "put_ops": 45.0,
+                 "delete_ops": 5.0, "put_effective_bw": 10.0 * MiB, "list_errors": 1.0}))
+    text = exposition([run])
+    assert not re.search(r"^backupbench_(put|get|list|delete)_", text, re.M)
+    samples = {(name, dict(labels).get("op")): value for (name, labels), value in _samples(text).items()}
+    assert samples == {
+        ("backupbench_lat_p99_seconds", None): pytest.approx(9e-3),
+        ("backupbench_lat_p99_seconds", "put"): pytest.approx(8e-3),
+        ("backupbench_lat_p99_seconds", "get"): pytest.approx(2e-3),
+        ("backupbench_ops", None): 100.0, ("backupbench_ops", "put"): 45.0, ("backupbench_ops", "delete"): 5.0,
+        ("backupbench_effective_bw_bytes_per_second", "put"): 10.0 * MiB,
+        ("backupbench_errors", "list"): 1.0,
+    }

@@ -150,7 +150,7 @@ def test_error_document_for_a_failed_json_command(tmp_path, capsys):
     assert_valid(data)
     assert code == 2 and data["exit_code"] == 2 and data["kind"] == "backupbench.error"
     assert data["error"] == f"no run 'nope' in {tmp_path / 'results.db'}"
-    assert data["fix"] == "see `backupbench history` for run ids"
+    assert data["fix"] == "see `backupbench history` for run ids and labels"
     assert err.startswith("backupbench: no run 'nope'")  # the one line on stderr stays
 
 
@@ -214,3 +214,21 @@ def test_a_store_from_a_newer_backupbench_is_refused(tmp_path):
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(StoreError, match="newer backupbench"):
         Store(path)
+
+
+def test_show_export_and_baseline_take_a_label_where_they_take_a_run_id(tmp_path, capsys):
+    store = Store(tmp_path / "results.db")
+    for run_id, label, second in (("20261122T000000-aaaa", "rep3", "00"), ("20261122T000100-bbbb", "rep4", "01")):
+        run = sample_run(run_id, label)
+        run.started_at = f"2026-11-22T00:{second}:00+00:00"
+        store.create_run(run)
+        for seq, op in enumerate(run.operations):
+            store.save_operation(run_id, seq, op)
+        store.finish_run(run)
+    assert main(["show", "rep4", "--baseline", "rep3", "--json", "--results", str(tmp_path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["run"]["id"] == "20261122T000100-bbbb"
+    assert data["baseline"]["run"]["id"] == "20261122T000000-aaaa"
+    assert main(["export", "--prometheus", "rep3", "--results", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert 'run_id="20261122T000000-aaaa"' in out and "20261122T000100-bbbb" not in out

@@ -177,7 +177,7 @@ class _Hooks:
     def progress(self, name, fraction, detail):
         pass
 
-    def finished(self, name, figures, detail=None):
+    def finished(self, name, figures, detail=None, failed=False):
         self.events.append(("finished", name))
 
     def will_create(self, artefact):

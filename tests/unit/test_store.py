@@ -135,3 +135,22 @@ def test_a_store_whose_creation_was_cut_short_opens(tmp_path):
     assert reopened.list_runs() == []
     with closing(sqlite3.connect(unstamped)) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_label_refers_to_its_run_and_an_id_wins_over_a_label(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.create_run(make_run("20261122T000000-aaaa", "2026-11-22T00:00:00+00:00"))
+    store.create_run(make_run("20261122T000001-bbbb", "2026-11-22T00:00:01+00:00"))
+    store.create_run(make_run("20261122T000002-cccc", "2026-11-22T00:00:02+00:00"))
+    store.set_label("20261122T000000-aaaa", "rep3")
+    store.set_label("20261122T000001-bbbb", "20261122T000002-cccc")  # a label spelt like another run's id
+    assert store.resolve_id("rep3") == "20261122T000000-aaaa"
+    assert store.load_run("rep3").run_id == "20261122T000000-aaaa"
+    assert store.resolve_id("20261122T000002-cccc") == "20261122T000002-cccc"
+    store.set_label("20261122T000002-cccc", "rep3")
+    with pytest.raises(NotFoundError) as caught:
+        store.resolve_id("rep3")
+    assert "label 'rep3' names 2 runs: 20261122T000000-aaaa, 20261122T000002-cccc" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(NotFoundError, match="no run 'rep4'"):
+        store.resolve_id("rep4")

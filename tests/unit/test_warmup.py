@@ -18,8 +18,7 @@ from backupbench.layouts.specs import FilesystemSpec
 from backupbench.monitor import Sampler
 from backupbench.recipe import model
 from backupbench.workloads import firstwrite, kb2014
-from backupbench.report.tables import timing_label
-from backupbench.workloads.kb2014 import DEFAULT_RAMP_S, Kb2014Options
+from backupbench.workloads.kb2014 import DEFAULT_RAMP_S, Kb2014Options, timing_label
 
 from monitor_support import FakeProc, disk_line
 

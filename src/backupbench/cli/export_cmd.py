@@ -33,7 +33,9 @@ def export_fio_command(operation_names: tuple[str, ...], directory: Path, run_re
     """Print fio job files for the given operations (default: all), preceded by the layout job.
 
     Save the output as suite.fio and run `fio suite.fio`: the jobs run one after another
-    (stonewall), exactly as backupbench runs them. Remove the test file afterwards.
+    (stonewall), exactly as backupbench runs them; the last one removes the test file (unlink=1).
+    fio's own --runtime does not change a job's runtime=: export again with --runtime, or
+    `sed -i 's/^runtime=.*/runtime=30s/' suite.fio` (the file's first lines say so too).
     """
     unknown = [name for name in operation_names if name not in OPERATIONS]
     if unknown:
@@ -48,7 +50,16 @@ def export_fio_command(operation_names: tuple[str, ...], directory: Path, run_re
     operations = select(options.operations)
     jobs = ([layout_job(options, test_file)] if needs_layout(operations) else []) + [
         operation_job(op, options, test_file) for op in operations]
-    click.echo("\n".join(dataclasses.replace(job, stonewall=True).text() for job in jobs), nl=False)
+    jobs = [dataclasses.replace(job, stonewall=True, unlink=job is jobs[-1]) for job in jobs]
+    click.echo(_preamble(test_file) + "\n".join(job.text() for job in jobs), nl=False)
+
+
+def _preamble(test_file: Path | str) -> str:
+    """fio comments heading an exported suite: how to run it, and the runtime override that works
+    (checked with fio 3.33: `fio --runtime=N suite.fio` leaves every job's runtime= as it is)."""
+    return (f"; Run: fio suite.fio. The jobs run one after another; the last removes {test_file} (unlink=1).\n"
+            "; fio --runtime does not override a job's runtime=. To change it, export again with\n"
+            "; `backupbench export-fio --runtime 30s`, or: sed -i 's/^runtime=.*/runtime=30s/' suite.fio\n\n")
 
 
 def _stored_job_files(results: Path | None, run_ref: str, operations: tuple[str, ...]) -> str:
@@ -58,12 +69,12 @@ def _stored_job_files(results: Path | None, run_ref: str, operations: tuple[str,
     names = ([LAYOUT] if (folder / f"{LAYOUT}.fio").exists() else []) + [
         op.name for op in run.operations if not operations or op.name in operations]
     texts = []
-    for name in names:
+    for number, name in enumerate(names, 1):
         job_file = folder / f"{name}.fio"
         if not job_file.exists():
             raise NotFoundError(f"run {run.run_id} has no job file {job_file}")
-        texts.append(job_file.read_text().rstrip("\n") + "\nstonewall=1\n")
-    return "\n".join(texts)
+        texts.append(job_file.read_text().rstrip("\n") + "\nstonewall=1\n" + ("unlink=1\n" if number == len(names) else ""))
+    return _preamble("the test file") + "\n".join(texts)
 
 
 @click.command("export")
@@ -73,7 +84,7 @@ def _stored_job_files(results: Path | None, run_ref: str, operations: tuple[str,
                    "ratios), labelled run_id, label, kind, phase, device.")
 @results_option
 def export_command(run_refs: tuple[str, ...], as_prometheus: bool, results: Path | None) -> None:
-    """Print stored runs' figures for another tool (RUN: an id, a unique prefix, or 'latest', the default).
+    """Print stored runs' figures for another tool (RUN: an id, a unique prefix, a --label, or 'latest', the default).
 
     Push them: backupbench export --prometheus | curl --data-binary @- http://PUSHGATEWAY:9091/metrics/job/backupbench
     """

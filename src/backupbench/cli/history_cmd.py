@@ -58,7 +58,7 @@ def history_command(limit: int, as_json: bool, as_csv: bool, results: Path | Non
 @results_option
 def show_command(run_ref: str, as_json: bool, as_csv: bool, baseline_ref: str | None, expectations: list[Expectation],
                  results: Path | None, **values: object) -> None:
-    """Print a stored run again (RUN: an id, a unique prefix of one, or 'latest')."""
+    """Print a stored run again (RUN: an id, a unique prefix of one, a --label, or 'latest')."""
     _one_format(as_json, as_csv)
     _, store = open_store(results)
     run = store.load_run(run_ref)

@@ -63,7 +63,7 @@ def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_r
                    results: Path | None, **values: object) -> None:
     """Write a self-contained HTML report (tables + charts, no remote resources) of a stored run.
 
-    RUN: an id, a unique prefix of one, or 'latest' (the default). Several RUNs: a comparison
+    RUN: an id, a unique prefix of one, a --label, or 'latest' (the default). Several RUNs: a comparison
     of the same operations across them.
     """
     size = cli_options.build(ShowOptions, values).backup_size

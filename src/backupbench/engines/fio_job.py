@@ -32,6 +32,8 @@ class FioJob:
     comment: str = ""
     # Set when several jobs share one file (export-fio): each waits for the one before.
     stonewall: bool = False
+    # Set on the last job of an exported suite: fio removes the test file when it ends.
+    unlink: bool = False
     fallocate: str | None = None
     # What the written bytes are (reads carry the options too: harmless, and the file says it).
     content: DataContent = DataContent()
@@ -77,6 +79,8 @@ class FioJob:
         opts.append(("group_reporting", "1"))
         if self.stonewall:
             opts.append(("stonewall", "1"))
+        if self.unlink:
+            opts.append(("unlink", "1"))
         return opts
 
     def _warm_up_options(self) -> list[tuple[str, str]]:

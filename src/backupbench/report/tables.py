@@ -18,6 +18,7 @@ from backupbench.monitor.thresholds import FillThresholds
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.workloads import capabilities
+from backupbench.workloads.kb2014 import timing_label
 
 
 class Styled(str):
@@ -50,17 +51,6 @@ def target_text(run: RunRecord) -> str:
     if not target.get("fs_type"):
         return ""
     return f"{target['fs_type']} on {target.get('block_device') or target.get('source') or '?'}"
-
-
-def timing_label(settings: dict) -> str:
-    """How long each operation ran, for a run's caption: '10 s per operation after a 2 s ramp'."""
-    runtime = float(settings.get("runtime") or 0)
-    ramp = settings.get("ramp")
-    after = "" if ramp is None else (f" after a {float(ramp):g} s ramp" if ramp else ", no ramp")
-    if settings.get("steady_state"):
-        return (f"each operation until fio's steady state {settings['steady_state']} over "
-                f"{float(settings.get('steady_state_window') or 0):g} s, at most {runtime:g} s{after}")
-    return f"{runtime:g} s per operation{after}"
 
 
 def _fio_caption(run: RunRecord) -> str:

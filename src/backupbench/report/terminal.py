@@ -149,6 +149,26 @@ def run_report(run: RunRecord, backup_size: int | None = None, baseline: RunReco
     return Group(*parts)
 
 
+def run_size_text(run: RunRecord) -> str:
+    """What a run moved or held, from its own settings and figures: an S3 run's bytes PUT (its
+    objects x their size before the PUT phase measured them), a small-file run's files x their
+    size, a fio run's test file."""
+    settings = run.settings
+    if run.kind == "s3":
+        written = [op.figures["bytes"] for op in run.operations
+                   if op.name.rsplit("/", 1)[-1] == "put" and "bytes" in op.figures]
+        if written:
+            return f"{units.format_size(int(max(written)))} PUT"
+        size, objects = settings.get("object_size"), settings.get("objects")
+        if isinstance(size, int) and objects:
+            return f"{objects:,} x {units.format_size(size)}"
+        return "-"
+    if run.kind == "smallfiles" and settings.get("files") and settings.get("file_size"):
+        return (f"{units.format_size(settings['files'] * settings['file_size'])} "
+                f"({settings['files']:,} x {units.format_size(settings['file_size'])})")
+    return units.format_size(settings["file_size"]) if settings.get("file_size") else "-"
+
+
 def history_table(runs: list[RunRecord]) -> Table:
     table = Table(title="Stored runs", title_justify="left")
     for heading in ("run", "started (UTC)"):
@@ -164,7 +184,7 @@ def history_table(runs: list[RunRecord]) -> Table:
         table.add_row(
             run.run_id, run.started_at.replace("+00:00", "").replace("T", " "),
             *([Text(run.label)] if labelled else []), run.status, run.target,
-            units.format_size(run.settings.get("file_size") or 0),
+            run_size_text(run),
             mib(speeds.get("active-full")),
             restore_range_text(restore) if restore else "-",
         )

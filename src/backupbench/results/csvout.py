@@ -3,7 +3,10 @@
 Long rather than wide: runs of different workloads have different figures, and a monitor
 figure is one per device, so a fixed set of columns holds them all and a spreadsheet or
 pandas pivots them as it likes. Values are written exactly (Python's shortest repr of the
-stored float), units as in the run document (results/document.py).
+stored float), units as in the run document (results/document.py); beside them the same value
+in its base unit (`base_value`, `base_unit`: B, B/s, s, a 0-1 ratio; results/base_units.py), one
+unit per quantity whatever each figure was stored in. `phase_status` is the phase's own status
+(a phase whose every request failed is `failed`, whatever its figures).
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ from __future__ import annotations
 import csv
 from typing import Any, Iterable, Iterator, TextIO
 
+from backupbench.results.base_units import base_unit
 from backupbench.results.document import figure_unit
 from backupbench.results.model import RunRecord, split_device
 
 COLUMNS = ("run_id", "label", "run_kind", "run_status", "started_at", "phase", "phase_status",
-           "figure", "device", "value", "unit")
+           "figure", "device", "value", "unit", "base_value", "base_unit")
 
 
 def figure_rows(runs: Iterable[RunRecord]) -> Iterator[dict[str, Any]]:
@@ -25,10 +29,12 @@ def figure_rows(runs: Iterable[RunRecord]) -> Iterator[dict[str, Any]]:
                 if value is None:
                     continue
                 figure, device = split_device(name)
+                unit = figure_unit(op, name)
+                base = base_unit(unit)
                 yield {"run_id": run.run_id, "label": run.label, "run_kind": run.kind, "run_status": run.status,
                        "started_at": run.started_at, "phase": op.name, "phase_status": op.status,
-                       "figure": figure, "device": device or "", "value": float(value),
-                       "unit": figure_unit(op, name)}
+                       "figure": figure, "device": device or "", "value": float(value), "unit": unit,
+                       "base_value": float(value) * base.factor, "base_unit": base.unit}
 
 
 def write_figures(runs: Iterable[RunRecord], stream: TextIO) -> None:

@@ -1,10 +1,13 @@
 """Runs' figures in Prometheus' text exposition format (0.0.4), for a pushgateway.
 
 Prometheus wants base units in metric names (seconds, bytes, ratios), so here, unlike the
-run document, values are converted: ns and ms to seconds, MiB to bytes, percent to a 0-1
-ratio. Every figure is a gauge named backupbench_<figure>_<unit suffix>, labelled with the
-run (run_id, label, kind), the phase and, for per-device figures, the device. No
-timestamps: a pushgateway refuses pushed samples that carry one.
+run document, values are converted (results/base_units.py, as the CSV's base_value): ns and
+ms to seconds, MiB to bytes, percent to a 0-1 ratio. Every figure is a gauge named
+backupbench_<figure>_<unit suffix>, labelled with the run (run_id, label, kind), the phase,
+for per-device figures the device and, for a mixed S3 phase's per-kind figures (put_lat_p99_ns),
+the request kind as `op` (backupbench_lat_p99_seconds{op="put"}); the same metric without `op`
+is over every request of the phase. No timestamps: a pushgateway refuses pushed samples that
+carry one.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from backupbench import units
+from backupbench.results.base_units import base_unit
 from backupbench.results.csvout import figure_rows
-from backupbench.results.model import RunRecord
+from backupbench.results.model import S3_REQUEST_KINDS, RunRecord, known_unit
 
 METRIC_PREFIX = "backupbench_"
 
@@ -32,17 +35,10 @@ def _conversion(suffix: str, factor: float, *drops: str) -> Conversion:
     return Conversion(suffix, factor, frozenset(drops))
 
 
-CONVERSIONS = {
-    "B": _conversion("bytes", 1),
-    "KiB": _conversion("bytes", units.KiB, "kib"),
-    "MiB": _conversion("bytes", units.MiB, "mib"),
-    "B/s": _conversion("bytes_per_second", 1),
-    "MiB/s": _conversion("bytes_per_second", units.MiB, "s"),
-    "ns": _conversion("seconds", 1e-9, "ns"),
-    "ms": _conversion("seconds", 1e-3, "ms"),
-    "s": _conversion("seconds", 1, "s"),
-    "%": _conversion("ratio", 0.01, "pct", "percent"),
-}
+# The metric name's suffix for each base unit, and the name tokens that named the stored unit.
+SUFFIXES = {"B": "bytes", "B/s": "bytes_per_second", "s": "seconds", "ratio": "ratio"}
+UNIT_TOKENS = {"KiB": ("kib",), "MiB": ("mib",), "MiB/s": ("s",), "ns": ("ns",), "ms": ("ms",), "s": ("s",),
+               "%": ("pct", "percent")}
 # Any other count per second (IO/s, files/s, merges/s): the name says what is counted.
 PER_SECOND = _conversion("per_second", 1, "per", "s")
 # Counts and plain numbers: the figure's name already says what is counted.
@@ -55,7 +51,9 @@ def _tokens(text: str) -> list[str]:
 
 def metric_for(figure: str, unit: str) -> tuple[str, float]:
     """(metric name, factor to multiply the stored value by) for a figure (device split out)."""
-    conversion = CONVERSIONS.get(unit) or (PER_SECOND if unit.endswith("/s") else None)
+    base = base_unit(unit)
+    conversion = (_conversion(SUFFIXES[base.unit], base.factor, *UNIT_TOKENS.get(unit, ()))
+                  if base.unit in SUFFIXES else PER_SECOND if unit.endswith("/s") else None)
     if conversion is None:
         suffix = [] if unit in UNSUFFIXED_UNITS else _tokens(unit.replace("/", " per "))
         conversion = Conversion("_".join(suffix), 1)
@@ -64,6 +62,14 @@ def metric_for(figure: str, unit: str) -> tuple[str, float]:
     if suffix and tokens[-len(suffix):] != suffix:
         tokens += suffix
     return METRIC_PREFIX + "_".join(tokens), conversion.factor
+
+
+def _request_kind(figure: str) -> tuple[str, str | None]:
+    """('lat_p99_ns', 'put') for a mixed S3 phase's 'put_lat_p99_ns'; (figure, None) otherwise."""
+    kind, _, plain = figure.partition("_")
+    if kind in S3_REQUEST_KINDS and known_unit(plain):
+        return plain, kind
+    return figure, None
 
 
 def _label_value(text: str) -> str:
@@ -95,13 +101,15 @@ def exposition(runs: Iterable[RunRecord]) -> str:
     left_out: list[str] = []
     for row in figure_rows(runs):
         figure, device, unit = row["figure"], row["device"], row["unit"]
+        figure, request_kind = _request_kind(figure)
         metric, factor = metric_for(figure, unit)
         labels = (("run_id", row["run_id"]), ("label", row["label"]), ("kind", row["run_kind"]),
                   ("phase", row["phase"]))
         labels += (("device", device),) if device else ()
+        labels += (("op", request_kind),) if request_kind else ()
         family = families.setdefault(metric, _Family(f"{figure} (stored in {unit})", [], set()))
         if labels in family.seen:  # two stored names that read the same once converted
-            shown = f"{figure}[{device}]" if device else figure
+            shown = f"{row['figure']}[{device}]" if device else row["figure"]
             left_out.append(f"# {shown} of {row['run_id']} {row['phase']} left out: it is {metric} again")
             continue
         family.seen.add(labels)

@@ -187,20 +187,31 @@ class Store:
             return [self._live(self._load_operations(db, _run_from_row(row))) for row in rows]
 
     def resolve_id(self, ref: str) -> str:
-        """A full id, a unique prefix of one, or 'latest'."""
+        """A full id, a unique prefix of one, 'latest', or a run's --label (an id wins over a label)."""
         with self._connect() as db:
             if ref == "latest":
                 row = db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()
                 if row is None:
                     raise NotFoundError("no runs stored yet", "run `backupbench run` first")
                 return row["run_id"]
-            rows = db.execute("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\'",
-                              (ref.replace("%", "\\%").replace("_", "\\_") + "%",)).fetchall()
-        if not rows:
-            raise NotFoundError(f"no run {ref!r} in {self.path}", "see `backupbench history` for run ids")
-        if len(rows) > 1:
-            raise NotFoundError(f"{ref!r} matches {len(rows)} runs", "give more of the run id")
-        return rows[0]["run_id"]
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone() is not None:
+                return ref
+            by_prefix = [row["run_id"] for row in db.execute(
+                "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\'",
+                (ref.replace("%", "\\%").replace("_", "\\_") + "%",))]
+            by_label = [row["run_id"] for row in db.execute(
+                "SELECT run_id FROM runs WHERE label = ? ORDER BY started_at, run_id", (ref,))] if ref else []
+        if len(by_prefix) == 1:
+            return by_prefix[0]
+        if len(by_label) == 1:
+            return by_label[0]
+        if len(by_label) > 1:
+            raise NotFoundError(f"label {ref!r} names {len(by_label)} runs: {', '.join(by_label)}",
+                                "give one of these run ids instead")
+        if by_prefix:
+            raise NotFoundError(f"{ref!r} matches {len(by_prefix)} runs", "give more of the run id")
+        raise NotFoundError(f"no run {ref!r} in {self.path}",
+                            "see `backupbench history` for run ids and labels")
 
     def load_run(self, ref: str) -> RunRecord:
         run_id = self.resolve_id(ref)

@@ -339,11 +339,12 @@ class SampledHooks:
     def progress(self, name: str, fraction: float, detail: str) -> None:
         self.inner.progress(name, fraction, detail)
 
-    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None:
+    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None,
+                 failed: bool = False) -> None:
         timeline = self.sampler.phase_finished(name)
         if timeline is not None:
             detail = {**(detail or {}), DETAIL_KEY: timeline}
-        self.inner.finished(name, figures, detail)
+        self.inner.finished(name, figures, detail, failed=failed)
 
     def will_create(self, artefact: dict[str, Any]) -> int | None:
         return self.inner.will_create(artefact)

@@ -20,7 +20,7 @@ from backupbench.monitor import DeviceStack, Sampler, Thresholds
 from backupbench.monitor import cache_guard
 from backupbench.monitor.zfs import PoolGauge
 from backupbench.recipe import naming
-from backupbench.results.model import COMPLETE, MONITOR_PREFIX, OperationRecord, RunRecord, now_iso
+from backupbench.results.model import COMPLETE, FAILED, MONITOR_PREFIX, OperationRecord, RunRecord, now_iso
 from backupbench.results.store import Store
 
 
@@ -156,7 +156,8 @@ class PhaseRecorder:
     def progress(self, name: str, fraction: float, detail: str) -> None:
         self.reporter.stage_progress(self.qualified(name), fraction, detail)
 
-    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None:
+    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None,
+                 failed: bool = False) -> None:
         record = self._current
         if record is None or record.name != self.qualified(name):
             self.reporter.stage_finished(self.qualified(name), None)
@@ -167,7 +168,7 @@ class PhaseRecorder:
         record.units.update(detail.pop("units", {}))
         record.detail.update(detail)
         self._stop_monitor(record)
-        record.status, record.finished_at = COMPLETE, now_iso()
+        record.status, record.finished_at = FAILED if failed else COMPLETE, now_iso()
         self._save(record)
         self.reporter.stage_finished(record.name, record)
 

@@ -29,9 +29,11 @@ class PhaseHooks(Protocol):
 
     def progress(self, name: str, fraction: float, detail: str) -> None: ...
 
-    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None) -> None:
+    def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None,
+                 failed: bool = False) -> None:
         """The phase ended with `figures`; detail["units"] (figure name -> unit) gives the units
-        of figures the store does not know by name."""
+        of figures the store does not know by name. `failed`: it ran, but what it measured is a
+        failure (every request refused): stored failed, its figures kept."""
 
     def will_create(self, artefact: dict[str, Any]) -> int | None:
         """Write down something about to be created (a file, a folder, S3 objects) in the

@@ -369,7 +369,7 @@ class BlockCloneEntry(BlockCloneOptions):
 DEFINITION = Definition(
     name=KIND,
     description="synthetic fulls by block clone (XFS reflink, btrfs): clone time, space really used, and the "
-                "restore cost of the fragmented full (issue 14)",
+                "restore cost of the fragmented full",
     path_syntax=Syntax.FIO_JOB, options=BlockCloneOptions, recipe_entry=BlockCloneEntry, build=workload,
     phases=phase_names,
 )

@@ -250,6 +250,17 @@ class Kb2014Options(SuiteOptions):
         return self
 
 
+def timing_label(settings: dict) -> str:
+    """How long each operation ran, for a run's caption: '10 s per operation after a 2 s ramp'."""
+    runtime = float(settings.get("runtime") or 0)
+    ramp = settings.get("ramp")
+    after = "" if ramp is None else (f" after a {float(ramp):g} s ramp" if ramp else ", no ramp")
+    if settings.get("steady_state"):
+        return (f"each operation until fio's steady state {settings['steady_state']} over "
+                f"{float(settings.get('steady_state_window') or 0):g} s, at most {runtime:g} s{after}")
+    return f"{runtime:g} s per operation{after}"
+
+
 LAYOUT = "layout"
 # Layout writes the whole file; a little queue depth keeps it from dominating `make run`.
 LAYOUT_IODEPTH = 8

@@ -146,10 +146,11 @@ class S3Workload:
                 commands.append(process.render(self.engine.argv(folder / f"{op}.config.json")))
                 run = self.engine.run_phase(s3, creds, spec, folder,
                                             lambda fraction, detail, name=op: hooks.progress(name, fraction, detail))
-                hooks.finished(op, run.figures, self._detail(run, s3, creds, probe))
+                refused = run.figures["ops"] == 0 and bool(run.errors)
+                hooks.finished(op, run.figures, self._detail(run, s3, creds, probe), failed=refused)
                 if op == "put":
                     put = PutKeys.of(run)
-                if run.figures["ops"] == 0 and run.errors:
+                if refused:
                     kind, count = next(iter(run.errors.items()))
                     raise EngineError(f"every {op.upper()} request failed ({count:,} x {kind}; "
                                       f"records in {run.files['records']})")
