@@ -80,7 +80,8 @@ def moto_server(log: Path) -> Iterator[tuple[str, str, str]]:
                 if conn.getresponse().status == 200:
                     break
             except OSError:
-                time.sleep(0.1)
+                pass
+            time.sleep(0.1)
         else:
             raise SystemExit(f"moto_server did not start: {child.stderr_text()[-300:]}")
         access, secret = random_credentials()  # moto takes any
