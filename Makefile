@@ -1,10 +1,18 @@
 # The two set-up commands: `make run` and `make test` (Debian/Ubuntu, or Rocky/RHEL 9, as root;
-# docs/install.md), and `make dist`, the offline bundle.
-VENV := .venv
+# docs/install.md), `make check` (the quick tier, nothing installed) and `make dist`, the
+# offline bundle.
+VENV ?= .venv
 BIN := $(VENV)/bin
+# The tests run this tree's code, also from a worktree whose .venv was made for another tree.
+PYTEST := PYTHONPATH=$(CURDIR)/src $(BIN)/python -m pytest
+# Bytecode caches on: with PYTHONDONTWRITEBYTECODE set, every test process and every CLI the
+# tests start compiles the package and pytest rewrites every test module again (seconds each).
+unexport PYTHONDONTWRITEBYTECODE
+# make check's pytest workers: more than the 2 cores, because the agent tests mostly wait.
+CHECK_WORKERS ?= 3
 
 
-.PHONY: deps deps-run run test bench bench-all dist clean
+.PHONY: deps deps-run run check test bench bench-all dist clean
 
 # What `make run` needs and nothing more: fio, util-linux, the filesystem and LVM tools, a
 # Python >= 3.10 and the venv with backupbench (apt or dnf; docs/install.md).
@@ -12,8 +20,8 @@ deps-run:
 	@bash scripts/install-deps.sh
 
 # Everything only the tests need besides: iostat, a browser and font, the test extras (pytest,
-# hypothesis, vermin, tomli); the lab VM's host packages; MinIO and the S3 load generator (Go);
-# ZFS for the lab guest (Debian's contrib/backports packages, the module built once with DKMS).
+# pytest-xdist, hypothesis, vermin, ruff, tomli); the lab VM's host packages; MinIO and the S3
+# load generator (Go); ZFS for the lab guest (Debian's contrib/backports packages, the module built once with DKMS).
 deps: deps-run
 	@bash scripts/install-deps.sh --test
 	@bash scripts/install-lab-deps.sh
@@ -24,8 +32,24 @@ deps: deps-run
 run: deps-run
 	$(BIN)/backupbench run --backup-size 10TiB
 
+# The quick tier, for every edit: ruff over src/, tests/ and bench/, then every test of
+# tests/unit that needs neither root nor the lab VM, on CHECK_WORKERS workers. Installs nothing: it uses
+# the venv `make test` made (README, "Tests and benchmarks", has the tiers and their times).
+check:
+	@$(BIN)/python -c "import pytest, xdist, ruff" 2>/dev/null || { echo "run make test (or make deps) first"; exit 2; }
+	$(BIN)/ruff check src tests bench
+	$(PYTEST) -q -n $(CHECK_WORKERS) -m "not root and not vm" tests/unit
+
+# The whole suite, in three sessions: what needs neither root nor the lab VM on two workers
+# (a module stays on one worker, with its module-scoped servers), then the tests that need
+# root (loop devices, mounts, namespaces) and the lab VM tests one at a time, as before.
+# Every session runs even when one fails; the target fails if any did.
 test: deps
-	$(BIN)/python -m pytest
+	@failed=0; \
+	$(PYTEST) -n 2 --dist loadscope -m "not root and not vm" || failed=1; \
+	$(PYTEST) -m "root and not vm" || failed=1; \
+	$(PYTEST) -m vm || failed=1; \
+	exit $$failed
 
 bench: deps
 	$(BIN)/python bench/fio_overhead.py
@@ -49,6 +73,12 @@ bench-all: deps
 # BACKUPBENCH_DIST_PYTHONS="3.11" narrows the Pythons.
 dist: deps-run
 	@bash scripts/make-dist.sh $(DIST_FLAGS)
+
+# The JSON Schemas of the --json documents, generated from their models (cli/documents.py)
+# into src/backupbench/results/schema/; a unit test fails while they differ.
+.PHONY: schemas
+schemas:
+	PYTHONPATH=src $(BIN)/python -m backupbench.cli.documents src/backupbench/results/schema
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .tools

@@ -6,6 +6,8 @@ with the job file from `backupbench export-fio`) is measured in the same run, al
 because absolute figures drift on these machines. A second reference runs the same job file
 without `thread=1` (fio's default: a process per job), so the ratio also says whether running
 jobs as threads (so that one SIGKILL ends them, see process.py) changes the figures.
+Prints one ratio line per operation: the median of the pairs' ratios with their min-max.
+Exits 0 when it measured, whether or not the goal was met.
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from _common import ratio_line, require, spread
+
 OPERATIONS = ("active-full", "synthetic-full")
+GOAL = 0.97
 MIB = 2**20
 
 
@@ -59,6 +63,7 @@ def main() -> int:
     parser.add_argument("--runtime", default="5s")
     parser.add_argument("--dir", type=Path, default=Path.cwd())
     args = parser.parse_args()
+    require("fio_overhead", tools=("fio",))
     work = Path(tempfile.mkdtemp(prefix="bb-bench-", dir=args.dir))
     results = work / "results"
     try:
@@ -71,7 +76,7 @@ def main() -> int:
         test_file = work / "backupbench-export.dat"
         print(f"{'operation':<16}{'pair':>5}{'backupbench MiB/s':>19}{'fio MiB/s':>12}{'ratio':>8}"
               f"{'fio forked MiB/s':>18}{'ratio':>8}")
-        summary: dict[str, tuple[float, float]] = {}
+        summary: dict[str, tuple[list[float], list[float]]] = {}
         for op in OPERATIONS:
             ratios, forked_ratios = [], []
             for pair in range(1, args.pairs + 1):
@@ -88,12 +93,12 @@ def main() -> int:
                 forked_ratios.append(bb / fork)
                 print(f"{op:<16}{pair:>5}{bb / MIB:>19,.1f}{ref / MIB:>12,.1f}{bb / ref:>8.3f}"
                       f"{fork / MIB:>18,.1f}{bb / fork:>8.3f}")
-            summary[op] = (statistics.median(ratios), statistics.median(forked_ratios))
+            summary[op] = (ratios, forked_ratios)
         print()
-        for op, (ratio, forked_ratio) in summary.items():
-            verdict = "ok" if ratio >= 0.97 else "BELOW GOAL"
-            print(f"{op}: median backupbench/fio = {ratio:.3f} (goal >= 0.97) {verdict}; "
-                  f"against fio with forked jobs {forked_ratio:.3f}")
+        for op, (ratios, forked_ratios) in summary.items():
+            verdict = "ok" if spread(ratios).median >= GOAL else "BELOW GOAL"
+            print(ratio_line(f"backupbench/fio {op}", ratios, f">= {GOAL}", verdict, what="pairs"))
+            print(f"  against fio with forked jobs: {spread(forked_ratios, 'pairs').text()}")
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

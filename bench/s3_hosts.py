@@ -8,6 +8,10 @@ running through agents, per-phase jobs and merging costs nothing measurable.
 
     .venv/bin/python bench/s3_hosts.py [--objects 3000] [--object-size 256KiB] [--concurrency 16] [--repeat 3]
 
+The table shows the median run of each configuration; the ratio lines take N agents / one host
+within each repeat (the runs next to each other) and print their median with the min-max.
+Exits 0 when it measured, whether or not the goal was met.
+
 Every figure must come from a run without a failed request (a run with any is refused): MinIO
 does not free a deleted object's space at once but moves it to .minio.sys/tmp/.trash and empties
 that only every few minutes (MINIO_API_DELETE_CLEANUP_INTERVAL is not honoured by the pinned
@@ -34,6 +38,8 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from _common import ratio_line, require, require_built, spread
 
 BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
 MINIO = str(Path(__file__).resolve().parents[1] / ".tools" / "bin" / "minio")
@@ -143,7 +149,7 @@ def empty_trash(drive: Path) -> None:
             subprocess.run(["rm", "-rf", "--one-file-system", str(entry)], check=True, timeout=120)
 
 
-def bench(args: argparse.Namespace, work: Path) -> bool:
+def bench(args: argparse.Namespace, work: Path) -> None:
     drive = work / "drive"
     drive.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4g", "backupbench-bench", str(drive)], check=True,
@@ -168,7 +174,8 @@ def bench(args: argparse.Namespace, work: Path) -> bool:
         for rep in range(args.repeat):
             for n in (0, 2, 4) if rep % 2 == 0 else (4, 2, 0):
                 runs[n].append(run(args, work, env, token_file, n))
-        return report(args, {n: {phase: median(r, phase) for phase in r[0]} for n, r in runs.items()})
+        report(args, {n: {phase: median(r, phase) for phase in r[0]} for n, r in runs.items()})
+        report_ratios(runs)
     finally:
         for proc in reversed(procs):
             stop(proc)
@@ -206,6 +213,18 @@ def report(args: argparse.Namespace, results: dict[int, dict[str, dict]]) -> boo
     return ok
 
 
+def report_ratios(runs: dict[int, list[dict]]) -> None:
+    """N agents / one host, objects/s, within each repeat."""
+    for phase in ("put", "get", "delete"):
+        for n in (2, 4):
+            ratios = [many[phase]["objects_per_s"] / one[phase]["objects_per_s"]
+                      for many, one in zip(runs[n], runs[0]) if one[phase]["objects_per_s"]]
+            if ratios:
+                verdict = "ok" if abs(spread(ratios).median - 1) <= GOAL else "OUTSIDE GOAL"
+                print(ratio_line(f"{n} agents / one host, {phase} objects/s", ratios, f"1 +- {GOAL:g}", verdict,
+                                 what="repeats"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=3000)
@@ -213,11 +232,11 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        print("s3_hosts: needs root (network namespaces, a bridge, a tmpfs)", file=sys.stderr)
-        return 2
+    require("s3_hosts", root=True, tools=("ip", "mount"), files=(MINIO,))
+    require_built("s3_hosts", "backupbench-s3load")
     with tempfile.TemporaryDirectory(prefix="backupbench-s3hosts-") as tmp:
-        return 0 if bench(args, Path(tmp)) else 1
+        bench(args, Path(tmp))
+    return 0
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ s3` exactly (S3Engine.run_phase; MiB/s is its effective_bw from the per-request 
 
 Each pair runs every variant once, in an order rotated between pairs, after `sync`; objects
 are incompressible (fresh random bytes per object, as the workload's default). The overhead
-of the lock is (locked-no-lock - locked-lock) / locked-no-lock, from the medians of the pairs.
+of the lock is (locked-no-lock - locked-lock) / locked-no-lock, from the medians of the pairs;
+the ratios lock/no lock, crc32c/no lock and versioned/plain are also taken within each pair
+and printed as their median with the min-max.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from _common import ratio_line, require_built
 from backupbench import units
 from backupbench.engines.s3 import PhaseSpec, S3Engine, S3Target
 from backupbench.engines.s3_credentials import Credentials
@@ -45,7 +48,7 @@ VARIANTS = {
 
 
 def objects_config(size: int, seed: int) -> dict[str, object]:
-    base = S3Options(endpoint="http://127.0.0.1:1", bucket="bench", object_size=size).loader_config(seed)
+    base = S3Options(endpoint="http://127.0.0.1:1", bucket="bench", object_size=size).object_plan(seed).loader_config()
     return {**base, "lock_mode": "", "retention_s": 0.0}
 
 
@@ -77,6 +80,7 @@ def main() -> int:
     parser.add_argument("--streams", type=int, default=32)
     parser.add_argument("--dir", type=Path, default=Path("/dev/shm"))
     args = parser.parse_args()
+    require_built("s3_lock", "minio", "backupbench-s3load")
     engine = S3Engine()
     rates: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="bb-s3lock-", dir=args.dir) as tmp:
@@ -105,6 +109,10 @@ def main() -> int:
     print(f"\nwith lock / without: {locked / base:.3f}  -> lock overhead {100 * (base - locked) / base:+.1f}% "
           f"(of which the crc32c checksum {100 * (base - median['locked, crc32c']) / base:+.1f}%); "
           f"versioned bucket vs plain: {100 * (median['plain bucket'] - base) / median['plain bucket']:+.1f}%")
+    for label, over, under in (("PUT MiB/s with lock / without", "locked, lock", "locked, no lock"),
+                               ("PUT MiB/s with crc32c / without", "locked, crc32c", "locked, no lock"),
+                               ("PUT MiB/s versioned bucket / plain", "locked, no lock", "plain bucket")):
+        print(ratio_line(label, [a / b for a, b in zip(rates[over], rates[under])], what="pairs"))
     return 0
 
 

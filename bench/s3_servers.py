@@ -16,8 +16,9 @@ is bytes / wall time of the same span. A ratio near 1 says the loader moves what
 minio-go client moves on that server; moto being far slower than MinIO says nothing about the
 loader, which is why each server has its own reference.
 
-Every line `ratio LABEL: median (min-max, n pairs)` is the loader/reference ratio of one server
-and request kind. Exits 0 when it measured, 77 when this machine lacks a server or client.
+Every line `ratio LABEL: median (min-max, n pairs); goal >= 0.9 ok` is the loader/reference
+ratio of one server and request kind (bench/_common.py). Exits 0 when it measured, 77 when this
+machine lacks a server or client.
 """
 
 from __future__ import annotations
@@ -34,32 +35,19 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NoReturn
+from typing import Iterator
 
+from _common import cannot_run, ratio_line, require_built, spread
 from pydantic import SecretStr
 
 from backupbench import process, units
 from backupbench.engines.s3 import PhaseSpec, S3Engine, S3Target, find_tool
 from backupbench.engines.s3_credentials import Credentials
-from backupbench.errors import ToolMissingError
-from backupbench.layouts.minio import MinioServer, find_minio, free_port, minio_version, random_credentials
+from backupbench.layouts.minio import MinioServer, free_port, minio_version, random_credentials
 
 BUCKET = "bench"
-CANNOT_RUN = 77  # automake's "skipped": this machine lacks what the bench needs
 REFERENCE = "backupbench-s3ref"
-
-
-def cannot_run(reason: str) -> NoReturn:
-    print(f"s3_servers: cannot run here: {reason}", file=sys.stderr)
-    sys.exit(CANNOT_RUN)
-
-
-def spread_text(values: list[float]) -> str:
-    """'0.981 (0.952-1.013, 5 pairs)': the median of the pairs, then their min-max and count."""
-    median = statistics.median(values)
-    if len(values) == 1:
-        return f"{median:.3f} (a single run, no spread)"
-    return f"{median:.3f} ({min(values):.3f}-{max(values):.3f}, {len(values)} pairs)"
+GOAL = 0.9  # as bench/s3.py: the loader within 10% of minio-go
 
 
 @contextmanager
@@ -68,7 +56,7 @@ def moto_server(log: Path) -> Iterator[tuple[str, str, str]]:
     beside = Path(sys.executable).parent / "moto_server"
     binary = str(beside) if beside.is_file() else shutil.which("moto_server")
     if binary is None:
-        cannot_run("moto_server is not installed (pip install 'moto[server]'; make test installs it)")
+        cannot_run("s3_servers", "moto_server is not installed (pip install 'moto[server]'; make test installs it)")
     port = free_port()
     child = process.Background([binary, "-H", "127.0.0.1", "-p", str(port)], stdout_path=log)
     try:
@@ -177,13 +165,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
-    try:
-        find_tool("backupbench-s3load", "BACKUPBENCH_S3LOAD")
-        find_tool(REFERENCE)
-        if "minio" in args.servers:
-            find_minio()
-    except ToolMissingError as exc:
-        cannot_run(f"{exc.message} (scripts/install-minio.sh builds it; make deps runs it)")
+    require_built("s3_servers", *(["minio"] if "minio" in args.servers else []), "backupbench-s3load", REFERENCE)
     rates: dict[tuple[str, str, str], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bb-bench-s3-servers-", dir=args.dir) as tmp:
         work = Path(tmp)
@@ -205,7 +187,8 @@ def main() -> int:
     for server in args.servers:
         for op in ("put", "get"):
             ratios = [e / r for e, r in zip(rates[server, op, "engine"], rates[server, op, "reference"])]
-            print(f"ratio engine/reference {op.upper()}, {server}: {spread_text(ratios)}")
+            verdict = "ok" if spread(ratios).median >= GOAL else "BELOW GOAL"
+            print(ratio_line(f"engine/reference {op.upper()}, {server}", ratios, f">= {GOAL}", verdict, what="pairs"))
     return 0
 
 

@@ -5,7 +5,8 @@ moment, counting orphans, leftovers and wrong stored states (goal: 0 of N).
 
 For each workload it first times an uninterrupted run (the reference, measured in the same
 run): signals land inside 0.1 s .. 0.9 x that time. Also prints the median time from the
-signal to the process's exit, against the reference run's length. The harness is the one
+signal to the process's exit, against the reference run's length, and that ratio per
+workload and signal as the median of the trials with their min-max. The harness is the one
 the test suite uses (tests/reliability/trials.py). SIGKILL trials run `backupbench
 cleanup` afterwards, as a user would.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "reliability"), str(ROOT / "tests"), str(ROOT / "src")]
 
+from _common import ratio_line, require_built  # noqa: E402
 from trials import run_trial, uninterrupted_seconds, workloads  # noqa: E402
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
@@ -41,6 +43,7 @@ def main() -> int:
     env: dict[str, str] = {}
     admin = None
     if not args.no_s3 and "s3" in chosen:
+        require_built("signal_trials", "minio", "backupbench-s3load")
         from s3_fixtures import S3Admin
         from backupbench.layouts.minio import MinioServer
         drive = Path(tempfile.mkdtemp(prefix="bb-bench-minio-"))
@@ -77,6 +80,9 @@ def main() -> int:
                 stop = statistics.median(o.seconds_to_exit for o in real) if real else float("nan")
                 print(f"{name:<11} {sig.name:<8} {len(real):>6} {len(bad):>4} {orphans:>8} {leftovers:>10} "
                       f"{wrong:>12} {stop:>16.2f} {reference:>10.2f} {stop / reference:>6.2f}")
+                if real:
+                    print("    " + ratio_line(f"stop time / reference run, {name} {sig.name}",
+                                              [o.seconds_to_exit / reference for o in real], what="trials"))
                 for outcome in bad:
                     print(f"    {outcome.describe()}")
             shutil.rmtree(base, ignore_errors=True)

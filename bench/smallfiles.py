@@ -7,14 +7,15 @@ Goal: engine/C files/s >= 0.9 for "create" and "update-1", on tmpfs and on the d
 The reference is bench/smallfiles_loop.c, compiled here with gcc -O2 into a temporary
 folder: the same files, folders, names, threads (pthreads, one contiguous chunk each),
 creating with 0x00 then rewriting in place with 0xff, each file's open+write+close timed.
-The engine runs with patterns 0x00,0xff and flush "none" (the C loop does not sync
-either), so both sides measure the same system calls. Runs alternate (C first in odd pairs,
+The engine runs with data "pattern", patterns 0x00,0xff and flush "none" (the C loop
+does not sync either), so both sides measure the same system calls. Runs alternate (C first in odd pairs,
 the engine first in even ones) because absolute figures drift; the filesystem is synced
 before each run so one run's write-back does not land in the next. Both sides run at
 niceness -10 (--nice) and the bench prints how much CPU other processes took meanwhile,
 and each side's CPU time per file, which other load disturbs far less than files/s. Everything is created
 in two temporary folders (one in /dev/shm, one in --disk-dir) that are removed at the end,
-also on Ctrl-C.
+also on Ctrl-C. Prints one ratio line per target and phase: the median of the pairs' ratios
+with their min-max. Exits 0 when it measured, whether or not the goal was met.
 """
 
 from __future__ import annotations
@@ -23,15 +24,16 @@ import argparse
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _common import ratio_line, require, spread
 from backupbench import units
 from backupbench.engines.smallfiles import SmallFilesEngine
+from backupbench.engines.smallfiles_job import SmallFilesJob
 from backupbench.errors import Interrupted
 from backupbench.workloads.smallfiles import SmallFilesSpec
 
@@ -48,7 +50,7 @@ def compile_loop(out_dir: Path) -> Path:
     return binary
 
 
-def through_c(binary: Path, work: Path, spec: SmallFilesSpec, run: int) -> dict[str, float]:
+def through_c(binary: Path, work: Path, spec: SmallFilesJob, run: int) -> dict[str, float]:
     root = work / f"c-{run}"
     root.mkdir()
     try:
@@ -71,7 +73,7 @@ def through_c(binary: Path, work: Path, spec: SmallFilesSpec, run: int) -> dict[
         shutil.rmtree(root, ignore_errors=True)
 
 
-def through_engine(work: Path, spec: SmallFilesSpec, run: int) -> dict[str, float]:
+def through_engine(work: Path, spec: SmallFilesJob, run: int) -> dict[str, float]:
     results = SmallFilesEngine().run(spec, work, f"bench-{run}", lambda *_: None)
     return {r.name: r.files_per_s for r in results}
 
@@ -97,7 +99,28 @@ def settle() -> None:
     time.sleep(0.5)
 
 
-def main() -> int:
+def measure_pair(binary: Path, work: Path, job: SmallFilesJob, pair: int, run: int) -> dict:
+    """One C run and one engine run, in an order alternating between pairs so drift favours neither."""
+    order = ("c", "engine") if pair % 2 else ("engine", "c")
+    got: dict[str, dict[str, float]] = {}
+    cpu: dict[str, float] = {}
+    others = []
+    for offset, side in enumerate(order):
+        settle()
+        before, busy_before, started = cpu_seconds(), busy_cpu_seconds(), time.monotonic()
+        got[side] = (through_c(binary, work, job, run + offset) if side == "c"
+                     else through_engine(work, job, run + offset))
+        ours = cpu_seconds() - before
+        # CPU per file over the whole run (both phases, folders, and for the engine also
+        # building the file list): less sensitive to other load than files/s.
+        cpu[side] = ours / (len(PHASES) * job.files) * 1e6
+        # CPU that other processes took meanwhile, as a share of the machine.
+        elapsed = time.monotonic() - started
+        others.append(max(0.0, busy_cpu_seconds() - busy_before - ours) / (elapsed * CPUS))
+    return {"rates": got, "cpu": cpu, "others": others}
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=7)
     parser.add_argument("--files", type=int, default=20_000)
@@ -109,14 +132,21 @@ def main() -> int:
     parser.add_argument("--nice", type=int, default=-10,
                         help="niceness for both sides (root may go below 0) so that other load "
                         "on the machine disturbs the comparison less; 0 to leave it")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    require("smallfiles", tools=("gcc",))
     if args.nice:
         try:
             os.nice(args.nice)
         except PermissionError:
             print("cannot change niceness (not root); running at the current one", file=sys.stderr)
-    spec = SmallFilesSpec(files=args.files, file_size=args.file_size, folders=args.folders,
-                          threads=args.threads, patterns="0x00,0xff", flush="none", verify=False)
+    # data = "pattern": each pass writes its byte of `patterns`, as the C loop does (the
+    # workload's default data is fresh random bytes, which the C loop does not make).
+    job = SmallFilesSpec(files=args.files, file_size=args.file_size, folders=args.folders, threads=args.threads,
+                         patterns="0x00,0xff", data="pattern", flush="none", verify=False).job()
 
     created: list[Path] = []
     try:
@@ -129,8 +159,8 @@ def main() -> int:
             created.append(work)
             targets[label] = work
 
-        print(f"{spec.files:,} files x {units.format_size(spec.file_size)} in {spec.folders:,} folders, "
-              f"{spec.threads} threads; {args.pairs} pairs per target; files/s")
+        print(f"{job.files:,} files x {units.format_size(job.file_size)} in {job.folders:,} folders, "
+              f"{job.threads} threads; {args.pairs} pairs per target; files/s")
         print(f"{'':<22}{'files/s':>22}{'':>8}{'CPU us/file':>20}")
         print(f"{'target':<7}{'pair':>5}{'phase':>10}{'C':>11}{'engine':>11}{'ratio':>8}{'C':>10}{'engine':>10}")
         ratios: dict[tuple[str, str], list[float]] = {}
@@ -139,50 +169,36 @@ def main() -> int:
         run = 0
         for label, work in targets.items():
             for pair in range(1, args.pairs + 1):
-                # Alternate which side goes first so that drift does not favour one.
-                order = ("c", "engine") if pair % 2 else ("engine", "c")
-                got: dict[str, dict[str, float]] = {}
-                cpu: dict[str, float] = {}
-                for side in order:
-                    run += 1
-                    settle()
-                    before, busy_before, started = cpu_seconds(), busy_cpu_seconds(), time.monotonic()
-                    got[side] = (through_c(binary, work, spec, run) if side == "c"
-                                 else through_engine(work, spec, run))
-                    ours = cpu_seconds() - before
-                    # CPU per file over the whole run (both phases, folders, and for the
-                    # engine also building the file list): less sensitive to other load.
-                    cpu[side] = ours / (len(PHASES) * spec.files) * 1e6
-                    # CPU that other processes took meanwhile, as a share of the machine.
-                    elapsed = time.monotonic() - started
-                    others = max(0.0, busy_cpu_seconds() - busy_before - ours) / (elapsed * CPUS)
-                    other_load[label].append(others)
+                got = measure_pair(binary, work, job, pair, run)
+                run += 2
+                other_load[label] += got["others"]
+                cpu = got["cpu"]
                 for phase in PHASES:
-                    c, eng = got["c"][phase], got["engine"][phase]
+                    c, eng = got["rates"]["c"][phase], got["rates"]["engine"][phase]
                     ratios.setdefault((label, phase), []).append(eng / c)
                     cpu_text = f"{cpu['c']:>10.1f}{cpu['engine']:>10.1f}" if phase == PHASES[0] else ""
                     print(f"{label:<7}{pair:>5}{phase:>10}{c:>11,.0f}{eng:>11,.0f}{eng / c:>8.3f}{cpu_text}")
                 cpu_ratios.setdefault(label, []).append(cpu["c"] / cpu["engine"])
         print()
-        below = 0
-        for (label, phase), values in ratios.items():
-            median = statistics.median(values)
-            verdict = "ok" if median >= GOAL else "BELOW GOAL"
-            below += median < GOAL
-            print(f"{label:<6} {phase:<9} median engine/C = {median:.3f} "
-                  f"(min {min(values):.3f}, max {max(values):.3f}; goal >= {GOAL}) {verdict}")
-        for label, values in cpu_ratios.items():
-            print(f"{label:<6} CPU per file, median C/engine = {statistics.median(values):.3f} "
-                  f"(1.0 = the engine costs no more CPU than C); other processes took "
-                  f"{statistics.median(other_load[label]):.0%} of the CPUs (median, max "
-                  f"{max(other_load[label]):.0%})")
-        return 1 if below else 0
+        summarize(ratios, cpu_ratios, other_load)
+        return 0
     except (KeyboardInterrupt, Interrupted):
         print("interrupted; removing what the bench created", file=sys.stderr)
         return 130
     finally:
         for path in created:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def summarize(ratios: dict[tuple[str, str], list[float]], cpu_ratios: dict[str, list[float]],
+              other_load: dict[str, list[float]]) -> None:
+    for (label, phase), values in ratios.items():
+        verdict = "ok" if spread(values).median >= GOAL else "BELOW GOAL"
+        print(ratio_line(f"engine/C files/s, {label} {phase}", values, f">= {GOAL}", verdict, what="pairs"))
+    for label, values in cpu_ratios.items():
+        load = spread(other_load[label])
+        print(f"{label:<6} CPU per file, C/engine = {spread(values, 'pairs').text()} (1.0 = the engine costs no more CPU "
+              f"than C); other processes took {load.median:.0%} of the CPUs (median, max {load.high:.0%})")
 
 
 if __name__ == "__main__":

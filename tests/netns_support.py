@@ -1,23 +1,32 @@
-"""Helpers for tests that need real `backupbench agent`s and hosts in network namespaces.
+"""The tests' one builder of network namespaces, and the `backupbench agent`s and fio servers
+they start in them.
 
 `Agent` is one agent process (on 127.0.0.1, or inside a namespace through a prefix such as
-`ip netns exec NS`), serving TLS with a self-signed certificate made for its address unless
+`hosts.exec_prefix(n)`), serving TLS with a self-signed certificate made for its address unless
 given one (or `plain=True`: --insecure-plain-http); `agent.trust` / `agent.client(token)` call it
-pinned to that certificate, `agent.trust_args` are the controller's flags for it. `Hosts` makes namespaces TAG-N, each reached over a veth pair
-10.231.X.0/30 (10.231.X.1 here, 10.231.X.2 there), and starts in each what a test asks for: a
-fio server, an agent (its certificate from the Hosts' own CA: `hosts.trust_args` is
-`--agent-ca CA`). Traffic goes only to those addresses. Everything made is removed by
-`teardown()`, which a fixture calls in `finally`.
+pinned to that certificate, `agent.trust_args` are the controller's flags for it.
 
-`fio_hosts(folder, prefix, count)` is the usual fixture body: namespaces 1..count, each with a
-fio server, torn down (and checked gone) on the way out.
+`Hosts` makes namespaces TAG-N (N = 1, 2, ...) on one bridge here: 10.231.X.1 is this side,
+10.231.X.(N+1) is namespace N, so this side reaches every namespace and the namespaces reach
+each other (MinIO in one, agents in the others). X comes from the test process's pid and an
+instance count, so concurrent test runs (xdist workers too) pick other subnets. In each
+namespace it starts what a test asks for: a fio server, an agent (its certificate from the
+Hosts' own CA: `hosts.trust_args` is `--agent-ca CA`). Traffic goes only to those addresses.
+Everything made is removed by `teardown()`, which the `netns` fixture calls in `finally`, and a
+namespace left behind fails the test.
+
+The `netns` fixture (root: conftest.ROOT_FIXTURES) hands a test an empty Hosts;
+`netns.with_fio(count)` fills namespaces 1..count with a fio server each. Module-scoped
+fixtures use `hosts_for(folder)`, the same thing as a context manager.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+import pytest
+from host_support import require_root_tool, require_tools
 from tls_support import Authority, Cert, self_signed
 
 BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
@@ -114,13 +125,15 @@ def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
 
 
+_instances = itertools.count()
+
+
 @dataclass
 class Hosts:
-    """Namespaces TAG-N (N = 1, 2, ...); X in 10.231.X comes from the test's pid, so concurrent
-    test runs pick other subnets."""
+    """Namespaces TAG-N on the bridge TAGbr, subnet 10.231.X.0/24 (see the module's docstring)."""
 
     tag: str
-    first_octet: int
+    subnet: int
     folder: Path
     addresses: dict[int, str] = field(default_factory=dict)
     servers: dict[int, subprocess.Popen] = field(default_factory=dict)
@@ -140,28 +153,57 @@ class Hosts:
         """The controller's flags that trust every agent these hosts start."""
         return ["--agent-ca", str(self.authority.ca)]
 
+    @property
+    def net(self) -> str:
+        return f"10.231.{self.subnet}"
+
+    @property
+    def bridge(self) -> str:
+        return f"{self.tag}br"
+
     @classmethod
-    def for_this_test(cls, folder: Path, prefix: str = "bbt") -> "Hosts":
-        return cls(tag=f"{prefix}{os.getpid() % 100000}", first_octet=100 + (os.getpid() % 70) * 2 + 1,
-                   folder=folder)
+    def for_this_test(cls, folder: Path) -> "Hosts":
+        instance = next(_instances)
+        return cls(tag=f"bbt{os.getpid() % 100000}{chr(ord('a') + instance % 26)}",
+                   subnet=20 + (os.getpid() * 7 + instance) % 230, folder=folder)
+
+    def exec_prefix(self, n: int) -> list[str]:
+        """What runs a command inside namespace n."""
+        return ["ip", "netns", "exec", f"{self.tag}-{n}"]
+
+    def _bridge_up(self) -> None:
+        in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
+        assert f" {self.net}." not in in_use, f"{self.net}.0/24 is in use on this machine"
+        _ip("link", "add", self.bridge, "type", "bridge")
+        self.links.append(self.bridge)
+        _ip("addr", "add", f"{self.net}.1/24", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
 
     def make(self, n: int) -> str:
+        """Namespace n on the bridge; its address."""
+        if not self.links:
+            self._bridge_up()
         ns, here, there = f"{self.tag}-{n}", f"{self.tag}{n}h", f"{self.tag}{n}n"
-        net = f"10.231.{self.first_octet + n - 1}"
-        in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
-        assert f" {net}." not in in_use, f"{net}.0/30 is in use on this machine"
         _ip("netns", "add", ns)
         self.namespaces.append(ns)
         _ip("link", "add", here, "type", "veth", "peer", "name", there)
         self.links.append(here)
-        _ip("link", "set", there, "netns", ns)
-        _ip("addr", "add", f"{net}.1/30", "dev", here)
+        _ip("link", "set", here, "master", self.bridge)
         _ip("link", "set", here, "up")
-        _ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/30", "dev", there)
-        _ip("netns", "exec", ns, "ip", "link", "set", there, "up")
-        _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        self.addresses[n] = f"{net}.2"
+        _ip("link", "set", there, "netns", ns)
+        _ip("-n", ns, "addr", "add", f"{self.net}.{n + 1}/24", "dev", there)
+        _ip("-n", ns, "link", "set", there, "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+        self.addresses[n] = f"{self.net}.{n + 1}"
         return self.addresses[n]
+
+    def with_fio(self, count: int = 2) -> "Hosts":
+        """Namespaces 1..count, a fio server in each."""
+        require_tools("fio")
+        for n in range(1, count + 1):
+            self.make(n)
+            self.start_fio(n)
+        return self
 
     def start_fio(self, n: int) -> None:
         """fio's server, in a session of its own: it forks a child per connection, and the
@@ -169,7 +211,7 @@ class Hosts:
         from backupbench.engines import fio_client
         from backupbench.errors import EngineError
 
-        argv = ["ip", "netns", "exec", f"{self.tag}-{n}", "fio", f"--server=ip:{self.addresses[n]},{FIO_PORT}"]
+        argv = [*self.exec_prefix(n), "fio", f"--server=ip:{self.addresses[n]},{FIO_PORT}"]
         self.servers[n] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, start_new_session=True)
         host = fio_client.Host(self.addresses[n], FIO_PORT)
@@ -184,7 +226,7 @@ class Hosts:
     def start_agent(self, n: int, token: Path, port: int = AGENT_PORT) -> Agent:
         root = self.folder / f"agent-root-{n}"
         root.mkdir(exist_ok=True)
-        agent = Agent(["ip", "netns", "exec", f"{self.tag}-{n}"], f"{self.addresses[n]}:{port}", token, root,
+        agent = Agent(self.exec_prefix(n), f"{self.addresses[n]}:{port}", token, root,
                       self.folder / f"agent-{n}.log", cert=self.authority.issue(self.addresses[n], f"agent-{n}"))
         self.agents[n] = agent
         return agent
@@ -208,23 +250,45 @@ class Hosts:
             done = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, timeout=20)
             if done.returncode:
                 problems.append(f"ip netns del {ns}: {done.stderr.strip()}")
-        for link in self.links:  # gone with its peer's namespace; make sure
+        for link in reversed(self.links):  # the veths go with their peers' namespaces; make sure
             subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=20)
-        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
-        problems += [f"namespace {ns} still there" for ns in self.namespaces if ns in listed]
+        problems += [f"namespace {ns} still there" for ns in self.left_behind()]
+        links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True, timeout=20).stdout
+        problems += [f"link {link} still there" for link in self.links
+                     if any(line.split("@")[0].split()[0] == link for line in links.splitlines() if line.split())]
         return problems
+
+    def left_behind(self) -> list[str]:
+        """This Hosts' namespaces that `ip netns list` still shows."""
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
+        names = {line.split()[0] for line in listed.splitlines() if line.split()}
+        return [ns for ns in self.namespaces if ns in names]
 
 
 @contextmanager
-def fio_hosts(folder: Path, prefix: str, count: int = 2) -> Iterator[Hosts]:
-    """Namespaces 1..count with a fio server in each; everything removed, even on failure,
-    and a namespace left behind fails the test."""
-    made = Hosts.for_this_test(folder, prefix)
+def hosts_for(folder: Path) -> Iterator[Hosts]:
+    """An empty Hosts for a fixture of any scope; everything it made is removed on the way
+    out, even on failure, and a namespace or link left behind fails the test."""
+    require_root_tool("ip")
+    made = Hosts.for_this_test(folder)
     try:
-        for n in range(1, count + 1):
-            made.make(n)
-            made.start_fio(n)
         yield made
     finally:
         problems = made.teardown()
         assert not problems, problems
+
+
+@pytest.fixture
+def netns(tmp_path):
+    """An empty Hosts: netns.make(n) adds namespace n, netns.with_fio(count) fio servers."""
+    with hosts_for(tmp_path) as made:
+        yield made
+
+
+def no_network_prefix() -> list[str]:
+    """`unshare --net` (a network namespace of its own with no way out) where this user may make
+    one; nothing where not (the command then runs with the machine's network)."""
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        if subprocess.run(["unshare", "--net", "true"], capture_output=True, timeout=30).returncode == 0:
+            return ["unshare", "--net"]
+    return []

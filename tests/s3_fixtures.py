@@ -22,11 +22,16 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from backupbench import process
 from backupbench.engines.s3 import BINARY, find_tool
 from backupbench.errors import ToolMissingError
 from backupbench.layouts.minio import MinioServer, find_minio, free_port, random_credentials
+from backupbench.workloads.s3_options import S3Options
+
+# Small objects keep the S3 tests quick.
+SMALL = {"object_size": "64KiB", "concurrency": 16, "objects": 120}
 
 
 def require_s3_tools() -> None:
@@ -239,3 +244,36 @@ def files_text(folder: Path) -> str:
                 data = gzip.decompress(data)
             texts.append(data.decode(errors="replace"))
     return "\n".join(texts)
+
+
+def options(server: MinioServer | MotoServer, bucket: str, **values) -> S3Options:
+    return S3Options(**{"endpoint": server.endpoint, "bucket": bucket, "access_key": SecretStr(server.access_key),
+                        "secret_key": SecretStr(server.secret_key), **SMALL, **values})
+
+
+class Hooks:
+    def __init__(self, on_progress=None):
+        self.started_: list[str] = []
+        self.figures: dict[str, dict[str, float]] = {}
+        self.details: dict[str, dict] = {}
+        self.on_progress = on_progress
+        self.artefacts: dict[int, dict] = {}  # what the run said it would create, by id
+        self.removed_ids: dict[int, str] = {}
+
+    def will_create(self, artefact):
+        self.artefacts[len(self.artefacts)] = artefact
+        return len(self.artefacts) - 1
+
+    def removed(self, artefact_id, how="removed"):
+        self.removed_ids[artefact_id] = how
+
+    def started(self, name, title, pattern, measured=True):
+        self.started_.append(name)
+
+    def progress(self, name, fraction, detail):
+        if self.on_progress:
+            self.on_progress(name, fraction)
+
+    def finished(self, name, figures, detail=None):
+        self.figures[name] = figures
+        self.details[name] = detail or {}

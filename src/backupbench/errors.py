@@ -105,6 +105,15 @@ class Interrupted(BackupbenchError):
     exit_code = 130
 
 
+class RunKept(Interrupted):
+    """A run was interrupted, cleaned up and stored as interrupted: `run_id` names it. A run
+    around it (a recipe's session) passes it on as it is instead of saying it again."""
+
+    def __init__(self, message: str, run_id: str):
+        super().__init__(message)
+        self.run_id = run_id
+
+
 class LeftBehind(BackupbenchError):
     """A run measured to its end and stored as it ended (complete or void), but something it
     created could not be removed (a test file on a host that was lost): its journal stays

@@ -20,12 +20,13 @@ from backupbench.devices import identity
 from backupbench.devices.block import eligible, recheck_before_write
 from backupbench.devices.blockfacts import BlockFacts
 from backupbench.errors import BackupbenchError
+from backupbench.faults import rules as fault_rules
 from backupbench.layouts import capabilities
 from backupbench.layouts.actions import Action, LayoutPlan
 from backupbench.layouts.naming import DEFAULT_MOUNT_ROOT
 from backupbench.layouts.registry import plan_layout
 from backupbench.paths import PathRefused, Syntax, for_program
-from backupbench.recipe import hosts as hosts_spec
+from backupbench.recipe import naming
 from backupbench.recipe.model import Recipe
 from backupbench.schema import DirectoryPath
 from backupbench.workloads.registry import WORKLOADS
@@ -71,7 +72,7 @@ class RemoteStep:
     works_on: str                # the directory on every host, or the bucket at its endpoint
 
     def lines(self) -> list[str]:
-        stored = f"{self.group}/<phase>" if self.group else "<phase>"
+        stored = naming.operation(self.group, "<phase>")
         towards = "from" if self.through == AGENTS else "on"
         return [f"{self.kind} {towards} {len(self.machines)} {self.through}: {', '.join(self.machines)}",
                 f"works on {self.works_on}", f"phases: {', '.join(self.phases)} (stored as {stored})"]
@@ -91,6 +92,11 @@ class Plan:
     remote_refusals: list[str] = field(default_factory=list)
     # What is wrong with the recipe's devices as a whole (two names of one device).
     device_refusals: list[str] = field(default_factory=list)
+
+    def operations(self) -> list[str]:
+        """Every operation `apply` stores for this plan, named as the runner names them
+        (recipe/naming.py): what `apply --expect` is checked against before anything runs."""
+        return naming.recipe_operations(self.recipe, [step.layout for step in self.steps])
 
     @property
     def refusals(self) -> list[str]:
@@ -156,21 +162,6 @@ def _not_whole_disk(device: str, kind: str | None) -> str:
             "(zpool partitions a disk itself; teardown clears what it wrote) - name the disk")
 
 
-def _fault_refusals(layout: LayoutPlan, in_lab: bool) -> list[str]:
-    """Failing more members than the parity survives is a test of data loss: only on a lab
-    VM's throwaway disks, never on a machine whose disks could matter."""
-    fault = layout.fault
-    if fault is None or in_lab or len(fault.failed) <= fault.survives:
-        return []
-    count = len(fault.failed)
-    return [f"fault: failing {count} members loses the data; allow_data_loss is honoured only in the lab VM "
-            "(backupbench lab RECIPE)"]
-
-
-def workload_group(recipe: Recipe, index: int) -> str:
-    """What a [hosts] recipe's workload is stored under: nothing when it is the only one
-    (its operations are named as `run --hosts` names them), else '<n>-<kind>'."""
-    return "" if len(recipe.workload) == 1 else f"{index + 1}-{recipe.workload[index].kind}"
 
 
 def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
@@ -180,22 +171,24 @@ def remote_steps(recipe: Recipe) -> tuple[list[RemoteStep], list[str]]:
         return [], []
     steps, refusals = [], []
     for index, entry in enumerate(recipe.workload):
+        definition = WORKLOADS[entry.kind]
         try:
-            phases = WORKLOADS[entry.kind].build(entry, None).phases()
+            definition.build(entry, None)  # what it refuses (a file too small for its blocks), said now
         except BackupbenchError as exc:
             refusals.append(f"workload[{index}] ({entry.kind}): {exc.one_line()}")
             continue
-        if entry.kind in hosts_spec.FIO_SERVER_WORKLOADS:
+        if definition.capabilities.fio_servers:
             where = (tuple(host.name for host in hosts.hosts()), FIO_SERVERS,
                      f"{hosts.path} on every host (one test file per host, removed at the end)")
         else:
             where = (hosts.agents, AGENTS,
                      f"bucket {entry.bucket} at {entry.endpoint} (one key prefix per agent, removed at the end)")
-        steps.append(RemoteStep(workload_group(recipe, index), entry.kind, phases, *where))
+        group = naming.workload_group("", index, entry.kind, len(recipe.workload))
+        steps.append(RemoteStep(group, entry.kind, naming.phases(entry), *where))
     return steps, refusals
 
 
-def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck,
+def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, check_device: DeviceCheck, *,
           mount_root: Path = DEFAULT_MOUNT_ROOT, layouts: list[LayoutPlan] | None = None,
           device_kind: Callable[[str], str | None] = lambda _device: None, in_lab: bool = False,
           remote_check: RemoteCheck = lambda _recipe: [],
@@ -225,7 +218,7 @@ def build(recipe: Recipe, run_id: str, caps: capabilities.HostCapabilities, chec
         if spec.kind == "directory" and not Path(spec.path).is_dir():
             step.refusals.append(f"{spec.path} is not an existing directory")
         step.refusals += _path_refusals(recipe, layout)
-        step.refusals += _fault_refusals(layout, in_lab)
+        step.refusals += fault_rules.plan_refusals(layout.fault, in_lab)
         steps.append(step)
     # Every layout device is in [devices] as written (recipe/model.py), so [devices] holds every spelling.
     same = [identity.alias_problem(group) for group in identity.aliases(recipe.devices, identify)]
@@ -245,5 +238,6 @@ def make(recipe: Recipe, run_id: str, options: PlanOptions,
     tools = tuple(dict.fromkeys(tool for layout in layouts for tool in capabilities.tools_of(layout.requirements)))
     caps = capabilities.collect(which=capabilities.which, tools=tools)
     in_lab = os.environ.get(LAB_ENV) == "1"
-    return build(recipe, run_id, caps, checks.reasons, mount_root, layouts, checks.kind_of, in_lab,
-                 remote_check, identity.identify), checks
+    return build(recipe, run_id, caps, checks.reasons, mount_root=mount_root, layouts=layouts,
+                 device_kind=checks.kind_of, in_lab=in_lab, remote_check=remote_check,
+                 identify=identity.identify), checks

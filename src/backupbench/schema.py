@@ -150,7 +150,7 @@ def describe(error: dict[str, Any]) -> str:
     return message
 
 
-def validate(model: type[Model], data: Any, key_name: Callable[[tuple], str],
+def validate(model: type[Model], data: Any, key_name: Callable[[tuple], str], *,
              suggest: Callable[[dict[str, Any]], str] = lambda error: "", source: str = "",
              fix: str | None = None,
              choose: Callable[[list[dict[str, Any]]], dict[str, Any]] = lambda errors: errors[0]) -> Model:

@@ -1,16 +1,15 @@
 """`backupbench agent` as a real process: on 127.0.0.1, and inside a network namespace this
-test makes (veth 10.231.9.0/30), called over real sockets and TLS (a self-signed certificate
-each agent is started with, pinned by fingerprint) with the real client.
+test makes (netns_support's, on a bridge 10.231.X.0/24), called over real sockets and TLS (a
+self-signed certificate each agent is started with, pinned by fingerprint) with the real client.
 
-Network: only 127.0.0.1 and the namespace's own 10.231.9.2. Everything started or made
-here (agents, namespace, veth pair, folders, S3 objects) is removed in `finally` blocks.
+Network: only 127.0.0.1 and the namespace's own address. Everything started or made here
+(agents, namespace, veth pair, bridge, folders, S3 objects) is removed in `finally` blocks.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,11 +20,7 @@ import pytest
 from backupbench.agent.client import AgentAuthError, AgentClient, AgentJobFailed, AgentRefused
 from backupbench.runner.agents_merge import merge_phase
 from netns_support import Agent
-from s3_fixtures import S3Admin, minio_single, require_s3_tools  # noqa: F401
-
-NS_HOST, NS_AGENT = "10.231.9.1", "10.231.9.2"
-
-
+from s3_fixtures import S3Admin, require_s3_tools
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("agent")
@@ -48,29 +43,10 @@ def local(setup):
         assert agent.stop() == 0, agent.log.read_text()
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
-
-
 @pytest.fixture
-def namespace():
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and iproute2 for a network namespace")
-    tag = f"bbag{os.getpid() % 100000}"
-    ns, host_end, ns_end = tag, f"{tag}h", f"{tag}n"
-    try:
-        _ip("netns", "add", ns)
-        _ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
-        _ip("link", "set", ns_end, "netns", ns)
-        _ip("addr", "add", f"{NS_HOST}/30", "dev", host_end)
-        _ip("link", "set", host_end, "up")
-        _ip("-n", ns, "addr", "add", f"{NS_AGENT}/30", "dev", ns_end)
-        _ip("-n", ns, "link", "set", ns_end, "up")
-        _ip("-n", ns, "link", "set", "lo", "up")
-        yield ns
-    finally:
-        subprocess.run(["ip", "link", "del", host_end], capture_output=True, timeout=20)
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
+def namespace(netns):
+    """Namespace 1 of netns_support's Hosts: (the `ip netns exec` prefix, the agent's address)."""
+    return netns.exec_prefix(1), netns.make(1)
 
 
 def _raw(client: AgentClient, method: str, path: str, body: bytes = b"", headers: dict | None = None) -> int:
@@ -195,7 +171,8 @@ def test_s3_run_puts_and_gets_objects_and_removes_them(local, request):
     try:
         job = client.s3_run(endpoint=server.endpoint, bucket="agentbench", prefix="backupbench/agent-t1/",
                             ops=["put", "get"], objects=40, object_size=8192, concurrency=4,
-                            access_key=server.access_key, secret_key=server.secret_key, request_timeout=30.0)
+                            access_key=server.access_key, secret_key=server.secret_key, request_timeout=30.0,
+                            seed=7)
         done = client.wait(job["job_id"], timeout=300)
         phases = {p["op"]: p["figures"] for p in done["result"]["phases"]}
         assert phases["put"]["ops"] == 40 and phases["get"]["ops"] == 40
@@ -233,9 +210,10 @@ def test_an_agent_in_a_namespace_serves_only_its_address(namespace, setup, tmp_p
     base, token, token_file, _ = setup
     root = tmp_path / "root"
     root.mkdir()
-    agent = Agent(["ip", "netns", "exec", namespace], f"{NS_AGENT}:0", token_file, root, tmp_path / "ns.log")
+    prefix, address = namespace
+    agent = Agent(prefix, f"{address}:0", token_file, root, tmp_path / "ns.log")
     try:
-        assert agent.address.startswith(NS_AGENT + ":")
+        assert agent.address.startswith(address + ":")
         client = agent.client(token)
         assert client.hello()["root"] == str(root)
         _check_samples(_samples(client, 2))
@@ -243,7 +221,7 @@ def test_an_agent_in_a_namespace_serves_only_its_address(namespace, setup, tmp_p
             agent.client("y" * 64).hello()
         # Bound only to the address given: inside its namespace, 127.0.0.1 at that port is closed.
         port = agent.address.rsplit(":", 1)[1]
-        probe = subprocess.run(["ip", "netns", "exec", namespace, sys.executable, "-c",
+        probe = subprocess.run([*prefix, sys.executable, "-c",
                                 "import socket,sys; s=socket.socket(); s.settimeout(5)\n"
                                 f"sys.exit(s.connect_ex(('127.0.0.1', {port})) == 0)"],
                                capture_output=True, timeout=30)

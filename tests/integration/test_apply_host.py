@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from backupbench.results.document import phase_figures
+from host_support import write_recipe
 
 pytestmark = pytest.mark.real
-LOOP_SIZE = 320 * 2**20  # XFS and btrfs raid1 both fit in this
 
 
 def sha256(path: Path) -> str:
@@ -22,26 +22,6 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-@pytest.fixture
-def loops(loop_device):
-    """loops(n): n loop devices on the test's own files, as (device, backing file) pairs."""
-    def make(count: int) -> list[tuple[str, Path]]:
-        made = [loop_device(f"disk{len(loop_device.made)}", LOOP_SIZE) for _ in range(count)]
-        return [(loop.device, loop.backing) for loop in made]
-    return make
-
-
-def write_recipe(tmp_path: Path, devices: list[str], layouts: str, workload: str | None = None) -> Path:
-    recipe = tmp_path / "recipe.toml"
-    recipe.write_text(
-        'name = "host-test"\n'
-        f"devices = {json.dumps(devices)}\n" + layouts
-        + (workload or '\n[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\n'
-                       'size = "32MiB"\nruntime = "1s"\n')
-    )
-    return recipe
 
 
 def test_apply_xfs_ext4_and_btrfs_then_tear_down(cli, tmp_path, loops):
@@ -104,19 +84,6 @@ def test_a_device_holding_a_filesystem_is_refused_unchanged(cli, tmp_path, loops
     result = cli("apply", str(recipe), "--yes", "--mount-root", str(tmp_path / "mnt"))
     assert result.returncode == 3 and "ext4" in result.stderr
     assert sha256(backing) == before
-
-
-def test_lvm_is_refused_on_a_kernel_without_device_mapper(cli, tmp_path, loops):
-    if Path("/dev/mapper/control").exists():
-        pytest.skip("this kernel has device-mapper; the lab VM tests cover LVM for real")
-    [(device, backing)] = loops(1)
-    recipe = write_recipe(tmp_path, [device], f'\n[[layout]]\nname = "lin"\nkind = "lvm-linear"\ndevices = ["{device}"]\n')
-    before = sha256(backing)
-    result = cli("apply", str(recipe), "--yes", "--mount-root", str(tmp_path / "mnt"))
-    assert result.returncode == 3
-    assert "needs device-mapper" in result.stderr and "backupbench lab" in result.stderr
-    assert sha256(backing) == before
-    assert not (cli.results / "runs").exists() or not list((cli.results / "runs").iterdir())
 
 
 def test_minio_erasure_and_minio_on_a_filesystem_measured_with_s3(cli, tmp_path, loops):

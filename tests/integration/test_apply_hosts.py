@@ -1,7 +1,8 @@
 """`backupbench apply` of a recipe with [hosts], for real: two fio servers, each in a network
-namespace of its own reached over a veth pair (10.231.N.1 here, 10.231.N.2 there), no mocks.
+namespace of its own on a bridge this test makes (10.231.X.1 here, 10.231.X.N+1 there), no
+mocks.
 
-The setup is tests/netns_support.py's `fio_hosts`, as in test_hosts_fio.py; the tests of
+The setup is tests/netns_support.py's `netns.with_fio`, as in test_hosts_fio.py; the tests of
 agent_token_file also start a `backupbench agent` beside a server (`start_agent`). The
 namespaces share this machine's mount namespace: both servers write their test files into the
 test's own directory, which must be empty at the end. Every namespace, veth pair, server and
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +22,7 @@ import pytest
 from backupbench import __version__
 from backupbench.results.store import Store
 from backupbench.runner import host_monitor
-from netns_support import fio_hosts, token_file
+from netns_support import token_file
 
 pytestmark = pytest.mark.root
 PORT = 8765
@@ -32,11 +32,8 @@ RUN_TIMEOUT_S = 240
 
 
 @pytest.fixture
-def servers(tmp_path):
-    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None:
-        pytest.skip("needs root, ip (iproute2) and fio for the network namespaces and servers")
-    with fio_hosts(tmp_path, "bba") as made:
-        yield made
+def servers(netns):
+    return netns.with_fio(2)
 
 
 def _cli(args: list[str], results: Path, cwd: Path) -> subprocess.CompletedProcess:

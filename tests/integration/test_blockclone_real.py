@@ -18,7 +18,7 @@ import pytest
 from backupbench import units
 from backupbench.engines import clone
 from backupbench.results.document import phase_figures
-from conftest import require_root_tool
+from host_support import require_tools
 
 pytestmark = pytest.mark.real
 FULL = 64 * units.MiB
@@ -37,7 +37,7 @@ MKFS = {
 def filesystem(loop_device, tmp_path: Path):
     """filesystem(kind) -> a fresh filesystem of that kind, mounted under tmp_path."""
     def make(kind: str) -> Path:
-        require_root_tool(MKFS[kind][0], "mount", "umount")
+        require_tools(MKFS[kind][0], "mount", "umount")
         loop = loop_device(kind, 512 * units.MiB)
         subprocess.run([*MKFS[kind], loop.device], check=True, capture_output=True)
         target = tmp_path / f"mnt-{kind}"
@@ -97,7 +97,7 @@ def test_synthetic_fulls_share_extents_and_cost_only_the_changes(cli, filesystem
 
 @pytest.mark.parametrize("kind", ["xfs", "btrfs"])
 def test_clone_engine_agrees_with_filefrag(filesystem, kind):
-    require_root_tool("filefrag")
+    require_tools("filefrag")
     repo = filesystem(kind)
     source, copy = repo / "source.dat", repo / "copy.dat"
     source.write_bytes(os.urandom(8 * units.MiB))

@@ -27,7 +27,7 @@ from backupbench.cli.devices_cmd import devices_command
 from backupbench.devices.block import DeviceRefused, eligible, recheck_before_write
 from backupbench.devices.blockfacts import collect
 from backupbench.devices.blockrules import named_refusals
-from conftest import Loop, LoopDevices, require_root_tool
+from host_support import Loop, LoopDevices, require_tools
 
 pytestmark = pytest.mark.real
 SIZE = 32 * units.MiB
@@ -128,7 +128,7 @@ class Scratch:
 
 @pytest.fixture
 def scratch(tmp_path, loop_device):
-    require_root_tool("losetup", "wipefs", "lsblk", "mount", "mkfs.ext4")
+    require_tools("losetup", "wipefs", "lsblk", "mount", "mkfs.ext4")
     made = Scratch(tmp_path, loop_device)
     try:
         yield made

@@ -14,9 +14,9 @@ import sys
 import time
 
 import pytest
-from test_apply_host import loops, write_recipe  # noqa: F401  (the loops fixture)
 
 from backupbench.results.document import phase_figures
+from host_support import write_recipe
 
 pytestmark = [pytest.mark.real, pytest.mark.root]
 STATES = ("healthy", "degraded", "rebuilding", "rebuilt")

@@ -13,7 +13,7 @@ import pytest
 
 from backupbench.results.model import COMPLETE, VOID, OperationRecord, RunRecord
 from backupbench.results.store import Store
-from tests.integration.test_json_schema_cli import validated
+from schema_support import validated
 
 MiB = 2**20
 QUICK = ("--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-random", "--quiet")

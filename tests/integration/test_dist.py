@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from netns_support import no_network_prefix
+
 pytestmark = pytest.mark.real
 
 ROOT = Path(__file__).parents[2]
@@ -65,18 +67,10 @@ def bundle(tmp_path_factory) -> Path:
     return folder
 
 
-def _network_cut() -> list[str]:
-    """`unshare --net` (a network namespace of its own with no way out) where this user may make one."""
-    if os.geteuid() == 0 and shutil.which("unshare"):
-        if subprocess.run(["unshare", "--net", "true"], capture_output=True, timeout=30).returncode == 0:
-            return ["unshare", "--net"]
-    return []
-
-
 def install(bundle: Path, prefix: Path, python: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
     env.update(PIP_INDEX_URL=DEAD_INDEX, PIP_RETRIES="0", PIP_TIMEOUT="5", PIP_NO_CACHE_DIR="1")
-    return subprocess.run([*_network_cut(), "bash", str(bundle / "install.sh"), "--prefix", str(prefix),
+    return subprocess.run([*no_network_prefix(), "bash", str(bundle / "install.sh"), "--prefix", str(prefix),
                            "--python", python], capture_output=True, text=True, timeout=600, env=env)
 
 
@@ -138,7 +132,7 @@ def test_bundled_pex_runs_the_backup_suite_with_nothing_installed(bundle, versio
            if not key.startswith(("PEX", "PIP_")) and key not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(PEX_ROOT=str(pex_root), PIP_INDEX_URL=DEAD_INDEX)
     python = INTERPRETERS[version]
-    run_the_backup_suite([python, str(pex)], tmp_path, env, prefix=_network_cut())
+    run_the_backup_suite([python, str(pex)], tmp_path, env, prefix=no_network_prefix())
     # It ran its own backupbench and dependencies, from PEX_ROOT, not the checkout's or a venv's.
     said = subprocess.run([python, str(pex), "-c", "import sys, backupbench, numpy; "
                            "print('%d.%d' % sys.version_info[:2]); print(backupbench.__file__); print(numpy.__file__)"],

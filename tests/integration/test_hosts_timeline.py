@@ -5,7 +5,7 @@ multi-host run, drawn one line per host in the HTML report.
   (runner/host_monitor.py), stored, reported with `backupbench report`; the page shows the
   per-host timeline and makes no request.
 - `run --hosts ... --agent-token-file F` for real: two network namespaces, each with a fio
-  server and an agent on its own address (10.231.X.2), no mocks.
+  server and an agent on its own address (10.231.X.N+1), no mocks.
 
 Everything started or made here (agents, servers, namespaces, veth pairs, folders) is removed
 in `finally` blocks or fixtures.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,14 +24,14 @@ from pathlib import Path
 import pytest
 
 from backupbench.runner import host_monitor
-from netns_support import Agent, Hosts, fio_hosts, token_file
+from netns_support import Agent, Hosts, token_file
 
 pytestmark = pytest.mark.real
 RUN_TIMEOUT_S = 240
 
 
 def _chromium_tools():
-    import test_report_browser as browser
+    import browser_support as browser
 
     if browser.CHROMIUM is None:
         pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
@@ -154,11 +153,8 @@ def test_per_host_timeline_is_drawn_and_visible_in_chromium(cli, tmp_path):
 
 
 @pytest.fixture
-def hosts(tmp_path):
-    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None:
-        pytest.skip("needs root, ip (iproute2) and fio for the network namespaces and servers")
-    with fio_hosts(tmp_path, "bbtl") as made:
-        yield made
+def hosts(netns):
+    return netns.with_fio(2)
 
 
 def _run(args: list[str], results: Path, cwd: Path) -> subprocess.CompletedProcess:

@@ -6,36 +6,23 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 import pytest
-from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
-from referencing import Registry, Resource
 
 from backupbench.results import document
 from backupbench.results.model import known_unit, stored_name
+from host_support import require_tools, run_cli
+from schema_support import validated
 
 pytestmark = pytest.mark.real
 EXAMPLES = Path(__file__).parents[2] / "examples"
 KB2014 = ["--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-sequential,restore-random",
           "--monitor-interval", "0.2", "--quiet"]
 TiB = 2**40
-
-
-def validated(text: str, kind: str) -> dict:
-    """stdout as one JSON document of `kind`, valid against its shipped schema."""
-    data = json.loads(text)
-    assert data["kind"] == f"backupbench.{kind}" and data["schema_version"] == document.SCHEMA_VERSION
-    resources = [(document.schema(name)["$id"], Resource.from_contents(document.schema(name)))
-                 for name in document.schema_names()]
-    checker = Draft202012Validator(document.schema(kind), registry=Registry().with_resources(resources))
-    errors = sorted(checker.iter_errors(data), key=str)
-    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
-    return data
 
 
 def ok(result, kind: str) -> dict:
@@ -46,8 +33,6 @@ def ok(result, kind: str) -> dict:
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
     """Two kb2014 runs (the second against the first) and a small-file run, in one store."""
-    from tests.conftest import run_cli
-
     base = tmp_path_factory.mktemp("json-schema")
     repo, results = base / "repo", base / "results"
     repo.mkdir()
@@ -202,9 +187,7 @@ def test_refused_and_missing_tool_exit_codes(cli, tmp_path):
 
 
 def test_apply_stores_its_label_and_prints_a_run_document(cli, tmp_path, loop_device):
-    from tests.conftest import require_root_tool
-
-    require_root_tool("mkfs.ext4", "mount", "umount")
+    require_tools("mkfs.ext4", "mount", "umount")
     device = loop_device("disk0", 128 * 2**20).device
     recipe = tmp_path / "recipe.toml"
     recipe.write_text(f'name = "labelled"\ndevices = ["{device}"]\n'

@@ -70,7 +70,7 @@ def test_every_lvm_kind_and_raid6_built_measured_and_torn_down_by_apply(tmp_path
     assert all(op["figures"]["effective_bw"] > 0 for op in run["operations"])
     # The classic snapshot's fill was sampled while the workload wrote under it.
     assert ops["snap/first-write"]["figures"]["snapshot.snap1.data_pct_max"] > 0
-    # So was the thin pool's (layouts/thinwatch.py): data and metadata %, highest per phase.
+    # So was the thin pool's (monitor/thinwatch.py): data and metadata %, highest per phase.
     thin = ops["thin/first-write"]["figures"]
     pool_data = [v for k, v in thin.items() if k.startswith("thinpool.") and k.endswith(".data_pct_max")]
     pool_meta = [v for k, v in thin.items() if k.startswith("thinpool.") and k.endswith(".metadata_pct_max")]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_root_tool
+from host_support import require_tools
 
 from backupbench.monitor import Sampler, device_stack
 from backupbench.process import Background, run
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.real
 
 
 def need(*tools: str) -> None:
-    require_root_tool(*tools)
+    require_tools(*tools)
 
 
 @pytest.fixture

@@ -132,7 +132,7 @@ def test_fio_failing_mid_suite_is_reported_and_cleaned_up(cli, tmp_path):
     repo.mkdir()
     result = cli("run", str(repo), *QUICK, env={"PATH": f"{wrapper_dir}:{os.environ['PATH']}"})
     assert result.returncode == 1
-    line = [l for l in result.stderr.splitlines() if l.startswith("backupbench:")]
+    line = [said for said in result.stderr.splitlines() if said.startswith("backupbench:")]
     assert line and "fio failed" in line[0] and "bogus-option" in line[0]
     assert list(repo.iterdir()) == []
     with sqlite3.connect(cli.results / "results.db") as db:

@@ -1,8 +1,8 @@
 """`backupbench run --workload s3 --agents` whose controller is SIGKILLed while the agents
 write: `backupbench cleanup` afterwards deletes every agent's objects, and nothing else.
 
-The same lab as test_s3_agents.py (its fixture: a real MinIO and two agents, each in its own
-network namespace on 10.231.X.0/24, all removed in its `finally` blocks). The agents' jobs are
+The same lab as test_s3_agents.py (tests/s3_agents_support.py: a real MinIO and two agents,
+each in its own network namespace on 10.231.X.0/24, all removed in its `finally` blocks). The agents' jobs are
 let finish after the controller died: each then keeps its objects for the next phase that
 never comes, and is stopped before that wait ends, so what is left is exactly what a dead
 controller leaves.
@@ -18,11 +18,19 @@ import pytest
 
 from backupbench.agent.client import AgentRefused
 from backupbench.journal import journal_dir, read
-from s3_fixtures import S3Admin
 from netns_support import BACKUPBENCH, Agent
-from test_s3_agents import BUCKET, NAMESPACES, _agents, _env, _ours, _run, lab  # noqa: F401 (lab: the fixture)
+from s3_agents_support import BUCKET
+from s3_agents_support import agents as _agents
+from s3_agents_support import run_argv as _run
+from s3_agents_support import run_env as _env
+from s3_fixtures import S3Admin
 
 OBJECTS = 3000   # 1500 per agent: seconds of PUTs at one stream each
+
+
+@pytest.fixture(scope="module")
+def lab(s3_agents_lab):
+    return s3_agents_lab
 
 
 def _run_id_once_both_write(admin: S3Admin, labels: list[str], controller: subprocess.Popen) -> str:
@@ -56,7 +64,7 @@ def _until_idle(agent: Agent, token: str) -> None:
 
 
 def test_sigkilled_controller_then_cleanup_deletes_every_agents_objects_and_nothing_else(lab):
-    endpoint, admin, token_file, base = lab
+    endpoint, admin, token_file, base, _ = lab
     results = base / "results"
     log = base / "killed-controller.log"
     mine: list[str] = []   # objects this test puts outside the run's prefix
@@ -110,10 +118,3 @@ def test_sigkilled_controller_then_cleanup_deletes_every_agents_objects_and_noth
     finally:
         for key in admin.keys(BUCKET):   # the bucket is this module's lab's own
             admin.request("DELETE", BUCKET, key)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _after_all():
-    # Set up before the module's lab and torn down after it: the lab's namespaces must be gone.
-    yield
-    assert _ours() == [], "namespaces left behind"

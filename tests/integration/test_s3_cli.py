@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from s3_fixtures import S3Admin, minio_single, require_s3_tools  # noqa: F401
+from s3_fixtures import S3Admin
 
 from backupbench.results.document import phase_figures
 

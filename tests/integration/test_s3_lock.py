@@ -10,8 +10,7 @@ import re
 import time
 
 import pytest
-from s3_fixtures import MotoServer, S3Admin, require_s3_tools, s3_server  # noqa: F401
-from test_s3_minio import Hooks, options
+from s3_fixtures import Hooks, MotoServer, S3Admin, options
 
 from backupbench.errors import RefusedError
 from backupbench.workloads.s3 import S3Workload, remove_bucket, remove_objects

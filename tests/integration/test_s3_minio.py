@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
-from s3_fixtures import S3Admin, files_text, minio_ec4, minio_single, require_s3_tools  # noqa: F401
+from s3_fixtures import Hooks, S3Admin, files_text, options, require_s3_tools
 
 from backupbench.cli.progress import QuietReporter
 from backupbench.engines.s3 import S3Engine
@@ -28,41 +28,7 @@ from backupbench.workloads.s3 import S3Workload
 from backupbench.workloads.s3_options import S3Options, object_key
 
 pytestmark = pytest.mark.real
-SMALL = {"object_size": "64KiB", "concurrency": 16, "objects": 120}
 FOREIGN = "their-backups/chain-0001.vbk"
-
-
-def options(server: MinioServer, bucket: str, **values) -> S3Options:
-    return S3Options(**{"endpoint": server.endpoint, "bucket": bucket, "access_key": SecretStr(server.access_key),
-                        "secret_key": SecretStr(server.secret_key), **SMALL, **values})
-
-
-class Hooks:
-    def __init__(self, on_progress=None):
-        self.started_: list[str] = []
-        self.figures: dict[str, dict[str, float]] = {}
-        self.details: dict[str, dict] = {}
-        self.on_progress = on_progress
-        self.artefacts: dict[int, dict] = {}  # what the run said it would create, by id
-        self.removed_ids: dict[int, str] = {}
-
-    def will_create(self, artefact):
-        self.artefacts[len(self.artefacts)] = artefact
-        return len(self.artefacts) - 1
-
-    def removed(self, artefact_id, how="removed"):
-        self.removed_ids[artefact_id] = how
-
-    def started(self, name, title, pattern, measured=True):
-        self.started_.append(name)
-
-    def progress(self, name, fraction, detail):
-        if self.on_progress:
-            self.on_progress(name, fraction)
-
-    def finished(self, name, figures, detail=None):
-        self.figures[name] = figures
-        self.details[name] = detail or {}
 
 
 def run_workload(workload: S3Workload, folder: Path, run_id: str, hooks: Hooks | None = None) -> Hooks:

@@ -9,8 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from s3_fixtures import S3Admin, require_s3_tools, s3_server  # noqa: F401
-from test_s3_minio import Hooks, options
+from s3_fixtures import Hooks, S3Admin, options
 
 from backupbench.engines.s3_records import read_records
 from backupbench.workloads.s3 import S3Workload

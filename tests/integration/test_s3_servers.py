@@ -11,7 +11,7 @@ import hashlib
 import json
 
 import pytest
-from s3_fixtures import S3Admin, moto, require_s3_tools, s3_server  # noqa: F401
+from s3_fixtures import S3Admin, require_s3_tools
 
 from backupbench.results.document import phase_figures
 from backupbench.workloads.s3 import remove_bucket

@@ -127,10 +127,6 @@ def test_rebuild_from_a_run_without_a_fault(tmp_path):
 
 
 def test_as_a_real_process(cli):
-    from backupbench.cli.app import app
-
-    if "size" not in app.commands:
-        pytest.skip("`size` is not registered in cli/app.py yet (app.add_command(size_command))")
     done = cli("size", "capacity", "--disks", "16", "--disk-size", "6TB", "--layout", "raid6", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["layouts"][0]["usable"] == 84 * TB

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import secrets
 import subprocess
 import sys
 import threading
@@ -109,7 +108,7 @@ def test_endpoints_that_are_no_s3_service_get_one_line_each_and_no_run(tmp_path)
     said = {}
     with black_hole() as port:
         for scheme in ("http", "https"):
-            for attempt in range(2):  # the same answer twice: nothing in it depends on timing
+            for _attempt in range(2):  # the same answer twice: nothing in it depends on timing
                 line = _one_line_not_internal(_s3_check(tmp_path, f"{scheme}://127.0.0.1:{port}", "--insecure-tls"))
                 said.setdefault(f"black hole {scheme}", set()).add(line.split(" within ")[0])
                 assert "accepted the connection" in line and "--connect-timeout" not in line
@@ -244,15 +243,8 @@ def test_cleanup_during_real_runs_never_says_failed(tmp_path):
 # ---- a host lost for good ----------------------------------------------------------------------
 
 @pytest.fixture
-def two_hosts(tmp_path):
-    import shutil
-
-    from netns_support import fio_hosts
-
-    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None:
-        pytest.skip("needs root, ip (iproute2) and fio for the network namespaces and servers")
-    with fio_hosts(tmp_path, "bbr") as made:
-        yield made
+def two_hosts(netns):
+    return netns.with_fio(2)
 
 
 def test_a_host_lost_for_good_and_the_cleanups_after(two_hosts, tmp_path):

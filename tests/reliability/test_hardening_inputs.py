@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_root_tool
+from host_support import require_root_tool
 
 pytestmark = pytest.mark.real
 QUICK = ("--size", "8MiB", "--runtime", "0.5", "--operations", "active-full", "--quiet")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_root_tool
+from host_support import require_tools
 
 pytestmark = pytest.mark.real
 
@@ -149,7 +149,7 @@ def test_devices_with_odd_paths_is_read_only_and_one_line(cli, tmp_path):
 
 
 def test_apply_on_a_loop_device_with_an_odd_mount_root(cli, tmp_path, loop_device):
-    require_root_tool("mkfs.ext4", "mount", "fio")
+    require_tools("mkfs.ext4", "mount", "fio")
     device = loop_device("disk:one, a", 96 * 2**20).device
     try:
         root = tmp_path / "mnt:root, é"

@@ -15,7 +15,7 @@ import random
 import signal
 
 import pytest
-from s3_fixtures import S3Admin, minio_single, require_s3_tools  # noqa: F401
+from s3_fixtures import S3Admin
 from trials import run_trial, uninterrupted_seconds, workloads
 
 pytestmark = pytest.mark.real
@@ -86,8 +86,8 @@ def test_sigkill_during_apply_then_cleanup_unmounts_wipes_and_removes_the_mount_
     import sys
     import time
 
-    from conftest import require_root_tool
-    require_root_tool("mkfs.ext4", "wipefs", "fio")
+    from host_support import require_tools
+    require_tools("mkfs.ext4", "wipefs", "fio")
     device = loop_device("disk", 128 * 2**20).device
     root = tmp_path / "mnt"
     results = tmp_path / "results"

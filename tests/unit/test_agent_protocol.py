@@ -17,7 +17,8 @@ from backupbench.errors import InputError, RefusedError
 
 SMALL = {"kind": "smallfiles-run", "run_id": "r1", "subfolder": "jobs/a", "files": 50, "file_size": 4096}
 S3 = {"kind": "s3-run", "endpoint": "http://127.0.0.1:9000", "bucket": "bench", "prefix": "backupbench/r1/",
-      "objects": 10, "object_size": 1024, "access_key": "AKIAEXAMPLE", "secret_key": "very-secret-key"}
+      "objects": 10, "object_size": 1024, "access_key": "AKIAEXAMPLE", "secret_key": "very-secret-key",
+      "seed": 7}
 
 
 def parse(data) -> object:
@@ -71,6 +72,15 @@ def test_no_value_is_coerced():
     assert refused({**SMALL, "files": "50"}).startswith("files:")
     assert refused({"kind": "monitor", "since": -1}).startswith("since:")
     assert refused({**SMALL, "files": 0}).startswith("files:")
+
+
+def test_an_s3_run_carries_the_seed_of_its_objects():
+    """The controller sends each agent a seed of its own (workloads/s3_phase.py); none is assumed."""
+    assert parse(S3).seed == 7 and parse({**S3, "seed": 2**63 - 1}).seed == 2**63 - 1
+    without = {key: value for key, value in S3.items() if key != "seed"}
+    assert refused(without).startswith("seed:")
+    for bad in (-1, 2**63, "7", 7.0, None):
+        assert refused({**S3, "seed": bad}).startswith("seed:"), bad
 
 
 @pytest.mark.parametrize("change", [{"prefix": "other/r1/"}, {"prefix": "backupbench/"}, {"prefix": "backupbench/../x/"},

@@ -1,5 +1,6 @@
 """An agent's s3-run job (agent/runs.py) with a fake engine: which objects each phase works on,
-and which moment its phase counts from, must be those of the same run from one host."""
+what they hold, and which moment its phase counts from, must be those of the same run from one
+host, with the seed the controller sent."""
 
 from __future__ import annotations
 
@@ -17,14 +18,16 @@ from backupbench.engines.s3_records import OpRecord, phase_figures
 from backupbench.runner.agents_merge import merge_phase
 from backupbench.workloads.s3 import S3Workload
 from backupbench.workloads.s3_options import S3Options
+from backupbench.workloads.s3_phase import content_seed
 
 PREFIX = "backupbench/r1/a/"
 FAILED_PUTS = {3, 7}
+SEED = content_seed("r1", "a")
 
 
 def _request(**changes):
     fields = {"kind": "s3-run", "endpoint": "http://127.0.0.1:9000", "bucket": "bench", "prefix": PREFIX,
-              "objects": 10, "object_size": 4096, "access_key": "a", "secret_key": "s", **changes}
+              "objects": 10, "object_size": 4096, "access_key": "a", "secret_key": "s", "seed": SEED, **changes}
     return parse_request(json.dumps(fields).encode())
 
 
@@ -50,6 +53,21 @@ class _Engine:
     def delete_prefix(self, target, creds, prefix, timeout=3600.0) -> int:
         return 0
 
+    # What the run from one host asks of its engine besides.
+    def argv(self, config_path: Path) -> list[str]:
+        return ["s3load", str(config_path)]
+
+    def create_bucket(self, target, creds, object_lock=False) -> bool:
+        return False
+
+
+class _Hooks:
+    def started(self, name, title, pattern, measured=True): ...
+    def progress(self, name, fraction, detail): ...
+    def finished(self, name, figures, detail=None): ...
+    def will_create(self, artefact): return 1
+    def removed(self, artefact_id, how="removed"): ...
+
 
 def _job(request, engine) -> dict:
     return run_s3(request, Control(Job("j", "s3-run", time.time())), engine)
@@ -63,20 +81,25 @@ def _phase_specs(engine: _Engine) -> dict[str, PhaseSpec]:
     return {spec.op: spec for spec in engine.specs}
 
 
-def test_get_reads_what_put_stored_and_delete_removes_what_put_tried_as_from_one_host():
+def test_get_reads_what_put_stored_and_delete_removes_what_put_tried_as_from_one_host(tmp_path):
     specs = _phase_specs(_Engine())
     assert (specs["get"].objects, specs["get"].skip) == (10, (3, 7))
     # A failed PUT may have stored its object: DELETE tries all 10, as workloads/s3.py does.
     assert (specs["delete"].objects, specs["delete"].skip) == (10, ())
-    # The same two specs as the run from this host makes for the same PUT records.
+    # The run from this host, through the same fake engine (the same failed PUTs), asks the same.
+    engine = _Engine()
     single = S3Workload(S3Options.model_validate({"endpoint": "http://127.0.0.1:9000", "bucket": "bench",
-                                                  "objects": 10}))
-    put = PhaseRun("put", [OpRecord("put", k, 0, 0, -1, 1, 0, 200, "Full" if k in FAILED_PUTS else "")
-                           for k in range(10)], {}, {})
-    for op in ("get", "delete"):
-        mine = single._spec(op, put, {"prefix": PREFIX, "object_size": 4096, "concurrency": 1,
-                                      "objects_config": {}})
-        assert (mine.objects, mine.skip) == (specs[op].objects, specs[op].skip), op
+                                                  "objects": 10, "object_size": 4096, "access_key": "a",
+                                                  "secret_key": "s"}), engine=engine)
+    single.execute(None, tmp_path, "r1", _Hooks())
+    mine = {spec.op: spec for spec in engine.specs}
+    assert set(mine) == set(specs) == {"put", "get", "delete"}
+    shared = ("objects", "skip", "object_size", "duration_s", "data", "compress", "dedupe", "pattern",
+              "object_size_max")
+    for op, spec in specs.items():
+        assert {k: spec.config()[k] for k in shared} == {k: mine[op].config()[k] for k in shared}, op
+        # Only the bytes differ: the agent's from the seed sent for it, the host's from the run's own.
+        assert spec.config()["seed"] == SEED != mine[op].config()["seed"] == content_seed("r1")
 
 
 def test_a_phase_counts_from_the_loaders_own_start_not_from_before_its_process_started():

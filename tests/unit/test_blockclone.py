@@ -211,7 +211,7 @@ def test_the_reflink_probe_leaves_nothing_behind(tmp_path: Path):
 
 
 def test_the_report_gives_clones_their_own_table_and_restores_their_cost():
-    from backupbench.report.terminal import table_specs
+    from backupbench.report.tables import table_specs
     from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
     def op(name, **figures):

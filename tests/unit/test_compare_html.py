@@ -49,13 +49,19 @@ def cells_of_row(page: str, name: str, table_title: str) -> list[str]:
     return re.findall(r"<td[^>]*>(.*?)</td>", row)
 
 
-@pytest.fixture
-def compared(tmp_path):
+@pytest.fixture(scope="module")
+def compared_results(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("compared")
+
+
+@pytest.fixture(scope="module")
+def compared(compared_results):
+    """Rendered once for the module's tests, which only read the page (matplotlib is slow)."""
     linear = layout_run("20261124T000000-aaaa", "lvm-linear", 205, 97.0, 9.8)
     striped = layout_run("20261124T010000-bbbb", "lvm-striped", 412, 38.0, 3.1, jobs=4)
     for run in (linear, striped):
-        write_samples(tmp_path, run)
-    return linear, striped, compare_html.render_comparison([linear, striped], results_dir=tmp_path)
+        write_samples(compared_results, run)
+    return linear, striped, compare_html.render_comparison([linear, striped], results_dir=compared_results)
 
 
 def test_runs_are_labelled_and_the_verdict_names_winner_margin_and_evidence(compared):
@@ -86,12 +92,12 @@ def test_only_the_best_cell_of_a_row_is_marked(compared):
     assert page.count('class="strong best"') == 6  # one per restore-random row, two per tied active-full row
 
 
-def test_each_phase_gets_a_timeline_with_a_line_per_run(compared, tmp_path):
+def test_each_phase_gets_a_timeline_with_a_line_per_run(compared, compared_results):
     _, _, page = compared
     assert 'aria-label="Timeline of restore-random in every run"' in page
     assert 'aria-label="Timeline of active-full in every run"' in page
     assert "no samples for" not in page
-    assert page == compare_html.render_comparison(compared[:2], results_dir=tmp_path)  # deterministic
+    assert page == compare_html.render_comparison(compared[:2], results_dir=compared_results)  # deterministic
 
 
 def test_html_render_comparison_is_the_compare_report(compared):

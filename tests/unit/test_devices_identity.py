@@ -20,8 +20,8 @@ from backupbench.devices.blockfacts import BlockFacts
 from backupbench.devices.probe_parse import parse_lsblk_json
 from backupbench.report.devices import devices_table, row_json
 
-from conftest import require_root_tool
-from test_blockdev_facts import small_machine
+from host_support import require_tools
+from blockdev_support import small_machine
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "devices"
 SRC = Path(__file__).parents[2] / "src"
@@ -122,7 +122,7 @@ def test_an_lsblk_that_fails_leaves_blank_cells_and_refuses_nothing_more(tmp_pat
 @pytest.mark.real
 def test_devices_on_a_real_loop_device(loop_device):
     """The real command, lsblk and all, on a 48 MiB loop device on the test's own file."""
-    require_root_tool("lsblk", "wipefs")
+    require_tools("lsblk", "wipefs")
     loop = loop_device("identity", 48 * 2**20)
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     argv = [sys.executable, "-m", "backupbench", "devices"]

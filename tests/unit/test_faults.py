@@ -131,6 +131,8 @@ def test_btrfs_state_from_real_show_and_replace_status_output():
     ({**BTRFS, "fault": {"fail": 2, "replace": ["/dev/vdd", "/dev/vde"], "allow_data_loss": True}},
      "one device at a time"),
     ({**BTRFS, "minio": True, "fault": {"fail": 1}}, "drop minio = true"),
+    # btrfs mounts the survivors degraded: with none left there is nothing to mount.
+    ({**BTRFS, "fault": {"fail": 3, "allow_data_loss": True}}, "leaves none to mount degraded"),
     ({**BTRFS, "fault": {"fail": 1, "replace": "spare"}}, "dRAID distributed spare"),
     ({"kind": "minio-ec", "devices": DISKS[:4], "parity": 0, "fault": {"fail": 1}}, "has none"),
     ({"kind": "minio-single", "devices": DISKS[:1], "fault": {"fail": 1}}, "has none"),
@@ -154,6 +156,26 @@ def test_data_loss_is_allowed_only_in_the_lab():
     assert any("allow_data_loss is honoured only in the lab VM" in r for r in outside.refusals)
     inside = build(recipe, RUN_ID, caps, lambda device: [], in_lab=True)
     assert not any("allow_data_loss" in r for r in inside.refusals)
+
+
+def test_the_rules_read_only_what_a_layout_declares():
+    """faults/rules.py decides from a layout's declared facts alone: no layout module needed."""
+    from backupbench.faults import rules
+    from backupbench.faults.spec import FaultSpec
+
+    draid = rules.LayoutFacts("zfs", tuple(DISKS[:6]), 2, " (draid2)", draid_parity=2, distributed_spares=1)
+    rules.fits(FaultSpec(fail=1), draid)
+    rules.fits_kind(FaultSpec(fail=1, copy_back="/dev/vdg"), draid)  # onto the spare by default, then back
+    with pytest.raises(ValueError, match="the dRAID has 1"):
+        rules.fits_kind(FaultSpec(fail=2, replace="spare"), draid)
+    with pytest.raises(ValueError, match="has none \\(RAID 0\\)"):
+        rules.fits(FaultSpec(fail=1), rules.LayoutFacts("mdraid", tuple(DISKS[:2]), 0, " (RAID 0)"))
+    with pytest.raises(ValueError, match="lvm-raid is not supported yet"):
+        rules.fits(FaultSpec(fail=1), rules.LayoutFacts("lvm-raid", tuple(DISKS[:2]), 1))
+    quorum = rules.LayoutFacts("minio-ec", tuple(DISKS[:4]), 2, erasure_parity=2)
+    with pytest.raises(ValueError, match="without write quorum"):
+        rules.fits_kind(FaultSpec(fail=2), quorum)
+    rules.fits_kind(FaultSpec(fail=1), quorum)
 
 
 def test_md_state_from_sysfs():
@@ -252,13 +274,17 @@ def test_write_model_counts_the_members_that_carry_data():
 
 def test_rebuild_model_is_size_rebuild_at_the_member_or_md_limit():
     gib = 2**30
-    md = speed_model.expected_rebuild_seconds(RAID6, gib, 50 * 2**20, 100.0, False, 20 * 2**20)
+    md = speed_model.expected_rebuild_seconds(RAID6, gib, 50 * 2**20, used_percent=100.0, distributed=False,
+                                             speed_limit_max=20 * 2**20)
     assert md.value == pytest.approx(gib / (20 * 2**20))
-    draid = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, 50.0, True, None)
-    classic = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, 50.0, False, None)
+    draid = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, used_percent=50.0, distributed=True,
+                                                speed_limit_max=None)
+    classic = speed_model.expected_rebuild_seconds(DRAID2, gib, 50 * 2**20, used_percent=50.0, distributed=False,
+                                                  speed_limit_max=None)
     assert draid.value < classic.value and "distributed" in draid.why
     # btrfs copies what the member held (25% of it here) at the member's speed.
-    btrfs = speed_model.expected_rebuild_seconds(BTRFS, gib, 50 * 2**20, 25.0, False, None)
+    btrfs = speed_model.expected_rebuild_seconds(BTRFS, gib, 50 * 2**20, used_percent=25.0, distributed=False,
+                                                speed_limit_max=None)
     assert btrfs.value == pytest.approx(gib / 4 / (50 * 2**20), rel=0.01)
 
 

@@ -7,7 +7,6 @@ import pytest
 
 from backupbench import plan as plan_mod
 from backupbench.analysis import gates
-from backupbench.cli.recipe_cmds import planned_operations
 from backupbench.errors import ExpectationMissed, InputError
 from backupbench.layouts.capabilities import HostCapabilities
 from backupbench.recipe import model as recipe_model
@@ -309,7 +308,7 @@ def test_the_operations_apply_will_store_are_known_from_the_plan(tmp_path):
     recipe_file.write_text(FAULT_RECIPE)
     nothing_asked = HostCapabilities(frozenset(), frozenset())  # planning only: the host is never asked
     plan = plan_mod.build(recipe_model.load(recipe_file), "20261124T000000-aaaa", nothing_asked, lambda device: [])
-    names = planned_operations(plan)
+    names = plan.operations()
     assert {"raid6/1-kb2014/healthy/active-full", "raid6/1-kb2014/rebuilding-[0-9]*/restore-random",
             "raid6/2-smallfiles/rebuilt/create", "raid6/member", "raid6/rebuild", "plain/1-kb2014/restore-random",
             "plain/2-smallfiles/create"} <= set(names)
@@ -330,7 +329,7 @@ def test_a_hosts_recipes_operations_are_its_workloads_phases(tmp_path):
         recipe_file = tmp_path / f"{count}.toml"
         recipe_file.write_text(f'name = "{count}"\n{hosts}\n{workloads}')
         plan = plan_mod.build(recipe_model.load(recipe_file), "20261124T000000-aaaa", nothing_asked, lambda d: [])
-        named[count] = planned_operations(plan)
+        named[count] = plan.operations()
     assert {"active-full", "restore-random"} <= set(named["one"])
     assert {"1-kb2014/restore-random", "2-first-write/overwrite"} <= set(named["two"])
     gates.check_before_run(gates.parse_all(["overwrite>=1MiB/s"]), named["two"], "recipe 'two'")

@@ -115,6 +115,25 @@ def test_missing_kernel_features_refuse_the_layout_with_the_reason():
     assert missing(plan.steps[0].layout.requirements, ALL) == []
 
 
+@pytest.mark.parametrize("misc, refused", [("236 device-mapper\n", False), ("", True)])
+def test_lvm_is_refused_on_a_kernel_without_device_mapper(tmp_path, misc, refused):
+    """The probe reads a recorded host, not this machine: /proc/misc with and without
+    device-mapper, no module loading (as on the project's machines), the LVM tools installed."""
+    from backupbench.hostfiles import HostFiles
+    from backupbench.layouts.capabilities import collect
+    for name, text in {"misc": f"183 hw_random\n{misc}", "filesystems": "\txfs\n"}.items():
+        (tmp_path / "proc").mkdir(exist_ok=True)
+        (tmp_path / "proc" / name).write_text(text)
+    (tmp_path / "sys" / "module").mkdir(parents=True)
+    caps = collect(HostFiles(tmp_path), which=lambda tool: f"/usr/sbin/{tool}", tools=("lvcreate", "mkfs.xfs"))
+    plan = build(recipe({"name": "lin", "kind": "lvm-linear", "devices": DEVICES[:1]}), RUN, caps, lambda d: [])
+    if refused:
+        assert plan.refusals == ["lin: lvm-linear needs device-mapper, which this machine does not offer; this "
+                                 "kernel lacks it: try the layout in the lab VM (backupbench lab RECIPE)"]
+    else:
+        assert plan.refusals == []
+
+
 def test_device_refusals_are_collected_per_layout():
     reasons = {"/dev/vdb": ["/dev/vdb holds an ext4 filesystem"]}
     plan = build(recipe({"name": "a", "kind": "lvm-linear", "devices": DEVICES[:2]},

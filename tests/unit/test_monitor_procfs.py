@@ -72,7 +72,7 @@ def test_meminfo_used_is_total_minus_available():
 
 
 def test_meminfo_without_memavailable_falls_back_to_free_buffers_cached():
-    text = "\n".join(l for l in MEMINFO.splitlines() if not l.startswith("MemAvailable"))
+    text = "\n".join(row for row in MEMINFO.splitlines() if not row.startswith("MemAvailable"))
     mem = parse_meminfo(text)
     assert mem.available_kib == 1217524 + 611704 + 7464788
 

@@ -21,8 +21,9 @@ from backupbench.recipe import hosts as hosts_spec
 from backupbench.recipe import model
 from backupbench.agent.startup import DEFAULT_AGENT_PORT
 from backupbench.runner import apply_hosts, host_monitor
-from backupbench.runner.agents import parse_agents
-from backupbench.runner.hosts import HOST_WORKLOADS, HostsWorkload
+from backupbench.runner.agents import on_agents, parse_agents
+from backupbench.runner.hosts import HostsWorkload, on_hosts
+from backupbench.workloads.registry import WORKLOADS
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "hosts-kb2014.toml"
 NOTHING = HostCapabilities(frozenset(), frozenset())
@@ -136,8 +137,30 @@ def test_workloads_other_machines_cannot_run_are_refused_with_the_reason():
     assert "workload[0]: kb2014 runs on fio servers: give [hosts] names and path" in refused(agents_only)
 
 
-def test_the_recipe_knows_the_workloads_fio_servers_run():
-    assert hosts_spec.FIO_SERVER_WORKLOADS == HOST_WORKLOADS
+def test_where_a_workload_runs_is_what_its_definition_declares(tmp_path):
+    """run --hosts, run --agents and a recipe's [hosts] ask the same declaration."""
+    token = tmp_path / "token"
+    token.write_text("0123456789abcdef0123\n")
+    on_servers, from_agents = [], []
+    for name, definition in WORKLOADS.items():
+        entry = {"kind": name, "endpoint": "http://10.0.0.9:9000", "bucket": "bench"} if name == "s3" else {"kind": name}
+        built = definition.build(definition.recipe_entry.model_validate(entry), None)
+        try:
+            on_hosts(name, built, parse_hosts("10.0.0.5"), "/srv/backup")
+            on_servers.append(name)
+        except InputError as exc:
+            assert "--hosts applies to --workload kb2014 or first-write" in exc.message
+        try:
+            on_agents(name, built, "10.0.0.5:7480", token)
+            from_agents.append(name)
+        except InputError as exc:
+            assert f"--agents applies to --workload s3, not {name}" in exc.message
+        refusal = hosts_spec.workload_refusal(definition.recipe_entry.model_validate(entry),
+                                              model.parse(s3_recipe()).hosts)
+        assert (refusal == "") == (name in ("kb2014", "first-write", "s3")), (name, refusal)
+    assert on_servers == ["kb2014", "first-write"] and from_agents == ["s3"]
+    assert [n for n, d in WORKLOADS.items() if d.capabilities.fio_servers] == on_servers
+    assert [n for n, d in WORKLOADS.items() if d.capabilities.agents] == from_agents
 
 
 def test_the_plan_says_what_runs_where_and_asks_no_host():

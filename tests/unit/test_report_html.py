@@ -256,7 +256,7 @@ def test_a_pools_arc_hit_and_fill_are_columns_only_where_a_phase_has_them(tmp_pa
     run.operations[1].figures.update({"zfs.arc_hit": 97.25, "zfs.pool_used": 12.0, "zfs.pool_allocated": 5.0 * MiB})
     page = html.render(run, results_dir=tmp_path)
     assert "ARC hit" in page and "pool used" in page and "97.2%" in page and "12.0%" in page
-    from backupbench.report.terminal import monitor_columns
+    from backupbench.report.tables import monitor_columns
     assert [heading for heading, _ in monitor_columns(run.operations)] == [
         "disk %util", "disk w_await", "ARC hit", "pool used"]
     assert [cell(run.operations[0].figures) for _, cell in monitor_columns(run.operations)][2:] == ["-", "-"]

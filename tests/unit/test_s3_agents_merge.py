@@ -19,7 +19,7 @@ from backupbench.workloads.s3 import S3Workload
 from backupbench.workloads.s3_options import S3Options, run_prefix
 
 S3 = {"kind": "s3-run", "endpoint": "http://127.0.0.1:9000", "bucket": "bench", "prefix": "backupbench/r1/a/",
-      "objects": 10, "object_size": 4096, "access_key": "a", "secret_key": "s"}
+      "objects": 10, "object_size": 4096, "access_key": "a", "secret_key": "s", "seed": 7}
 
 
 def _parse(**changes):

@@ -12,9 +12,10 @@ from backupbench.monitor.options import MonitorOptions
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.kb2014 import SuiteOptions
 from backupbench.schema import validate
-from backupbench.workloads.s3 import S3Workload, key_set
+from backupbench.workloads.s3 import S3Workload
 from backupbench.workloads.s3_options import (DEFAULT_OBJECTS, PHASES, S3Options, check_bucket_name, normalise_endpoint,
                                       object_key, run_prefix)
+from backupbench.workloads.s3_phase import key_set
 from backupbench.workloads.s3_values import SizeRange
 
 BASE = {"endpoint": "http://127.0.0.1:9000", "bucket": "backups"}

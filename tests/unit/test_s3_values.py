@@ -11,7 +11,8 @@ from backupbench.errors import RecipeError
 from backupbench.schema import validate
 from backupbench.workloads.s3 import S3Entry
 from backupbench.workloads.s3_lock import check_figures, checked_keys
-from backupbench.workloads.s3_options import S3Options, content_seed
+from backupbench.workloads.s3_options import S3Options
+from backupbench.workloads.s3_phase import content_seed
 from backupbench.workloads.s3_values import SizeRange, parse_size_range
 
 BASE = {"endpoint": "http://127.0.0.1:9000", "bucket": "backups"}
@@ -52,7 +53,7 @@ def test_content_options_belong_to_s3():
     o = opts(compress=50, dedupe=30)
     assert (o.data, o.compress, o.dedupe) == ("compressible", 50, 30)
     assert opts(pattern="0x55").content().pattern == 0x55
-    config = opts(compress=50, object_size="1MiB-2MiB", object_lock="governance", retention="2h").loader_config(7)
+    config = opts(compress=50, object_size="1MiB-2MiB", object_lock="governance", retention="2h").object_plan(7).loader_config()
     assert (config["data"], config["compress"], config["seed"], config["object_size_max"]) == \
         ("compressible", 50, 7, 2 * 2**20)
     assert (config["lock_mode"], config["retention_s"]) == ("GOVERNANCE", 7200.0)
@@ -91,9 +92,11 @@ def test_bad_input_is_one_line(values, said):
     assert said in one_line(**values)
 
 
-def test_seed_is_fixed_by_the_run():
+def test_seed_is_fixed_by_the_run_and_the_agent():
     assert content_seed("r1") == content_seed("r1") != content_seed("r2")
     assert 0 <= content_seed("r1") < 2**63
+    seeds = {content_seed(run, agent) for run in ("r1", "r2") for agent in ("", "10.0.0.5-7480", "10.0.0.6-7480")}
+    assert len(seeds) == 6 and all(0 <= seed < 2**63 for seed in seeds)
 
 
 def test_checked_keys_spread_over_the_run():
@@ -130,7 +133,7 @@ def test_options_stay_valid_when_rebuilt_from_themselves():
 
 
 def test_the_s3_table_says_whether_the_lock_held_and_what_the_mix_did():
-    from backupbench.report.terminal import table_specs
+    from backupbench.report.tables import table_specs
     from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
     def op(name, **figures):
@@ -148,7 +151,7 @@ def test_the_s3_table_says_whether_the_lock_held_and_what_the_mix_did():
 
 
 def test_the_s3_table_shows_retried_requests_only_when_there_were_some():
-    from backupbench.report.terminal import table_specs
+    from backupbench.report.tables import table_specs
     from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
     def op(name, **figures):

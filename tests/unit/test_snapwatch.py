@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from backupbench.layouts.snapwatch import SnapshotWatch, parse_lvs
+from backupbench.monitor.snapwatch import SnapshotWatch, parse_lvs
 from backupbench.process import Result
 from backupbench.report.html import operations_html
 from backupbench.report.terminal import operations_tables

@@ -10,7 +10,8 @@ from rich.console import Console
 
 from backupbench.errors import InputError, ProcessError
 from backupbench.layouts.registry import plan_layout
-from backupbench.layouts.thinwatch import LVS_COLUMNS, ThinPoolWatch, parse_thin_pools, thin_pool_vgs
+from backupbench.layouts.lvm import thin_pool_vgs
+from backupbench.monitor.thinwatch import LVS_COLUMNS, ThinPoolWatch, parse_thin_pools
 from backupbench.monitor.thresholds import FillThresholds
 from backupbench.process import Result
 from backupbench.recipe import model

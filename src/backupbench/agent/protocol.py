@@ -8,7 +8,7 @@ and no others: an agent that understood more would be a remote shell in waiting.
                                                      and the feed's instance id (new at each agent
                                                      start: numbers begin again at 1)
 - smallfiles-run   {run_id, subfolder, files, ...} -> {job_id}: the small-file engine under ROOT/subfolder
-- s3-run           {endpoint, bucket, prefix, ops, objects, ..., access_key, secret_key}
+- s3-run           {endpoint, bucket, prefix, ops, objects, seed, ..., access_key, secret_key}
                                                   -> {job_id}: the S3 load generator, phase by phase;
                                                      keep/resume split the phases over several jobs
                                                      (so a controller can start each phase on N
@@ -164,6 +164,9 @@ class S3Run(_Content):
     secret_key: SecretStr = Field(min_length=1, max_length=256)
     session_token: SecretStr | None = Field(None, max_length=4096)
     data: DataKind = "incompressible"
+    # The seed of the objects' bytes (workloads/s3_phase.content_seed): the controller sends one
+    # per run and agent, so no two agents and no two runs write the same data.
+    seed: int = Field(ge=0, le=2**63 - 1)
     # A controller running N agents starts each phase on all of them at once: every agent
     # gets the request, does its pre-flight checks, then starts at the same moment.
     start_in: float = Field(0.0, ge=0, le=60)

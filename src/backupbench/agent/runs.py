@@ -8,7 +8,9 @@ inside that, and removes it whatever happens.
 
 S3: the agent claims its prefix only if the bucket exists and nothing is under it yet
 (someone else's objects are never touched), runs the phases in order, and at the end deletes
-every object under the prefix, also after a failure or a stop. A job asked to `keep` them
+every object under the prefix, also after a failure or a stop. Each phase is specified as the
+run from one host specifies it (workloads/s3_phase.py), the objects' bytes from the seed the
+controller sent for this agent and run. A job asked to `keep` them
 (a controller splitting the phases over jobs, to start each phase on N agents at once)
 leaves them only if it succeeded, and only for `keep_s`: a `resume` job for that prefix
 takes them over, else a timer deletes them, so a controller that vanished leaves nothing.
@@ -27,12 +29,11 @@ from typing import Any
 
 from backupbench.agent.jobs import Control
 from backupbench.agent.protocol import S3Run, SmallFilesRun, pack_sorted
-from backupbench.engines.s3 import PhaseRun, PhaseSpec, S3Engine, S3Target
+from backupbench.engines.s3 import PhaseRun, S3Engine, S3Target
 from backupbench.engines.s3_credentials import Credentials
-from backupbench.engines.s3_records import attempted_keys, written_keys
 from backupbench.engines.smallfiles import SmallFilesEngine
-from backupbench.workloads.s3 import key_set
-from backupbench.errors import BackupbenchError, EngineError, RefusedError
+from backupbench.errors import BackupbenchError, RefusedError
+from backupbench.workloads.s3_phase import ObjectPlan, PutKeys, phase_spec
 
 
 def _inside(root: Path, path: str) -> bool:
@@ -89,37 +90,9 @@ def _credentials(request: S3Run) -> Credentials:
     return Credentials(request.access_key, request.secret_key, request.session_token, "the controller's request")
 
 
-@dataclass(frozen=True)
-class _Keys:
-    """What the PUT did: the objects it stored, and every one it tried (a failed PUT may still
-    have stored its object)."""
-
-    written: frozenset[int] = frozenset()
-    attempted: frozenset[int] = frozenset()
-
-    @classmethod
-    def of(cls, run: PhaseRun) -> "_Keys":
-        return cls(frozenset(written_keys(run.records)), frozenset(attempted_keys(run.records)))
-
-
-def _spec(request: S3Run, op: str, keys: _Keys) -> PhaseSpec:
-    content = request.content()
-    config = {"seed": 0, "data": content.kind, "compress": content.compress, "dedupe": content.dedupe,
-              "pattern": content.pattern, "object_size_max": request.object_size}
-    if op == "put":
-        return PhaseSpec("put", request.prefix, request.object_size, request.concurrency, objects=request.objects,
-                         objects_config=config)
-    # As the run from one host does (workloads/s3.py): GET only the objects the PUT stored (a
-    # failed PUT is not a failed GET), DELETE every object the PUT tried. So a phase from N
-    # agents makes the same requests as from one host, also when some PUTs failed.
-    count, skip = key_set(set(keys.written if op == "get" else keys.attempted))
-    return PhaseSpec(op, request.prefix, request.object_size, request.concurrency, objects=count, skip=skip,
-                     objects_config=config)
-
-
 @dataclass
 class _Kept:
-    keys: _Keys
+    keys: PutKeys
     timer: threading.Timer
 
 
@@ -128,7 +101,7 @@ _KEPT: dict[str, _Kept] = {}
 _KEPT_LOCK = threading.Lock()
 
 
-def _keep(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials, keys: _Keys) -> None:
+def _keep(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials, keys: PutKeys) -> None:
     def expire() -> None:
         with _KEPT_LOCK:
             if _KEPT.get(request.prefix) is not kept:
@@ -145,7 +118,7 @@ def _keep(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials
     kept.timer.start()
 
 
-def _resume(request: S3Run) -> _Keys:
+def _resume(request: S3Run) -> PutKeys:
     with _KEPT_LOCK:
         kept = _KEPT.pop(request.prefix, None)
     if kept is None:
@@ -155,7 +128,7 @@ def _resume(request: S3Run) -> _Keys:
     return kept.keys
 
 
-def _claim(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials) -> _Keys:
+def _claim(request: S3Run, engine: S3Engine, target: S3Target, creds: Credentials) -> PutKeys:
     """The object numbers already under the prefix (a resumed job's PUT), after refusing
     a missing bucket or a prefix someone else uses."""
     probe = engine.probe(target, creds, request.prefix)
@@ -166,7 +139,7 @@ def _claim(request: S3Run, engine: S3Engine, target: S3Target, creds: Credential
     if probe.prefix_empty is False:
         raise RefusedError(f"bucket {request.bucket} already holds objects under {request.prefix}; they are not "
                            "this job's and will not be touched", "use another run id in the prefix")
-    return _Keys()
+    return PutKeys()
 
 
 def _wait_start(began: float, request: S3Run, control: Control) -> None:
@@ -204,15 +177,15 @@ def run_s3(request: S3Run, control: Control, engine: S3Engine | None = None) -> 
     try:
         _wait_start(began, request, control)
         with tempfile.TemporaryDirectory(prefix="backupbench-agent-s3-") as tmp:
+            objects = ObjectPlan.for_agent(request.object_size, request.content(), request.seed)
             for op in request.ops:
-                spec = _spec(request, op, keys)
-                if spec.objects == 0:
-                    raise EngineError(f"no object was written, so there is nothing to {op}")
+                # The same spec as the run from one host (workloads/s3_phase.py), with this agent's seed.
+                spec = phase_spec(op, request.prefix, objects, request.concurrency, request.objects, put=keys)
                 launched = time.time()
                 run = engine.run_phase(target, creds, spec, Path(tmp),
                                        lambda fraction, detail, name=op: control.progress(name, fraction, detail))
                 if op == "put":
-                    keys = _Keys.of(run)
+                    keys = PutKeys.of(run)
                 phases.append(_phase_result(op, run, launched))
         if request.keep:
             _keep(request, engine, target, creds, keys)

@@ -12,6 +12,7 @@ from typing import Iterable, Sequence
 
 from backupbench import units
 from backupbench.errors import InputError
+from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
 # The figure that says how fast a phase went, first match wins: higher is better for each.
@@ -124,7 +125,7 @@ def require_common_phase(phases: Iterable[str], name: str, baseline: RunRecord) 
 
 def first_write_penalty(run: RunRecord, layout: str | None = None) -> float | None:
     """How many times faster the overwrite went than the first write (1.0 = no allocation cost)."""
-    speeds = {op.name.rsplit("/", 1)[-1]: op.figures.get("effective_bw") or 0.0 for op in run.operations
+    speeds = {naming.phase_of(op.name): op.figures.get("effective_bw") or 0.0 for op in run.operations
               if op.status == COMPLETE and op.detail.get("layout") == layout}
     first, again = speeds.get("first-write", 0.0), speeds.get("overwrite", 0.0)
     if first <= 0 or again <= 0:

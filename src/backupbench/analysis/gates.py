@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 from backupbench import units
 from backupbench.analysis.compare import p99_label, phase_p99
 from backupbench.errors import ExpectationMissed, InputError
+from backupbench.recipe import naming
 from backupbench.results.document import DIMENSIONLESS
 from backupbench.results.model import (COMPLETE, INTERRUPTED, RUNNING, VOID, OperationRecord, RunRecord, known_unit,
                                        split_device, stored_name)
@@ -154,7 +155,7 @@ def check_phases(expectations: Sequence[Expectation], phases: Sequence[str], own
     """Every expectation names one of `phases` (checked before a run measures anything)."""
     for expectation in expectations:
         if not _matching(expectation.phase, phases):
-            known = list(dict.fromkeys([*phases, *(name.rsplit("/", 1)[-1] for name in phases)]))
+            known = list(dict.fromkeys([*phases, *(naming.phase_of(name) for name in phases)]))
             raise InputError(f"--expect {expectation.text!r}: {owner} has no phase {expectation.phase!r}"
                              f"{_suggest(expectation.phase, known)}; its phases: {', '.join(phases) or 'none'}")
 

@@ -192,7 +192,7 @@ def _walls(text: str) -> list[float]:
     return [_epoch(row[0]) for row in reader if row]
 
 
-def host_line(host: str, text: str, disks: Sequence[str], start: float, end: float, interval_s: float = 1.0,
+def host_line(host: str, text: str, disks: Sequence[str], start: float, end: float, *, interval_s: float = 1.0,
               csv_name: str = "") -> HostLine | None:
     """The host's samples whose interval's middle falls in [start, end] (the rule of
     runner/host_monitor.in_span), summed over `disks` (those in the CSV; all of its devices if
@@ -232,7 +232,7 @@ def phase_timeline(op: OperationRecord, texts: Mapping[str, str | None]) -> Phas
     for host, name in sources.items():
         text = texts.get(name)
         disks = timeline["hosts"][host].get("disks") or []
-        line = host_line(host, text, disks, start, end, interval, name) if text is not None else None
+        line = host_line(host, text, disks, start, end, interval_s=interval, csv_name=name) if text is not None else None
         if line is not None:
             lines.append(line)
         else:

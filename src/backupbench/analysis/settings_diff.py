@@ -13,8 +13,8 @@ from backupbench import units
 from backupbench.engines.content import from_settings
 from backupbench.engines.fio_client import parse_hosts
 from backupbench.errors import BackupbenchError
-from backupbench.recipe.hosts import FIO_SERVER_WORKLOADS
 from backupbench.results.model import RunRecord
+from backupbench.workloads import capabilities
 from backupbench.workloads.registry import WORKLOADS
 
 MISSING = "-"
@@ -42,9 +42,10 @@ def as_run_settings(entry: dict[str, Any]) -> dict[str, Any]:
     return {**entry, **built.settings()}
 
 
-def _on_hosts(entry: dict[str, Any], hosts: dict[str, Any]) -> dict[str, Any]:
-    """A [hosts] recipe's entry with the machines it ran on, as `run --hosts` / `--agents` store them."""
-    if entry.get("kind") in FIO_SERVER_WORKLOADS and hosts.get("names"):
+def _on_hosts(entry: dict[str, Any], hosts: dict[str, Any], run: RunRecord) -> dict[str, Any]:
+    """A [hosts] recipe's entry with the machines it ran on, as `run --hosts` / `--agents` store
+    them: on fio servers if the run stored that its workload of that kind runs there."""
+    if capabilities.of_kind(run, str(entry.get("kind"))).fio_servers and hosts.get("names"):
         try:
             return {**entry, "hosts": [host.name for host in parse_hosts(",".join(hosts["names"]))]}
         except BackupbenchError:
@@ -59,7 +60,7 @@ def workload_settings(run: RunRecord) -> list[dict[str, Any]]:
         return [run.settings]
     entries = [as_run_settings(entry) for entry in recipe["workload"]]
     hosts = recipe.get("hosts")
-    return [_on_hosts(entry, hosts) for entry in entries] if hosts else entries
+    return [_on_hosts(entry, hosts, run) for entry in entries] if hosts else entries
 
 
 def _size(value: Any) -> str:

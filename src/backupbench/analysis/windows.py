@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, RunRecord
 
 # (operation, what the user calls the job) for which a window is worth printing.
@@ -53,10 +54,10 @@ def layouts_of(run: RunRecord) -> list[str | None]:
 def effective_speeds(run: RunRecord, layout: str | None = None) -> dict[str, float]:
     """Phase name -> effective speed, for one layout of a recipe run (phase names unprefixed)."""
     return {
-        op.name.rsplit("/", 1)[-1]: op.figures["effective_bw"]
+        naming.phase_of(op.name): op.figures["effective_bw"]
         for op in run.operations
         if op.status == COMPLETE and op.figures.get("effective_bw") and op.detail.get("layout") == layout
-        and op.detail.get("state") in (None, "healthy")  # under a fault: the healthy array's
+        and op.detail.get("state") in (None, naming.HEALTHY)  # under a fault: the healthy array's
     }
 
 

@@ -18,6 +18,7 @@ from backupbench.report.terminal import recorded_backup_size
 from backupbench.results import document
 from backupbench.analysis import gates
 from backupbench.analysis.gates import Expectation
+from backupbench.cli.documents import checked
 from backupbench.errors import InputError, LeftBehind
 from backupbench.redaction import RedactedStream, redact_data
 from backupbench.results.location import results_dir
@@ -62,8 +63,10 @@ def print_document(command: str, payload: dict[str, Any]) -> None:
 
 
 def write_document(data: dict[str, Any]) -> None:
-    # Not sorted: the header first, then the keys in the order docs/results.md gives them.
-    sys.stdout.write(json.dumps(redact_data(data), indent=2) + "\n")
+    """A document, checked against its model first (cli/documents.py: a shape its schema does
+    not allow is a bug, never printed). Not sorted: the header first, then the keys in the
+    order docs/results.md gives them."""
+    sys.stdout.write(json.dumps(redact_data(checked(data)), indent=2) + "\n")
     printed_documents.append(data["kind"])
 
 

@@ -18,7 +18,6 @@ from backupbench.analysis.gates import Expectation
 from backupbench.cli.common import Gate, expect_option, finish_measured, measured
 from backupbench.errors import RefusedError
 from backupbench.journal import journal_dir
-from backupbench.layouts.actions import LayoutPlan
 from backupbench.recipe import model
 from backupbench.report import plan_view
 from backupbench.report.terminal import run_report
@@ -28,12 +27,6 @@ from backupbench.runner import apply_hosts
 from backupbench.runner.apply import ApplyHooks, apply
 from backupbench.runner.cleanup import clean_journals
 from backupbench.results import document
-from backupbench.workloads.base import ServedBy
-from backupbench.workloads.registry import WORKLOADS
-
-# A layout's MinIO starts only when the layout is built; the phases of the s3 workload it
-# serves depend on the workload's options, not on the server's address or keys.
-NOT_YET_SERVED = ("http://127.0.0.1:9000", "planned", "planned")
 
 
 def _plan(recipe_path: Path, values: dict) -> tuple[plan_mod.Plan, plan_mod.DeviceChecks]:
@@ -59,36 +52,6 @@ def _remote_view(plan: plan_mod.Plan) -> Group:
                else "Nothing has been run. Run it with: backupbench apply RECIPE")
     lines.append(Text(verdict, style="red" if plan.refusals else "green"))
     return Group(*lines)
-
-
-def _fault_states(layout: LayoutPlan) -> tuple[str, ...]:
-    """The array states a fault layout's workloads run in (runner/faulted.py FaultRun.run);
-    load = "repeat" runs them again as rebuilding-2, -3... while the rebuild lasts."""
-    fault = layout.fault
-    if fault is None:
-        return ("",)
-    if not fault.rebuilds:
-        return ("healthy", "degraded")
-    during = {"none": (), "once": ("rebuilding",), "repeat": ("rebuilding", "rebuilding-[0-9]*")}
-    return ("healthy", "degraded", *during[fault.spec.rebuild_load], "rebuilt")
-
-
-def planned_operations(plan: plan_mod.Plan) -> list[str]:
-    """The operations `apply` stores for the plan, named as runner/apply.py and runner/faulted.py
-    name them ('<layout>[/<n>-<kind>][/<state>]/<phase>'; a [hosts] recipe's as apply_hosts does)."""
-    if plan.recipe.hosts is not None:
-        return [f"{step.group}/{phase}" if step.group else phase for step in plan.remote for phase in step.phases]
-    workloads, names = plan.recipe.workload, []
-    for layout in (step.layout for step in plan.steps):
-        served = ServedBy(layout.name, *NOT_YET_SERVED) if layout.s3_drives else None
-        for index, entry in enumerate(workloads):
-            base = layout.name if len(workloads) == 1 else f"{layout.name}/{index + 1}-{entry.kind}"
-            phases = WORKLOADS[entry.kind].build(entry, served).phases()
-            names += [f"{base}/{state}/{phase}" if state else f"{base}/{phase}"
-                      for state in _fault_states(layout) for phase in phases]
-        if layout.fault is not None:
-            names += [f"{layout.name}/member", f"{layout.name}/rebuild"]
-    return names
 
 
 @click.command("plan")
@@ -128,7 +91,7 @@ def apply_command(recipe: Path, yes: bool, as_json: bool, quiet: bool, expectati
         raise RefusedError("the recipe cannot run here: " + "; ".join(plan.refusals),
                            "see `backupbench plan RECIPE` for the whole plan")
     if expectations:  # a typo fails now, before any layout is formatted and measured
-        gates.check_before_run(expectations, planned_operations(plan), f"recipe {plan.recipe.name!r}")
+        gates.check_before_run(expectations, plan.operations(), f"recipe {plan.recipe.name!r}")
     if not yes and any(step.layout.devices for step in plan.steps):
         raise RefusedError(f"{recipe} formats {', '.join(d for s in plan.steps for d in s.layout.devices)}",
                            "read `backupbench plan RECIPE`, then rerun with --yes")

@@ -29,9 +29,11 @@ from backupbench.runner import hosts as on_hosts
 from backupbench.results import document
 from backupbench.runner.pipeline import RunRequest, execute
 from backupbench.workloads.base import Definition, Workload
-from backupbench.workloads.registry import WORKLOADS
+from backupbench.workloads.registry import WORKLOADS, names_where
 
 WORKLOAD_HELP = "Workload to run: " + "; ".join(f"{name}: {d.description}" for name, d in WORKLOADS.items())
+ON_FIO_SERVERS = "/".join(names_where(lambda capabilities: capabilities.fio_servers))
+FROM_AGENTS = " or ".join(f"--workload {name}" for name in names_where(lambda capabilities: capabilities.agents))
 # Every workload's options are flags of `run`; a model two workloads share is added once.
 OPTION_MODELS = tuple(dict.fromkeys(d.options for d in WORKLOADS.values()))
 PRESETS = sorted({name for d in WORKLOADS.values() for name in d.presets})
@@ -115,10 +117,10 @@ def _with_workload_options(command: Callable) -> Callable:
 @cli_options.click_options(MonitorOptions)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--hosts", default=None, metavar="H1,H2[:PORT]",
-              help="Run kb2014/first-write on these hosts' fio servers (fio --server, port 8765 by default; "
+              help=f"Run {ON_FIO_SERVERS} on these hosts' fio servers (fio --server, port 8765 by default; "
                    "see backupbench hosts), all at once; PATH is then the directory on every host.")
 @click.option("--agents", default=None, metavar="ADDR:PORT,...",
-              help="Run --workload s3 from these backupbench agents at once (objects and streams split "
+              help=f"Run {FROM_AGENTS} from these backupbench agents at once (objects and streams split "
                    "over them), one merged result; see backupbench agent.")
 @click.option("--agent-token-file", type=click.Path(path_type=Path), default=None,
               help="File holding the token the agents were started with: needed with --agents; with --hosts, "

@@ -232,7 +232,7 @@ def _worker_main(task: Task, shared: Shared, worker: int, start: int, end: int, 
         ints[slot + ERRNO] = exc.errno or NOT_AN_OS_ERROR
         ints[STOP] = 1
         return 1
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a worker process: any end is reported through shared memory
         ints[slot + ERRNO] = NOT_AN_OS_ERROR
         ints[STOP] = 1
         return 1

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backupbench.faults.spec import DISTRIBUTED_SPARE, FaultSpec
+from backupbench.faults.spec import FaultSpec, onto_distributed_spare
 
 Argv = tuple[str, ...]
 MD_SYSCTL = "dev.raid.speed_limit_{}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FaultPlan:
     spec: FaultSpec
     kind: str                      # "md", "zfs" or "btrfs": which reader follows the rebuild
@@ -52,50 +52,31 @@ def md_fault(spec: FaultSpec, md_device: str, devices: tuple[str, ...], survives
     sysctls = tuple((MD_SYSCTL.format(which), value // 1024)
                     for which, value in (("min", spec.speed_limit_min), ("max", spec.speed_limit_max))
                     if value is not None)
-    return FaultPlan(spec, "md", md_device, failed, replacements, fail, rebuild, sysctls,
-                     ", ".join(replacements) or "no replacement", survives)
+    return FaultPlan(spec=spec, kind="md", array=md_device, failed=failed, replacements=replacements, fail=fail,
+                     rebuild=rebuild, sysctls=sysctls, target=", ".join(replacements) or "no replacement",
+                     survives=survives)
 
 
-def zfs_fault(spec: FaultSpec, pool: str, devices: tuple[str, ...], draid_parity: int | None,
+def zfs_fault(spec: FaultSpec, *, pool: str, devices: tuple[str, ...], draid_parity: int | None,
               draid_spares: int, survives: int) -> FaultPlan:
     failed = spec.failed(devices)
     fail = tuple(("zpool", "offline", "-f", pool, device) for device in failed)
-    replace = spec.replace
-    if replace is None and draid_parity is not None and draid_spares > 0:
-        replace = DISTRIBUTED_SPARE
-    if replace == DISTRIBUTED_SPARE:
+    if onto_distributed_spare(spec, draid_parity, draid_spares):
         # dRAID names its spares draid<parity>-<top-level vdev>-<spare>; the pool has one vdev.
         spares = tuple(f"draid{draid_parity}-0-{index}" for index in range(len(failed)))
         rebuild = tuple(("zpool", "replace", "-s", pool, old, new) for old, new in zip(failed, spares))
         # Copied back onto a real disk: a healing resilver, after which the spare is free again.
         copy_back = (("zpool", "replace", pool, failed[0], spec.copy_back),) if spec.copy_back else ()
-        return FaultPlan(spec, "zfs", pool, failed, (), fail, rebuild, target=", ".join(spares) + " (distributed)",
-                         survives=survives, copy_back=copy_back, copy_back_disk=spec.copy_back or "")
+        return FaultPlan(spec=spec, kind="zfs", array=pool, failed=failed, replacements=(), fail=fail, rebuild=rebuild,
+                         target=", ".join(spares) + " (distributed)", survives=survives, copy_back=copy_back,
+                         copy_back_disk=spec.copy_back or "")
     replacements = spec.replacements()
     rebuild = tuple(("zpool", "replace", pool, old, new) for old, new in zip(failed, replacements))
-    return FaultPlan(spec, "zfs", pool, failed, replacements, fail, rebuild,
-                     target=", ".join(replacements) or "no replacement", survives=survives)
+    return FaultPlan(spec=spec, kind="zfs", array=pool, failed=failed, replacements=replacements, fail=fail,
+                     rebuild=rebuild, target=", ".join(replacements) or "no replacement", survives=survives)
 
 
-def distributed_spare_problem(spec: FaultSpec, draid_parity: int | None, draid_spares: int) -> str | None:
-    """Why `replace = 'spare'` (or `copy_back`) cannot be honoured, or None."""
-    spared = spec.replace == DISTRIBUTED_SPARE or (spec.replace is None and draid_parity is not None
-                                                   and draid_spares > 0)
-    if spec.copy_back is not None and not spared:
-        return "fault: copy_back needs the rebuild to go onto a dRAID distributed spare first (replace = 'spare')"
-    if spec.copy_back is not None and spec.failure_count() != 1:
-        return "fault: copy_back copies one failed member back; fail = 1"
-    if spec.replace != DISTRIBUTED_SPARE:
-        return None
-    if draid_parity is None:
-        return "fault: replace = 'spare' needs a dRAID vdev with distributed spares"
-    count = spec.failure_count()
-    if count > draid_spares:
-        return f"fault: {count} failed member(s) need as many distributed spares, the dRAID has {draid_spares}"
-    return None
-
-
-def btrfs_fault(spec: FaultSpec, mount_point: str, devices: tuple[str, ...], mount_options: tuple[str, ...],
+def btrfs_fault(spec: FaultSpec, *, mount_point: str, devices: tuple[str, ...], mount_options: tuple[str, ...],
                 survives: int) -> FaultPlan:
     failed = spec.failed(devices)
     survivor = next(d for d in devices if d not in failed)
@@ -107,12 +88,12 @@ def btrfs_fault(spec: FaultSpec, mount_point: str, devices: tuple[str, ...], mou
     replacements = spec.replacements()
     rebuild = tuple(("btrfs", "replace", "start", str(devid), new, mount_point)
                     for devid, new in zip(devids, replacements))
-    return FaultPlan(spec, "btrfs", mount_point, failed, replacements, fail, rebuild,
-                     target=", ".join(replacements) or "no replacement", survives=survives, member_ids=devids)
+    return FaultPlan(spec=spec, kind="btrfs", array=mount_point, failed=failed, replacements=replacements, fail=fail,
+                     rebuild=rebuild, target=", ".join(replacements) or "no replacement", survives=survives,
+                     member_ids=devids)
 
 
-
-def minio_fault(spec: FaultSpec, drives: tuple[str, ...], devices: tuple[str, ...], stand_in: str,
+def minio_fault(spec: FaultSpec, *, drives: tuple[str, ...], devices: tuple[str, ...], stand_in: str,
                 replacement_mkfs: tuple[Argv, ...], mount_options: tuple[str, ...], survives: int) -> FaultPlan:
     """MinIO erasure coding: `drives[i]` is the folder `devices[i]` is mounted on. A failed
     drive's folder gets an empty read-only tmpfs (`stand_in` its source name) mounted over it:
@@ -128,5 +109,6 @@ def minio_fault(spec: FaultSpec, drives: tuple[str, ...], devices: tuple[str, ..
     replacements = spec.replacements()
     rebuild = tuple(argv for number, new, mkfs in zip(numbers, replacements, replacement_mkfs)
                     for argv in (mkfs, ("mount", *options, new, drives[number - 1])))
-    return FaultPlan(spec, "minio", drives[0].rsplit("/", 1)[0], failed, replacements, fail, rebuild,
+    return FaultPlan(spec=spec, kind="minio", array=drives[0].rsplit("/", 1)[0], failed=failed,
+                     replacements=replacements, fail=fail, rebuild=rebuild,
                      target=", ".join(replacements) or "no replacement", survives=survives, member_ids=numbers)

@@ -1,7 +1,6 @@
 """`fault = {...}` on a layout: which member fails, what replaces it, and how the rebuild is
-loaded. Validated against the layout it sits on by `check_fits` (called by the layout's spec):
-a layout with no redundancy, a device the layout does not own, or more failures than the
-parity are refused before anything is built."""
+loaded. The key alone is checked here (at least one member, md's speed limits in range); the
+rules against the layout it sits on (its redundancy, its members, its kind) are in rules.py."""
 
 from __future__ import annotations
 
@@ -91,25 +90,7 @@ class FaultSpec(BaseModel):
         return (*self.replacements(), *((self.copy_back,) if self.copy_back else ()))
 
 
-def check_fits(fault: FaultSpec, kind: str, devices: tuple[str, ...], redundancy: int, kind_limits: str = "") -> None:
-    """ValueError (one line, shown with the layout's key path) when the fault cannot be run."""
-    if redundancy == 0:
-        raise ValueError(f"a fault needs redundancy, and this {kind} layout has none{kind_limits}: a failed member "
-                         "loses the data (use mdraid 1/5/6/10, zfs mirror/raidz/draid)")
-    count = fault.failure_count()
-    if count > len(devices):
-        raise ValueError(f"fault: fail = {count} members, but the layout has {len(devices)}")
-    strangers = [d for d in fault.failed(devices) if d not in devices]
-    if strangers:
-        raise ValueError(f"fault: {', '.join(strangers)} is not a member of this layout; a fault fails only "
-                         f"the layout's own devices, named as its devices key names them ({', '.join(devices)})")
-    twice = [d for d in fault.disks_written() if d in devices]
-    if twice:
-        raise ValueError(f"fault: replace = {', '.join(twice)} is already a member; name a device from [devices] "
-                         "the layout does not use")
-    replacements = fault.replacements()
-    if replacements and len(replacements) != count:
-        raise ValueError(f"fault: {count} failed member(s) need as many replacements, got {len(replacements)}")
-    if count > redundancy and not fault.allow_data_loss:
-        raise ValueError(f"fault: failing {count} members of a layout that survives {redundancy} loses its data; "
-                         "set allow_data_loss = true to do it anyway (only in the lab VM)")
+def onto_distributed_spare(fault: FaultSpec, draid_parity: int | None, distributed_spares: int) -> bool:
+    """The rebuild goes onto a dRAID distributed spare: asked for, or by default on a dRAID with spares."""
+    return fault.replace == DISTRIBUTED_SPARE or (fault.replace is None and draid_parity is not None
+                                                  and distributed_spares > 0)

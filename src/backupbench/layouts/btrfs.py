@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import dataclasses
+from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from backupbench.faults.plan import btrfs_fault
+from backupbench.faults.rules import LayoutFacts
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
@@ -23,26 +25,12 @@ class Btrfs(LayoutBase):
     filesystem: FilesystemSpec | None = Field(default_factory=lambda: FilesystemSpec(type="btrfs"),
                                               description="Mount options, owner and mode of the btrfs.")
 
-    FAULTS_SUPPORTED: ClassVar[bool] = True
-
     def redundancy(self) -> int:
         copies = {"raid1": 1, "raid10": 1, "raid1c3": 2, "raid1c4": 3, "raid5": 1, "raid6": 2}
         return min(copies.get(self.data, 0), copies.get(self.metadata, 0))
 
-    def _no_redundancy_why(self) -> str:
-        return f" (data {self.data}, metadata {self.metadata})"
-
-    @model_validator(mode="after")
-    def _fault_btrfs_can_run(self) -> "Btrfs":
-        if self.fault is None:
-            return self
-        if len(self.fault.replacements()) > 1:
-            raise ValueError("fault: btrfs replaces one device at a time; fail one member, or give no "
-                             "replacement (measured degraded only)")
-        if self.minio:
-            raise ValueError("fault: a btrfs fault unmounts the filesystem to fail a member, which the MinIO "
-                             "server on it would hold busy; drop minio = true or the fault")
-        return self
+    def fault_facts(self) -> LayoutFacts:
+        return dataclasses.replace(super().fault_facts(), shape=f" (data {self.data}, metadata {self.metadata})")
 
 
 def plan(spec: Btrfs, names: Names) -> LayoutPlan:
@@ -57,7 +45,8 @@ def plan(spec: Btrfs, names: Names) -> LayoutPlan:
                   (("btrfs", "device", "scan", "--forget", *spec.all_devices()),))
     actions = (mkfs, scan, *filesystem.mount_actions(fs, spec.devices[0], names))
     requirements = (*filesystem.requirements(fs), Requirement("btrfs tools", "tool:btrfs"))
-    fault = (btrfs_fault(spec.fault, str(names.mount_point), spec.devices, tuple(fs.mount_options), spec.redundancy())
+    fault = (btrfs_fault(spec.fault, mount_point=str(names.mount_point), devices=spec.devices,
+                         mount_options=tuple(fs.mount_options), survives=spec.redundancy())
              if spec.fault is not None else None)
     notes = ("a fault remounts the btrfs -o degraded: chunks written while degraded may be single copies "
              "until a balance",) if fault else ()

@@ -171,3 +171,15 @@ def plan_snapshot(spec: LvmSnapshot, names: Names) -> LayoutPlan:
     return LayoutPlan(spec.name, spec.kind, spec.devices,
                       (*volume_group(spec.devices, names), *origin, *fs_actions, *snapshots),
                       (*LVM_TOOLS, *extra, *_fs_requirements(spec)), mount, watched_snapshots=watched)
+
+
+def thin_pool_vgs(layout: LayoutPlan) -> tuple[str, ...]:
+    """The volume groups in which the layout makes a thin pool: its `lvcreate --type thin-pool`
+    actions above, whose last argument is the VG, so an lvm-thin layout and thin snapshots
+    are watched alike (monitor/thinwatch.py) and every other layout costs no lvs call."""
+    vgs: list[str] = []
+    for action in layout.actions:
+        for argv in action.do:
+            if argv and argv[0] == "lvcreate" and "thin-pool" in argv and argv[-1] not in vgs:
+                vgs.append(argv[-1])
+    return tuple(vgs)

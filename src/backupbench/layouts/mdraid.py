@@ -3,14 +3,16 @@ that no resync runs under the workload (recorded in the plan)."""
 
 from __future__ import annotations
 
-from backupbench.faults.plan import md_fault
-from backupbench.layouts import filesystem
-from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
-from backupbench.layouts.naming import Names
-from typing import ClassVar, Literal
+import dataclasses
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from backupbench.faults.plan import md_fault
+from backupbench.faults.rules import LayoutFacts
+from backupbench.layouts import filesystem
+from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
+from backupbench.layouts.naming import Names
 from backupbench.layouts.specs import LayoutBase, power_of_two
 from backupbench.schema import Size
 
@@ -28,13 +30,11 @@ class MdRaid(LayoutBase):
     def _chunk(cls, value: int | None) -> int | None:
         return power_of_two(value, "chunk", 4096, 2**30, "the md driver's limits")
 
-    FAULTS_SUPPORTED: ClassVar[bool] = True
-
     def redundancy(self) -> int:
         return {0: 0, 1: len(self.devices) - 1, 5: 1, 6: 2, 10: 1}[self.level]
 
-    def _no_redundancy_why(self) -> str:
-        return f" (RAID {self.level})"
+    def fault_facts(self) -> LayoutFacts:
+        return dataclasses.replace(super().fault_facts(), shape=f" (RAID {self.level})")
 
     @model_validator(mode="after")
     def _enough_devices(self) -> "MdRaid":

@@ -10,11 +10,12 @@ fault got that far; the replacement is wiped with the failed drive's filesystem.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Literal
+from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from backupbench.faults.plan import minio_fault
+from backupbench.faults.rules import LayoutFacts
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
@@ -36,28 +37,13 @@ class MinioErasure(LayoutBase):
                                                            "(MINIO_STORAGE_CLASS_STANDARD=EC:N) [default: MinIO's].")
     minio: bool = Field(True, description="Always served by MinIO.")
 
-    FAULTS_SUPPORTED: ClassVar[bool] = True
-
     def redundancy(self) -> int:
         # Without EC:N MinIO picks the parity by erasure-set size (sizing/capacity.py has its
         # table), never below 1 for 4 drives or more: a safe lower bound here.
         return self.parity if self.parity is not None else 1
 
-    @model_validator(mode="after")
-    def _fault_minio_can_run(self) -> "MinioErasure":
-        if self.fault is None:
-            return self
-        count, drives = self.fault.failure_count(), len(self.devices)
-        if count > self.redundancy():
-            raise ValueError(f"fault: MinIO with {count} of {drives} drives gone (parity {self.redundancy()}) loses "
-                             "read quorum and serves nothing, so there is nothing to measure; allow_data_loss "
-                             "does not apply to minio-ec")
-        # With as many parity as data drives MinIO needs one drive more than half to write.
-        if self.parity is not None and 2 * self.parity == drives and count >= self.parity:
-            raise ValueError(f"fault: failing {count} of {drives} drives at EC:{self.parity} leaves MinIO "
-                             f"without write quorum ({drives // 2 + 1} drives): the degraded writes would fail; "
-                             f"fail at most {self.parity - 1}")
-        return self
+    def fault_facts(self) -> LayoutFacts:
+        return dataclasses.replace(super().fault_facts(), erasure_parity=self.parity)
 
 
 MINIO = Requirement("MinIO (scripts/install-minio.sh)", "tool:minio")
@@ -119,7 +105,8 @@ def _fault(spec: MinioErasure, fs: FilesystemSpec, names: Names, drives: tuple[s
     replaced = _replaced(spec)
     mkfs = tuple(filesystem.mkfs_argv(fs, (new,), _replacement_names(names, spec.devices.index(old) + 1).label)
                  for old, new in replaced.items())
-    fault = minio_fault(spec.fault, drives, spec.devices, STAND_IN, mkfs, tuple(fs.mount_options), spec.redundancy())
+    fault = minio_fault(spec.fault, drives=drives, devices=spec.devices, stand_in=STAND_IN, replacement_mkfs=mkfs,
+                        mount_options=tuple(fs.mount_options), survives=spec.redundancy())
     undo: list[Action] = []
     for number in fault.member_ids:
         point = drives[number - 1]

@@ -8,11 +8,13 @@ reference and the errors are made from here.
 from __future__ import annotations
 
 import re
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from backupbench.faults.spec import DISTRIBUTED_SPARE, FaultSpec, check_fits
+from backupbench.faults import rules
+from backupbench.faults.rules import LayoutFacts
+from backupbench.faults.spec import FaultSpec
 from backupbench.schema import DevicePath, Size
 from backupbench.units import format_size
 
@@ -122,7 +124,7 @@ class LayoutBase(Strict):
                                            "(field note D: MinIO on top of RAID); s3 workloads run against it.")
     fault: FaultSpec | None = Field(None, description="Fail member(s) during the workloads and measure the "
                                                       "array healthy, degraded, rebuilding and rebuilt "
-                                                      "(mdraid, zfs, btrfs and minio-ec layouts).")
+                                                      f"({rules.FAILS_MEMBERS_OF_TEXT} layouts).")
 
     def all_devices(self) -> tuple[str, ...]:
         """Every device the layout writes to (ZFS adds its special and log vdevs; a fault its
@@ -136,28 +138,15 @@ class LayoutBase(Strict):
         """How many members may fail without losing data (0: none)."""
         return 0
 
-    # Kinds whose members backupbench can fail and rebuild (issue 13); others refuse a fault.
-    FAULTS_SUPPORTED: ClassVar[bool] = False
+    def fault_facts(self) -> LayoutFacts:
+        """What the fault rules (faults/rules.py) read of this layout."""
+        return LayoutFacts(self.kind, self.devices, self.redundancy(), served_by_minio=self.minio)
 
     @model_validator(mode="after")
     def _fault_fits(self) -> "LayoutBase":
-        if self.fault is None:
-            return self
-        redundancy = self.redundancy()
-        if redundancy and not self.FAULTS_SUPPORTED:
-            raise ValueError("fault: backupbench fails and rebuilds members of mdraid, zfs, btrfs and minio-ec "
-                             f"layouts; {self.kind} is not supported yet")
-        if self.fault.copy_back is not None and self.kind != "zfs":
-            raise ValueError("fault: copy_back follows a dRAID distributed spare's rebuild; on other layouts "
-                             "the replacement is the real disk already")
-        if self.fault.replace == DISTRIBUTED_SPARE and self.kind != "zfs":
-            raise ValueError("fault: replace = 'spare' is a dRAID distributed spare; give a replacement disk "
-                             "from [devices]")
-        check_fits(self.fault, self.kind, self.devices, redundancy, self._no_redundancy_why())
+        if self.fault is not None:
+            rules.fits(self.fault, self.fault_facts())
         return self
-
-    def _no_redundancy_why(self) -> str:
-        return ""
 
     @model_validator(mode="after")
     def _each_device_once(self) -> "LayoutBase":
@@ -165,4 +154,10 @@ class LayoutBase(Strict):
         twice = sorted({d for d in every if every.count(d) > 1})
         if twice:
             raise ValueError(f"{', '.join(twice)} is named twice")
+        return self
+
+    @model_validator(mode="after")
+    def _fault_fits_kind(self) -> "LayoutBase":
+        if self.fault is not None:
+            rules.fits_kind(self.fault, self.fault_facts())
         return self

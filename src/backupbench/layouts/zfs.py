@@ -10,11 +10,13 @@ disk: the disks end as empty as they were checked to be, ready for the next layo
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+import dataclasses
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from backupbench.faults.plan import distributed_spare_problem, zfs_fault
+from backupbench.faults.plan import zfs_fault
+from backupbench.faults.rules import LayoutFacts
 from backupbench.layouts import zfs_properties
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
@@ -44,8 +46,6 @@ class Zfs(LayoutBase):
                                        description="Devices for a log (ZIL) vdev, a mirror if 2 or more.")
     filesystem: None = Field(None, description="ZFS is its own filesystem: leave unset.")
 
-    FAULTS_SUPPORTED: ClassVar[bool] = True
-
     def pool_devices(self) -> tuple[str, ...]:
         return (*self.devices, *self.special, *self.log)
 
@@ -55,19 +55,12 @@ class Zfs(LayoutBase):
     def redundancy(self) -> int:
         return redundancy(self)
 
-    def _no_redundancy_why(self) -> str:
-        return f" ({self.vdev})"
+    def fault_facts(self) -> LayoutFacts:
+        return dataclasses.replace(super().fault_facts(), shape=f" ({self.vdev})", draid_parity=self.draid_parity(),
+                                   distributed_spares=self.draid_spares)
 
     def draid_parity(self) -> int | None:
         return int(self.vdev[-1]) if self.vdev.startswith("draid") else None
-
-    @model_validator(mode="after")
-    def _spare_fits(self) -> "Zfs":
-        if self.fault is not None:
-            problem = distributed_spare_problem(self.fault, self.draid_parity(), self.draid_spares)
-            if problem:
-                raise ValueError(problem)
-        return self
 
     @field_validator("properties")
     @classmethod
@@ -183,8 +176,8 @@ def plan(spec: Zfs, names: Names) -> LayoutPlan:
     requirements = (Requirement("ZFS kernel module", "kernel:zfs"), Requirement("zpool (zfsutils-linux)", "tool:zpool"))
     fault = None
     if spec.fault is not None:
-        fault = zfs_fault(spec.fault, names.pool, spec.devices, spec.draid_parity(), spec.draid_spares,
-                          spec.redundancy())
+        fault = zfs_fault(spec.fault, pool=names.pool, devices=spec.devices, draid_parity=spec.draid_parity(),
+                          draid_spares=spec.draid_spares, survives=spec.redundancy())
     return LayoutPlan(spec.name, spec.kind, spec.all_devices(),
                       (mount_point, *_replacement_clears(spec), pool), requirements, names.mount_point,
                       whole_disks=True, fault=fault)

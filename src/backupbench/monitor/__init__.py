@@ -8,8 +8,12 @@ under the target, computed exactly as `iostat -x -m` and `sar` compute them.
     summary = s.summary            # avg / p95 / max per figure, warnings, to_figures()
 
 Modules: procfs (pure parsers; /proc and /sys are read through hostfiles.HostFiles),
-rates (counters -> rates, the one place), sysfs and stack (device tree), metrics (the
-figure table), summary, thresholds, csvlog, sampler, live (rich rendering; imports rich).
+rates (counters -> rates, the one place), sysfs and stack (device tree), zfs (a pool's disks
+and its own figures), metrics (the figure table), summary, thresholds, csvlog, sampler,
+options (the monitor's flags and recipe keys). Beside the sampler, the other things watched
+during a workload: snapwatch and thinwatch (LVM's snapshot and thin-pool fill), rebuild,
+rebuild_btrfs and rebuild_minio (an array's own rebuild state under a fault). The live view
+is drawn by report/live.py.
 """
 
 from backupbench.hostfiles import HostFiles

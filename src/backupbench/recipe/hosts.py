@@ -1,8 +1,9 @@
 """A recipe's [hosts] table: workloads run on other machines, as `run --hosts` / `run --agents` do.
 
 backupbench builds no storage on another machine, so a recipe with [hosts] has no [[layout]]:
-each workload runs where the table says, kb2014 and first-write on the fio servers of `names`
-(in `path` on every host), s3 from the backupbench agents of `agents`. Host names and the path
+each workload runs where the table says and its Definition's capabilities allow: one that runs
+on fio servers (kb2014, first-write) on those of `names` (in `path` on every host), one that
+runs from agents (s3) from the backupbench agents of `agents`. Host names and the path
 are checked here by the same functions as the flags, so a recipe gets the flag's message.
 
 `agent_token_file` serves both kinds of machine, as --agent-token-file does: the s3 workload's
@@ -28,11 +29,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from backupbench.engines.fio_client import Host, parse_hosts, remote_path
 from backupbench.errors import InputError
 from backupbench.schema import FilePath
-
-# Workloads fio's servers can run (runner/hosts.HOST_WORKLOADS; a unit test keeps the two equal)
-# and the one agents run (runner/agents.on_agents).
-FIO_SERVER_WORKLOADS = ("kb2014", "first-write")
-AGENT_WORKLOADS = ("s3",)
+from backupbench.workloads.registry import WORKLOADS, names_where
 # Longer than any host name (253) or ADDR:PORT; a longer value is a mistake, not an address.
 MAX_ADDRESS_CHARS = 300
 # agent/startup.DEFAULT_AGENT_PORT, which this stage may not import; a unit test keeps them equal.
@@ -137,17 +134,18 @@ class HostsSpec(BaseModel):
         return AGENT_PORT_WHEN_NOT_GIVEN if self.agent_port is None else self.agent_port
 
 
-def workload_refusal(entry: Any, spec: HostsSpec, served_by_layout: bool) -> str:
-    """Why a [[workload]] entry cannot run on `spec`'s hosts, or ''."""
+def workload_refusal(entry: Any, spec: HostsSpec) -> str:
+    """Why a [[workload]] entry cannot run on `spec`'s hosts, or '' (as its capabilities say)."""
     kind = entry.kind
-    if kind in FIO_SERVER_WORKLOADS:
+    definition = WORKLOADS[kind]
+    if definition.capabilities.fio_servers:
         return "" if spec.names else f"{kind} runs on fio servers: give [hosts] names and path"
-    if kind in AGENT_WORKLOADS:
+    if definition.capabilities.agents:
         if not spec.agents:
             return f"{kind} runs from backupbench agents: give [hosts] agents and agent_token_file"
-        if served_by_layout:
+        if definition.served_by_layout(entry):
             return f"{kind} on [hosts] needs endpoint: there is no layout whose MinIO could serve it"
         return ""
-    runnable = ", ".join((*FIO_SERVER_WORKLOADS, *AGENT_WORKLOADS))
+    runnable = ", ".join(names_where(lambda capabilities: capabilities.fio_servers or capabilities.agents))
     return (f"{kind} cannot run on [hosts]: only {runnable} run on other machines (as run --hosts "
             "and run --agents do); measure it with a [[layout]] recipe on that machine instead")

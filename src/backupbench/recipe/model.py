@@ -75,7 +75,7 @@ class Recipe(BaseModel):
         if self.devices:
             raise ValueError("[hosts] formats nothing: remove devices (it names what a layout may format)")
         for index, entry in enumerate(self.workload):
-            refusal = workload_refusal(entry, hosts, WORKLOADS[entry.kind].served_by_layout(entry))
+            refusal = workload_refusal(entry, hosts)
             if refusal:
                 raise ValueError(f"workload[{index}]: {refusal}")
 
@@ -89,8 +89,8 @@ def parse(data: dict[str, Any], source: str = "recipe") -> Recipe:
         location, value = dated
         raise RecipeError(f"{source}: {keys.key_path(location, tagged=False)}: {shown(value)} is a TOML date or "
                           "time, which no recipe key takes (if it is text, put it in quotes)", _FIX)
-    return validate(Recipe, data, keys.key_path, lambda error: keys.suggestion(Recipe, error), source, _FIX,
-                    lambda errors: keys.misspelt_required(Recipe, errors))
+    return validate(Recipe, data, keys.key_path, suggest=lambda error: keys.suggestion(Recipe, error), source=source,
+                    fix=_FIX, choose=lambda errors: keys.misspelt_required(Recipe, errors))
 
 
 def load(path: Path) -> Recipe:

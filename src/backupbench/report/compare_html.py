@@ -19,7 +19,7 @@ from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effe
 from backupbench.report import charts
 from backupbench.report import html_page as page
 from backupbench.report.html_page import e
-from backupbench.report.terminal import restore_range_text, target_text
+from backupbench.report.tables import restore_range_text, target_text
 from backupbench.results.location import run_folder
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.results.runfiles import phase_samples

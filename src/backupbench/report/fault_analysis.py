@@ -6,15 +6,15 @@ and rebuilt (x against healthy), the rebuild's own figures, and the model beside
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from backupbench.analysis.compare import headline
+from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.sizing import speed_model
 from backupbench.sizing.measured_rebuild import layout_operations, member_record, recipe_layout, used_percent
 from backupbench.sizing.speed_model import Expected
+from backupbench.workloads import capabilities
 
-STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
 READ_OPERATIONS = ("restore-sequential", "restore-random", "get")
 # Large sequential writes: what the write model describes (a merge's randrw is not).
 WRITE_OPERATIONS = ("active-full", "put")
@@ -30,7 +30,7 @@ class OperationRow:
 
     @property
     def model_error(self) -> float | None:
-        healthy = self.speeds.get("healthy")
+        healthy = self.speeds.get(naming.HEALTHY)
         return speed_model.error(healthy, self.model.value) if self.model and healthy else None
 
 
@@ -81,8 +81,10 @@ class FaultReport:
 
 
 def _block_size(run: RunRecord) -> int:
+    """The block size the run's KB2014 operations read with (the model's reads are in it)."""
     workloads = (run.settings.get("recipe") or {}).get("workload") or []
-    return next((w.get("block_size") for w in workloads if w.get("kind") == "kb2014" and w.get("block_size")),
+    return next((w.get("block_size") for w in workloads
+                 if capabilities.of_kind(run, str(w.get("kind"))).kb2014_operations and w.get("block_size")),
                 KB2014_BLOCK)
 
 
@@ -91,9 +93,9 @@ def _rows(ops: list[OperationRecord]) -> list[OperationRow]:
     for op in ops:
         state = op.detail.get("state")
         best = headline(op.figures)
-        if state not in STATES or best is None or op.status != COMPLETE:
+        if state not in naming.FAULT_STATES or best is None or op.status != COMPLETE:
             continue
-        operation = op.name.rsplit("/", 1)[-1]
+        operation = naming.phase_of(op.name)
         row = rows.setdefault(operation, OperationRow(operation, best[0]))
         row.speeds.setdefault(state, best[1])
     return list(rows.values())
@@ -116,12 +118,12 @@ def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
         used = used_percent(ops, rebuild, member.figures["member_bytes"])
         fault = layout.get("fault") or {}
         model_rebuild = speed_model.expected_rebuild_seconds(
-            layout, int(member.figures["member_bytes"]), member_bw, used, "distributed" in rebuild.detail["target"],
-            fault.get("speed_limit_max"))
+            layout, int(member.figures["member_bytes"]), member_bw, used_percent=used,
+            distributed="distributed" in rebuild.detail["target"], speed_limit_max=fault.get("speed_limit_max"))
     return FaultReport(name, rebuild.detail.get("target", ""), rebuild.detail.get("failed", []),
                        rebuild.detail.get("rebuild_load", ""), dict(rebuild.figures), rows, member_bw, model_rebuild,
                        rebuild, member.figures.get("write_bw") if member else None)
 
 
 def fault_reports(run: RunRecord) -> list[FaultReport]:
-    return [_report(run, op) for op in run.operations if op.detail.get("state") == "rebuild"]
+    return [_report(run, op) for op in run.operations if op.detail.get("state") == naming.REBUILD]

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from backupbench import units
 from backupbench.monitor.rebuild import read_csv
+from backupbench.recipe import naming
 from backupbench.report.charts import PALETTE, _new_figure, style
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
@@ -31,9 +32,9 @@ def workload_segments(run: RunRecord, rebuild: OperationRecord) -> list[tuple[st
     layout = rebuild.detail.get("layout")
     segments = []
     for op in run.operations:
-        if (op.detail.get("layout") or "").split("/", 1)[0] != layout or op.status != COMPLETE:
+        if naming.layout_of(op.detail.get("layout") or "") != layout or op.status != COMPLETE:
             continue
-        if op.detail.get("state") in ("rebuild", "member") or not op.figures.get("effective_bw"):
+        if op.detail.get("state") in (naming.REBUILD, naming.MEMBER) or not op.figures.get("effective_bw"):
             continue
         start, end = _epoch(op.started_at), _epoch(op.finished_at)
         if start is not None and end is not None and end > start:
@@ -61,9 +62,9 @@ def fault_timeline(title: str, segments: Sequence[tuple[str, float, float, float
     with style():
         fig = _new_figure(3.4)
         ax = fig.subplots()
-        operations = list(dict.fromkeys(name.rsplit("/", 1)[-1] for name, *_ in segments))
+        operations = list(dict.fromkeys(naming.phase_of(name) for name, *_ in segments))
         for name, start, end, mib in segments:
-            color = PALETTE[operations.index(name.rsplit("/", 1)[-1]) % len(PALETTE)]
+            color = PALETTE[operations.index(naming.phase_of(name)) % len(PALETTE)]
             ax.plot([start, end], [mib, mib], color=color, linewidth=3, solid_capstyle="butt")
         for index, operation in enumerate(operations):
             ax.plot([], [], color=PALETTE[index % len(PALETTE)], linewidth=3, label=operation)

@@ -8,7 +8,8 @@ from rich.table import Table
 
 from backupbench import units
 from backupbench.analysis.compare import relative_speed
-from backupbench.report.fault_analysis import STATES, FaultReport, OperationRow
+from backupbench.recipe import naming
+from backupbench.report.fault_analysis import FaultReport, OperationRow
 
 
 def _speed(row: OperationRow, value: float | None) -> str:
@@ -29,9 +30,9 @@ def headings(report: FaultReport) -> list[str]:
 def rows(report: FaultReport) -> list[list[str]]:
     table = []
     for row in report.rows:
-        cells = [row.operation, _speed(row, row.speeds.get("healthy"))]
-        healthy = row.speeds.get("healthy")
-        for state in STATES[1:]:
+        healthy = row.speeds.get(naming.HEALTHY)
+        cells = [row.operation, _speed(row, healthy)]
+        for state in naming.FAULT_STATES[1:]:
             mine = row.speeds.get(state)
             against = f" ({relative_speed(mine, healthy)})" if healthy and mine is not None else ""
             cells.append(_speed(row, mine) + against)
@@ -90,7 +91,7 @@ def comparison_rows(reports: list[FaultReport], layouts: tuple[str, ...]) -> lis
         return []
     times, restores = ["rebuild time"], ["restore during rebuild MiB/s"]
     for name in layouts:
-        report = by_layout.get(name.split("/", 1)[0])
+        report = by_layout.get(naming.layout_of(name))
         seconds = report.rebuild.get("rebuild_seconds") if report else None
         restore = report.restore_during_rebuild() if report else None
         times.append(units.format_duration(seconds) if seconds is not None else "-")

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from backupbench import units
+from backupbench.recipe import naming
 from backupbench.report import html_page as page
 from backupbench.report.html_page import e
 from backupbench.analysis.hosts import (SLOW_FRACTION, OperationHosts, PhaseTimeline, host_breakdown, lost_hosts,
@@ -235,7 +236,7 @@ def host_timelines(run: RunRecord, folder: Path) -> list[PhaseTimeline]:
     for op in run.operations:
         # A grouped operation (`<n>-<kind>/<phase>` of a recipe) keeps its raw files, these
         # CSVs too, in its group's folder, as every workload of a recipe does.
-        group = op.name.rpartition("/")[0]
+        group = naming.group_of(op.name)
         texts: dict[str, str | None] = {}
         for name in timeline_sources(op).values():
             where = f"{group}/{name}" if group else name

@@ -16,17 +16,18 @@ from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.fault_chart import fault_timeline, rebuild_points, workload_segments
 from backupbench.report.faults import comparison_rows, headings as fault_headings, rebuild_line
 from backupbench.report.faults import rows as fault_rows, title as fault_title
-from backupbench.analysis.compare import first_write_penalty, layout_matrix, run_heading, run_name, speed_changes, speed_text
+from backupbench.analysis.compare import first_write_penalty, layout_matrix, run_name, speed_changes, speed_text
 from backupbench.analysis.windows import backup_windows, restore_range
 from backupbench.report import charts
 from backupbench.report import html_page as page
 from backupbench.report.compare_html import render_comparison, settings_differences_html
 from backupbench.report.html_page import e
 from backupbench.report.hosts import host_timelines_html, hosts_chart_html, hosts_html
-from backupbench.report.terminal import layout_cells, monitor_columns, restore_range_text, table_specs, target_text
+from backupbench.report.tables import OperationsTable, layout_cells, restore_range_text, run_tables, target_text
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
 from backupbench.results.model import COMPLETE, RunRecord
+from backupbench.workloads import capabilities
 
 # ---------------------------------------------------------------------------------------------
 # One run
@@ -52,23 +53,21 @@ def _header(run: RunRecord) -> str:
     return out
 
 
-def _ops_table(run: RunRecord, ops: list, columns: list, pattern_heading: str, caption: str) -> str:
-    columns = columns + monitor_columns(ops)
+def _ops_table(model: OperationsTable) -> str:
     rows = []
-    for op in ops:
-        if op.status != COMPLETE:
-            rows.append([e(op.name), e(op.pattern), f'<span class="status">{e(op.status)}</span>',
-                         *[""] * (len(columns) - 1)])
+    for row in model.rows:
+        if row.status != COMPLETE:
+            rows.append([e(row.operation), e(row.pattern), f'<span class="status">{e(row.status)}</span>',
+                         *[""] * (len(model.headings) - 1)])
         else:
-            rows.append([e(op.name), e(op.pattern), *[page.cell(cell(op.figures)) for _, cell in columns]])
-    title = f"{run_heading(run)} — {run.target}" + (" (BUFFERED)" if run.settings.get("buffered") else "")
-    table = page.table(["operation", pattern_heading, *[h for h, _ in columns]], rows, caption=title, numeric_from=2)
-    return table + (f'<p class="table-note">{e(caption)}</p>\n' if caption else "")
+            rows.append([e(row.operation), e(row.pattern), *map(page.cell, row.cells)])
+    table = page.table(["operation", model.pattern_heading, *model.headings], rows, caption=model.title, numeric_from=2)
+    return table + (f'<p class="table-note">{e(model.caption)}</p>\n' if model.caption else "")
 
 
 def operations_html(run: RunRecord) -> str:
-    """The terminal's tables: fio operations, small-file phases, S3 phases (same columns)."""
-    return "".join(_ops_table(run, *spec) for spec in table_specs(run))
+    """The terminal's tables (report/tables.py): fio operations, small-file phases, S3 phases."""
+    return "".join(_ops_table(model) for model in run_tables(run))
 
 
 def layouts_html(run: RunRecord) -> str:
@@ -150,11 +149,16 @@ def _chart(figure, scope: str, label: str, caption: str = "") -> str:
     return "" if figure is None else page.figure(charts.inline_svg(figure, scope, label), caption)
 
 
+def _kb2014_operations(run: RunRecord) -> bool:
+    """Whether any workload of the run (as it stored them) measured KB2014's operations."""
+    return any(found.kb2014_operations for found in capabilities.of_run(run).values())
+
+
 def charts_html(run: RunRecord) -> str:
     grouped = layout_matrix(run) is not None
     speed = _chart(charts.speed_figure(run), "speed", "Effective speed" + (" by layout" if grouped else ""),
                    "Effective speed: the rate of backup data each job moves (KB2014 rules: synthetic full "
-                   "counts read+write/2, reverse incremental /3)." if run.kind in ("kb2014", "recipe") else "")
+                   "counts read+write/2, reverse incremental /3)." if _kb2014_operations(run) else "")
     latency = _chart(charts.latency_figure(run), "latency", "p99 latency per operation",
                      "p99 of fio's total latency (submission + completion), per-file or per-request "
                      "latency for small-file and S3 phases.")

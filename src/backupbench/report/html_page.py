@@ -13,10 +13,10 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from rich.text import Text
 
 from backupbench import __version__, units
 from backupbench.redaction import is_secret_key, redact
+from backupbench.report.tables import Styled
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -103,11 +103,10 @@ def table(headings: Sequence[str], rows: Iterable[Sequence[str]], *, caption: st
             f'<tbody>{"".join(body)}</tbody></table></div>\n')
 
 
-def cell(value: str | Text) -> str:
-    """A terminal column's cell (str or rich Text) as HTML; the terminal's bold stays bold."""
-    if isinstance(value, Text):
-        text = e(value.plain)
-        return f'<span class="strong">{text}</span>' if "bold" in str(value.style) else text
+def cell(value: str) -> str:
+    """A table model's cell (report/tables.py: str or Styled) as HTML; the terminal's bold stays bold."""
+    if isinstance(value, Styled):
+        return f'<span class="strong">{e(value)}</span>' if "bold" in value.style else e(value)
     return e(value)
 
 

@@ -1,8 +1,10 @@
 """The result document: what `--json` prints, versioned, every number with its unit.
 
 Every document starts with `schema_version`, `kind` ("backupbench.<command>") and the
-`backupbench_version` that wrote it; the JSON Schema of each kind ships in results/schema/
-and docs/results.md describes them. A run's figures keep the units they were stored in
+`backupbench_version` that wrote it. Each kind's shape is a pydantic model (document_models.py,
+command_documents.py), checked before a document is printed; the JSON Schemas shipped in
+results/schema/ are generated from those models (cli/documents.py), and docs/results.md
+describes them. A run's figures keep the units they were stored in
 (bandwidth B/s, latency ns, monitor await ms): converting would round, and the unit is named
 beside every value, so a reader converts exactly once, on its side. A device a figure was
 measured on (`mon.vda.w_await.p95`) is a label of the figure, not a part of its name.
@@ -16,9 +18,9 @@ from importlib import metadata, resources
 from typing import Any
 
 from backupbench import __version__
+from backupbench.results.document_models import SCHEMA_VERSION
 from backupbench.results.model import OperationRecord, RunRecord, split_device, stored_name
 
-SCHEMA_VERSION = "1"
 KIND_PREFIX = "backupbench."
 # A figure stored without a unit is a count, a flag or a ratio: UCUM's dimensionless unit.
 DIMENSIONLESS = "1"

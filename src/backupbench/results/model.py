@@ -62,8 +62,8 @@ S3_REQUEST_KINDS = ("put", "get", "list", "delete")
 
 
 MONITOR_PREFIX = "mon."  # runner/phases.py stores the monitor summary under it
-# Figures stored per LV as '<prefix><lv>.<figure>': layouts/snapwatch.py (a snapshot's fill,
-# whether it turned Invalid), layouts/thinwatch.py (a thin pool's data and metadata fill).
+# Figures stored per LV as '<prefix><lv>.<figure>': monitor/snapwatch.py (a snapshot's fill,
+# whether it turned Invalid), monitor/thinwatch.py (a thin pool's data and metadata fill).
 PER_VOLUME_PREFIXES = ("snapshot.", "thinpool.")
 DISK_METRIC_KEYS = frozenset(metric.key for metric in DISK_METRICS)
 

@@ -39,8 +39,10 @@ from backupbench.runner.agents_merge import MERGE_NOTE, errors_by_kind, merge_ph
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunRequest, execute_remote
 from backupbench.workloads.base import PhaseHooks
+from backupbench.workloads.registry import WORKLOADS, names_where
 from backupbench.workloads.s3 import S3Workload, objects_artefact
 from backupbench.workloads.s3_options import PHASE_TITLES, run_prefix
+from backupbench.workloads.s3_phase import content_seed
 
 AGENT_PHASES = ("put", "get", "delete")
 # Time every agent has to check the endpoint before the common start.
@@ -204,15 +206,15 @@ class AgentsWorkload:
     def _request(self, ref: AgentRef, op: str, first: bool, last: bool) -> dict[str, Any]:
         opts, (s3, creds) = self.inner.options, self.inner.connect()
         objects, streams = self.shares()[ref.label]
-        content = opts.content()
+        # Fresh bytes for every agent and every run: the agent's own seed (workloads/s3_phase.py).
+        plan = opts.object_plan(content_seed(self._run_id, ref.label))
         return {"endpoint": s3.endpoint, "bucket": s3.bucket, "region": s3.region,
                 "prefix": agent_prefix(self._run_id, ref.label), "ops": [op], "objects": objects,
-                "object_size": opts.object_size.low, "concurrency": streams,
+                "concurrency": streams, **plan.agent_fields(),
                 "request_timeout": float(opts.request_timeout), "connect_timeout": float(opts.connect_timeout),
                 "access_key": creds.access_key.get_secret_value(), "secret_key": creds.secret_key.get_secret_value(),
                 "session_token": creds.session_token.get_secret_value() if creds.session_token else None,
-                "data": content.kind, "compress": content.compress, "dedupe": content.dedupe,
-                "pattern": content.pattern, "keep": not last, "keep_s": KEEP_S, "resume": not first}
+                "keep": not last, "keep_s": KEEP_S, "resume": not first}
 
     def _start(self, op: str, first: bool, last: bool, active: list[AgentRef]) -> dict[str, str]:
         """The phase's job on every active agent, sent at once; label -> job id. An agent that
@@ -344,8 +346,11 @@ def on_agents(workload_name: str, built: object, agents: str, token_file: Path |
               trust: Trust | None = None) -> AgentsWorkload:
     """`built` (an s3 workload) from the agents of --agents, trusted as `trust` says (None: the
     system's CAs); InputError for anything else."""
-    if workload_name != "s3" or not isinstance(built, S3Workload):
-        raise InputError(f"--agents applies to --workload s3, not {workload_name}", "drop --agents")
+    definition = WORKLOADS.get(workload_name)
+    if definition is None or not definition.capabilities.agents or not isinstance(built, S3Workload):
+        from_agents = names_where(lambda capabilities: capabilities.agents)
+        raise InputError(f"--agents applies to --workload {' or '.join(from_agents)}, not {workload_name}",
+                         "drop --agents")
     if token_file is None:
         raise InputError("--agents needs --agent-token-file: the token the agents were started with")
     try:

@@ -18,9 +18,11 @@ from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.journal import Journal
 from backupbench.layouts.executor import Provisioner
 from backupbench.layouts.minio import MinioServer
-from backupbench.layouts.snapwatch import SnapshotWatch
-from backupbench.layouts.thinwatch import ThinPoolWatch, thin_pool_vgs
+from backupbench.layouts.lvm import thin_pool_vgs
+from backupbench.monitor.snapwatch import SnapshotWatch
+from backupbench.monitor.thinwatch import ThinPoolWatch
 from backupbench.plan import Plan
+from backupbench.recipe import naming
 from backupbench.results.model import RunRecord
 from backupbench.runner.apply_hosts import apply_on_hosts
 from backupbench.runner.faulted import FaultRun, member_baseline
@@ -50,7 +52,8 @@ class ApplyHooks:
 
 def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host_facts: dict | None = None) -> RunRecord:
     if plan.recipe.hosts is not None:  # nothing to build: the workloads run on other machines
-        return apply_on_hosts(plan, results, reporter, hooks.announce, hooks.on_closed, host_facts, hooks.label)
+        return apply_on_hosts(plan, results, reporter, announce=hooks.announce, on_closed=hooks.on_closed,
+                              host_facts=host_facts, label=hooks.label)
     if plan.refusals:
         raise RefusedError("the recipe cannot run here: " + "; ".join(plan.refusals),
                            "fix the devices or run it where the kernel has what it needs (see backupbench plan)")
@@ -62,8 +65,10 @@ def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host
             # Made by the first layout's `mkdir -p`, removed (once empty) when the run closes.
             journal.will_create(artefacts.folder(folder, plan.run_id, "folder of mount points"))
         # The plan's object names (VGs, md arrays, mounts) carry its run id: the stored run keeps it.
-        session = RunSession(results, "recipe", recipe.name, {"recipe": recipe.model_dump(mode="json")}, host,
-                             reporter, recipe.monitor, plan.run_id, journal, hooks.on_closed, hooks.label)
+        session = RunSession(results=results, kind="recipe", target=recipe.name,
+                             settings={"recipe": recipe.model_dump(mode="json")}, host=host, reporter=reporter,
+                             monitor=recipe.monitor, run_id=plan.run_id, journal=journal, on_closed=hooks.on_closed,
+                             label=hooks.label)
         with session:
             for step in plan.steps:
                 _one_layout(session, step.layout, plan, journal, hooks)
@@ -83,7 +88,8 @@ def _one_layout(session: RunSession, layout, plan: Plan, journal: Journal, hooks
     provisioner = Provisioner(journal, layout.name, on_action=lambda action: hooks.announce(action.description))
     try:
         if layout.fault is not None:
-            session.reporter.stage_started(f"{layout.name}/member", "one member read, then written, alone")
+            session.reporter.stage_started(naming.layout_operation(layout.name, naming.MEMBER),
+                                           "one member read, then written, alone")
             session.add_operation(member_baseline(layout, hooks.recheck), announced=True)
         provisioner.apply(layout.actions, lambda: hooks.recheck(layout.devices))
         _measure_layout(session, plan.recipe, layout, provisioner, hooks)
@@ -116,8 +122,9 @@ def _measure_states(session: RunSession, recipe, layout, server: MinioServer | N
     if layout.fault is None:
         _measure_workloads(session, recipe, layout, server)
         return
-    fault = FaultRun(layout, session.folder / layout.name, provisioner, hooks.recheck, session.journal,
-                     session.run_id, session.reporter, server.connection() if server is not None else None)
+    fault = FaultRun(layout=layout, folder=session.folder / layout.name, provisioner=provisioner,
+                     recheck=hooks.recheck, journal=session.journal, run_id=session.run_id, reporter=session.reporter,
+                     server=server.connection() if server is not None else None)
     try:
         fault.run(lambda state: _measure_workloads(session, recipe, layout, server, state))
     finally:
@@ -129,8 +136,8 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
     # fio and small-file workloads on a MinIO layout run on its first drive.
     target = layout.s3_drives[0] if layout.s3_drives else layout.mount_point
     for index, spec in enumerate(recipe.workload):
-        base = layout.name if len(recipe.workload) == 1 else f"{layout.name}/{index + 1}-{spec.kind}"
-        group = f"{base}/{state}" if state else base
+        base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
+        group = naming.in_state(base, state)
         before = len(session.run.operations)
         with SnapshotWatch(layout.watched_snapshots) as watch, ThinPoolWatch(thin_pool_vgs(layout)) as pools:
             session.measure(build_workload(spec, server, layout.name), target, group=group,

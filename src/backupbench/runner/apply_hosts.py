@@ -22,8 +22,9 @@ from typing import Callable
 from backupbench.agent.tls import RECIPE_NAMES, Trust
 from backupbench.devices import facts
 from backupbench.errors import BackupbenchError, InputError, RefusedError
-from backupbench.plan import Plan, workload_group
-from backupbench.recipe.hosts import FIO_SERVER_WORKLOADS, HostsSpec
+from backupbench.plan import Plan
+from backupbench.recipe import naming
+from backupbench.recipe.hosts import HostsSpec
 from backupbench.recipe.model import Recipe
 from backupbench.results.model import RunRecord
 from backupbench.results.store import Store
@@ -66,16 +67,18 @@ def _job(recipe: Recipe, hosts: HostsSpec, index: int) -> RemoteJob:
     """The recipe's workload `index` as `run --hosts` / `run --agents` builds it; their typed
     errors (InputError) for what those refuse."""
     entry = recipe.workload[index]
-    built = WORKLOADS[entry.kind].build(entry, None)
+    definition = WORKLOADS[entry.kind]
+    built = definition.build(entry, None)
     token_file = Path(hosts.agent_token_file) if hosts.agent_token_file else None
-    if entry.kind in FIO_SERVER_WORKLOADS:
+    group = naming.workload_group("", index, entry.kind, len(recipe.workload))
+    if definition.capabilities.fio_servers:
         on_servers = _on_fio_servers(entry.kind, built, hosts, token_file)
         machines = "fio servers " + ", ".join(host.name for host in on_servers.hosts)
         if on_servers.agents:
             machines += " and their agents"
-        return RemoteJob(workload_group(recipe, index), on_servers, machines)
+        return RemoteJob(group, on_servers, machines)
     remote = on_agents(entry.kind, built, ",".join(hosts.agents), token_file, agent_trust(hosts))
-    return RemoteJob(workload_group(recipe, index), remote, "agents " + ", ".join(hosts.agents))
+    return RemoteJob(group, remote, "agents " + ", ".join(hosts.agents))
 
 
 def refusals(recipe: Recipe) -> list[str]:
@@ -93,7 +96,7 @@ def refusals(recipe: Recipe) -> list[str]:
     return found
 
 
-def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, announce: Callable[[str], None] = lambda _m: None,
+def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, *, announce: Callable[[str], None] = lambda _m: None,
                    on_closed: Callable[[RunRecord], None] | None = None, host_facts: dict | None = None,
                    label: str = "") -> RunRecord:
     recipe, hosts = plan.recipe, plan.recipe.hosts
@@ -113,8 +116,9 @@ def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, announce: Call
         versions = {name: version for job in jobs for name, version in job.workload.engine_versions().items()}
         host = {**facts.collect_host(), **(host_facts or {}), **versions}
         monitor = recipe.monitor.model_copy(update={"no_monitor": True})
-        session = RunSession(results, "recipe", recipe.name, {"recipe": recipe.model_dump(mode="json")}, host,
-                             reporter, monitor, plan.run_id, journal, on_closed, label)
+        session = RunSession(results=results, kind="recipe", target=recipe.name,
+                             settings={"recipe": recipe.model_dump(mode="json")}, host=host, reporter=reporter,
+                             monitor=monitor, run_id=plan.run_id, journal=journal, on_closed=on_closed, label=label)
         with session:
             for job in jobs:
                 try:

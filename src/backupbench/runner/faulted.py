@@ -31,12 +31,13 @@ from backupbench.layouts.minio import S3Connection
 from backupbench.monitor.rebuild import MdReader, RebuildWatch, Sample, StateReader, ZpoolReader
 from backupbench.monitor.rebuild_btrfs import BtrfsReader
 from backupbench.monitor.rebuild_minio import MinioHealReader
+from backupbench.recipe import naming
+from backupbench.recipe.naming import DEGRADED, HEALTHY, REBUILDING, REBUILT
 from backupbench.results.model import COMPLETE, FAILED, INTERRUPTED, OperationRecord, now_iso
 from backupbench.runner.fill import fill_file, fill_s3
 from backupbench.runner.phases import Reporter
 from backupbench.units import format_rate, format_size
 
-STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
 # Bound on the passes of rebuild_load = "repeat": a rebuild that never ends must not run for ever.
 MAX_REPEATS = 1000
 
@@ -84,7 +85,7 @@ def state_reader(fault: FaultPlan, server: S3Connection | None = None) -> StateR
 
 
 class FaultRun:
-    def __init__(self, layout: LayoutPlan, folder: Path, provisioner: Provisioner,
+    def __init__(self, *, layout: LayoutPlan, folder: Path, provisioner: Provisioner,
                  recheck: Callable[[tuple[str, ...]], None], journal, run_id: str, reporter: Reporter,
                  server: S3Connection | None = None):
         assert layout.fault is not None
@@ -95,7 +96,7 @@ class FaultRun:
         self.journal = journal
         self.run_id = run_id
         self.reporter = reporter
-        self.rebuild_stage = f"{layout.name}/rebuild"
+        self.rebuild_stage = naming.layout_operation(layout.name, naming.REBUILD)
         self.progress_stage = self.rebuild_stage  # the bar the watch's samples move
         self.rebuild_announced = False
         self.server = server
@@ -117,7 +118,7 @@ class FaultRun:
         size = self.fault.spec.fill
         if not size or (self.layout.mount_point is None and self.server is None):
             return
-        stage = f"{self.layout.name}/fill"
+        stage = naming.layout_operation(self.layout.name, "fill")
         self.reporter.stage_started(stage, f"write {format_size(size)} before the failure")
         if self.server is not None:
             fill_s3(self.server, size, self.run_id, self.folder / "fill")
@@ -130,18 +131,18 @@ class FaultRun:
             self._do(action)
         self._fill()
         self.watch.start()
-        self._enter("healthy")
+        self._enter(HEALTHY)
         try:
             began = time.monotonic()
-            measure("healthy")
+            measure(HEALTHY)
             self._hold_healthy(self.fault.spec.after - (time.monotonic() - began))
             self._do(Action(f"fail {', '.join(self.fault.failed)} of {self.fault.array}", self.fault.fail))
-            self._enter("degraded")
-            measure("degraded")
+            self._enter(DEGRADED)
+            measure(DEGRADED)
             if self.fault.rebuilds:
                 self._rebuild(measure)
-                self._enter("rebuilt")
-                measure("rebuilt")
+                self._enter(REBUILT)
+                measure(REBUILT)
                 self._copy_back()
         finally:
             self.watch.stop()
@@ -150,7 +151,7 @@ class FaultRun:
         """`after` longer than the healthy pass: the array stays healthy, shown as a stage."""
         if seconds <= 0:
             return
-        stage = f"{self.layout.name}/healthy-wait"
+        stage = naming.layout_operation(self.layout.name, "healthy-wait")
         self.reporter.stage_started(stage, f"healthy until {self.fault.spec.after:g} s (fault.after)")
         _wait(seconds)
         self.reporter.stage_finished(stage, None)
@@ -168,7 +169,7 @@ class FaultRun:
         if not self.fault.copy_back or self.span is None or self.span.ended is None:
             return
         disk = self.fault.copy_back_disk
-        stage = f"{self.layout.name}/copy-back"
+        stage = naming.layout_operation(self.layout.name, "copy-back")
         self.reporter.stage_started(stage, f"copy the distributed spare back onto {disk}")
         self.progress_stage = stage
         if isinstance(self.reader, ZpoolReader):
@@ -192,16 +193,16 @@ class FaultRun:
         self.rebuild_announced = True
         self._do(Action(f"rebuild {self.fault.array} onto {self.fault.target}", self.fault.rebuild,
                         destructive=bool(self.fault.replacements)))
-        self._enter("rebuilding")
+        self._enter(REBUILDING)
         load = self.fault.spec.rebuild_load
         load_ended = None
         if load != "none":
-            measure("rebuilding")
+            measure(REBUILDING)
             for repeat in range(2, MAX_REPEATS if load == "repeat" else 2):
                 self.watch.sample()
                 if self._finished():
                     break
-                measure(f"rebuilding-{repeat}")
+                measure(naming.repeated_rebuilding(repeat))
             load_ended = self.watch.elapsed()
         timeout = self.fault.spec.rebuild_timeout - (self.watch.elapsed() - self.span_started)
         ended = self._first_finished() if _wait(max(0.0, timeout), self._sampled_finished) else None
@@ -215,7 +216,7 @@ class FaultRun:
 
     def _show_progress(self, sample: Sample) -> None:
         """The rebuild's bar, from the watch's thread (rich's Progress takes updates from any)."""
-        if not self.rebuild_announced or sample.phase not in ("rebuilding", "rebuilt", "copy-back"):
+        if not self.rebuild_announced or sample.phase not in (REBUILDING, REBUILT, "copy-back"):
             return
         state = sample.state
         if state.finished:
@@ -236,8 +237,8 @@ class FaultRun:
     def record(self) -> OperationRecord:
         """The rebuild as an operation of its own: `<layout>/rebuild`."""
         pattern = f"rebuild onto {self.fault.target}" if self.fault.rebuilds else "degraded only (no replacement)"
-        record = OperationRecord(name=f"{self.layout.name}/rebuild", pattern=pattern)
-        record.detail.update({"layout": self.layout.name, "state": "rebuild", "kind": self.fault.kind,
+        record = OperationRecord(name=self.rebuild_stage, pattern=pattern)
+        record.detail.update({"layout": self.layout.name, "state": naming.REBUILD, "kind": self.fault.kind,
                               "failed": list(self.fault.failed),
                               "rebuilds": self.fault.rebuilds,
                               "target": self.fault.target, "rebuild_load": self.fault.spec.rebuild_load,
@@ -277,8 +278,9 @@ def member_baseline(layout: LayoutPlan, recheck: Callable[[tuple[str, ...]], Non
     assert layout.fault is not None
     host = host or HostFiles()
     device = layout.fault.failed[0]
-    record = OperationRecord(name=f"{layout.name}/member", pattern=f"read, then write, 1 MiB qd4 of {device}")
-    record.detail.update({"layout": layout.name, "state": "member", "device": device})
+    record = OperationRecord(name=naming.layout_operation(layout.name, naming.MEMBER),
+                             pattern=f"read, then write, 1 MiB qd4 of {device}")
+    record.detail.update({"layout": layout.name, "state": naming.MEMBER, "device": device})
     sectors = host.read_value(f"/sys/class/block/{Path(device).name}/size")
     if sectors and sectors.isdigit():
         record.figures["member_bytes"] = float(int(sectors) * 512)

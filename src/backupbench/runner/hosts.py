@@ -29,9 +29,7 @@ from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunRequest, execute_remote
 from backupbench.workloads.base import PhaseHooks, Workload
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, TAG
-
-# Workloads made of fio jobs on one test file: the only ones fio's servers can run for us.
-HOST_WORKLOADS = ("kb2014", "first-write")
+from backupbench.workloads.registry import WORKLOADS, names_where
 # Beyond a time-based phase's runtime: connecting, laying out, fio's own 5 s lost-host timeout.
 PHASE_GRACE_S = 120.0
 # A phase without a runtime (laying out the file) at a pessimistic 10 MiB/s per host.
@@ -182,9 +180,12 @@ class HostsWorkload:
 
 
 def on_hosts(workload_name: str, built: Workload, hosts: tuple[Host, ...], path: str | None) -> HostsWorkload:
-    """`built` (a kb2014 or first-write workload) on `hosts`; InputError for any other."""
-    if workload_name not in HOST_WORKLOADS or not isinstance(built, FioWorkload):
-        raise InputError(f"--hosts applies to --workload {' or '.join(HOST_WORKLOADS)}, not {workload_name}",
+    """`built` (a workload that runs on fio servers: kb2014, first-write) on `hosts`; InputError
+    for any other."""
+    definition = WORKLOADS.get(workload_name)
+    if definition is None or not definition.capabilities.fio_servers or not isinstance(built, FioWorkload):
+        on_servers = names_where(lambda capabilities: capabilities.fio_servers)
+        raise InputError(f"--hosts applies to --workload {' or '.join(on_servers)}, not {workload_name}",
                          "drop --hosts, or choose a fio workload")
     if path is None:
         raise InputError("--hosts needs PATH: the directory to test on every host (absolute, as the hosts see it)")

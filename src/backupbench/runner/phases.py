@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from backupbench.journal import Journal
 from backupbench.monitor import DeviceStack, Sampler, Thresholds
 from backupbench.monitor.zfs import PoolGauge
+from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, MONITOR_PREFIX, OperationRecord, RunRecord, now_iso
 from backupbench.results.store import Store
 
@@ -61,7 +62,7 @@ class PhaseRecorder:
     Under a fault the group is '<layout>/<state>': `layout` and `state` say which is which."""
 
     def __init__(self, run: RunRecord, store: Store, folder: Path, reporter: Reporter,
-                 monitor: MonitorPlan | None, group: str = "", run_root: Path | None = None,
+                 monitor: MonitorPlan | None, *, group: str = "", run_root: Path | None = None,
                  journal: Journal | None = None, layout: str = "", state: str = ""):
         self.run = run
         self.journal = journal
@@ -87,7 +88,7 @@ class PhaseRecorder:
             self.journal.removed(artefact_id, how)
 
     def qualified(self, name: str) -> str:
-        return f"{self.group}/{name}" if self.group else name
+        return naming.operation(self.group, name)
 
     def started(self, name: str, title: str, pattern: str, measured: bool = True) -> None:
         full = self.qualified(name)

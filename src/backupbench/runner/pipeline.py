@@ -23,7 +23,7 @@ from backupbench import process, stopping
 from backupbench.devices import eligibility, facts
 from backupbench.devices.compression import content_caution, filesystem_compression
 from backupbench.engines.content import from_settings
-from backupbench.errors import BackupbenchError, Interrupted, LeftBehind, RefusedError, StoreError
+from backupbench.errors import BackupbenchError, Interrupted, LeftBehind, RefusedError, RunKept, StoreError
 from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
 from backupbench.redaction import redact, redact_data
@@ -37,6 +37,7 @@ from backupbench import artefacts
 from backupbench.runner.cleanup import SweepReport, finish, sweep
 from backupbench.runner.phases import MonitorPlan, PhaseRecorder, Reporter
 from backupbench.workloads.base import Workload
+from backupbench.workloads.registry import stored_capabilities
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def journalled(journal: Journal) -> Iterator[Journal]:
 class RunSession:
     """Use as a context manager: the run is closed (complete, failed or interrupted) on exit."""
 
-    def __init__(self, results: Path, kind: str, target: str, settings: dict[str, Any],
+    def __init__(self, *, results: Path, kind: str, target: str, settings: dict[str, Any],
                  host: dict[str, Any], reporter: Reporter, monitor: MonitorOptions, run_id: str,
                  journal: Journal, on_closed: Callable[[RunRecord], None] | None = None, label: str = ""):
         self.results = results
@@ -124,9 +125,11 @@ class RunSession:
         self.monitor_options = monitor
         self.journal = journal
         self.store = Store(results / "results.db")
+        # What its workloads can do is stored with it: reports read the run, not today's registry.
         self.run = RunRecord(run_id=run_id, kind=kind, target=target,
-                             settings={**settings, "monitor": monitor.model_dump(mode="json")}, host=host,
-                             owner=current_owner(), label=label)
+                             settings={**settings, "monitor": monitor.model_dump(mode="json"),
+                                       **stored_capabilities(kind, settings)},
+                             host=host, owner=current_owner(), label=label)
         self.folder = run_folder(results, self.run.run_id)
         self._recorder: PhaseRecorder | None = None
         self._void_reason: str | None = None
@@ -180,8 +183,8 @@ class RunSession:
                 "members": list(monitor.stack.members)}
         folder = self.folder / group if group else self.folder
         folder.mkdir(parents=True, exist_ok=True)
-        self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group, self.folder,
-                                       self.journal, layout, state)
+        self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group=group,
+                                       run_root=self.folder, journal=self.journal, layout=layout, state=state)
         try:
             workload.execute(target, folder, self.run_id, self._recorder)
         finally:
@@ -229,10 +232,10 @@ class RunSession:
             leftovers = sweep(self.journal)
             self._close(exc, leftovers)
         if self.run.status == INTERRUPTED:
-            if isinstance(exc, Interrupted) and "kept as" in exc.message:
+            if isinstance(exc, RunKept):
                 return False
-            raise Interrupted(f"interrupted: stopped and cleaned up; the partial run is kept as {self.run_id} "
-                              "(interrupted)") from exc
+            raise RunKept(f"interrupted: stopped and cleaned up; the partial run is kept as {self.run_id} "
+                          "(interrupted)", self.run_id) from exc
         if exc is None and not leftovers.clean:
             more = f" (and {len(leftovers.failed) - 1} more)" if len(leftovers.failed) > 1 else ""
             raise LeftBehind(f"run {self.run_id} is stored {self.run.status}; left behind: {leftovers.failed[0]}{more}",
@@ -293,8 +296,9 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
             # Refuse before a run is opened: a bad target or endpoint leaves nothing in the store.
             check_target(target, workload, journal, run_id)
         workload.check(target)
-        session = RunSession(request.results, workload.kind, workload.target_label(target), workload.settings(), host,
-                             reporter, request.monitor, run_id, journal, request.on_closed, request.label)
+        session = RunSession(results=request.results, kind=workload.kind, target=workload.target_label(target),
+                             settings=workload.settings(), host=host, reporter=reporter, monitor=request.monitor,
+                             run_id=run_id, journal=journal, on_closed=request.on_closed, label=request.label)
         with session:
             session.measure(workload, target, checked=True)
         return session.run
@@ -317,8 +321,9 @@ def execute_remote(request: RunRequest, workload: RemoteWorkload, reporter: Repo
     with journalled(open_journal(request.results, run_id)) as journal:
         workload.check(None)
         monitor = request.monitor.model_copy(update={"no_monitor": True})
-        session = RunSession(request.results, workload.kind, workload.target_label(None), workload.settings(), host,
-                             reporter, monitor, run_id, journal, request.on_closed, request.label)
+        session = RunSession(results=request.results, kind=workload.kind, target=workload.target_label(None),
+                             settings=workload.settings(), host=host, reporter=reporter, monitor=monitor,
+                             run_id=run_id, journal=journal, on_closed=request.on_closed, label=request.label)
         with session:
             try:
                 session.measure(workload, None, checked=True)

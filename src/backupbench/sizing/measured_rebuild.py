@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.sizing.capacity import LayoutSpec
 from backupbench.sizing.rebuild import rebuild_time
@@ -42,18 +43,18 @@ def recipe_layout(run: RunRecord, name: str) -> dict[str, Any]:
 
 
 def layout_operations(run: RunRecord, name: str) -> list[OperationRecord]:
-    return [op for op in run.operations if (op.detail.get("layout") or "").split("/", 1)[0] == name]
+    return [op for op in run.operations if naming.layout_of(op.detail.get("layout") or "") == name]
 
 
 def member_record(ops: list[OperationRecord]) -> OperationRecord | None:
     """The failed member read alone before the layout was built."""
-    return next((op for op in ops if op.detail.get("state") == "member" and op.status == COMPLETE), None)
+    return next((op for op in ops if op.detail.get("state") == naming.MEMBER and op.status == COMPLETE), None)
 
 
 def used_percent(ops: list[OperationRecord], rebuild: OperationRecord, member_bytes: float) -> float:
     """How full the failed member was: what ZFS and btrfs rebuild (md rebuilds it all). ZFS: the
     pool's fill; btrfs: the bytes its allocation table says the replace copies."""
-    healthy = next((op for op in ops if op.detail.get("state") == "healthy" and "zfs.pool_used" in op.figures), None)
+    healthy = next((op for op in ops if op.detail.get("state") == naming.HEALTHY and "zfs.pool_used" in op.figures), None)
     if healthy is not None:
         return healthy.figures["zfs.pool_used"]
     if rebuild.detail.get("kind") == "btrfs" and rebuild.figures.get("rebuild_bytes") and member_bytes:
@@ -95,5 +96,5 @@ def measured_rebuild(run: RunRecord, rebuild: OperationRecord) -> MeasuredRebuil
 
 def measured_rebuilds(run: RunRecord) -> list[MeasuredRebuild]:
     found = (measured_rebuild(run, op) for op in run.operations
-             if op.detail.get("state") == "rebuild" and op.status == COMPLETE)
+             if op.detail.get("state") == naming.REBUILD and op.status == COMPLETE)
     return [m for m in found if m is not None]

@@ -1,7 +1,8 @@
 """The repository plan as data: what `backupbench size repository` works out and `--json` prints.
 
 Every model here is frozen pydantic; the document is `RepositoryPlan.model_dump(mode="json")`
-and its JSON Schema is generated from the same models (`document_schema`), shipped as
+under the header every document has (RepositoryDocument), and its JSON Schema is generated from
+these models with every other document's (cli/documents.py), shipped as
 results/schema/size.repository.schema.json. Sizes in bytes, speeds in bytes/s, times in seconds.
 
 A speed is an interval: `value` is the figure used (a median once runs give several samples),
@@ -11,10 +12,11 @@ every figure is one sample or the model, so low = value = high and the figure is
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from backupbench.results.document_models import Header
 from backupbench.sizing.policy import BackupPolicy, DiskModel
 from backupbench.sizing.restore_points import RetentionTable
 
@@ -125,24 +127,7 @@ class RepositoryPlan(_Frozen):
     notes: list[str]
 
 
-def document_schema() -> dict[str, Any]:
-    """The JSON Schema of the `size repository --json` document: the header every document
-    carries (results/document.py) and RepositoryPlan's own schema."""
-    body = RepositoryPlan.model_json_schema(mode="serialization")
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://schemas.backupbench.invalid/1/size.repository.schema.json",
-        "title": "backupbench size repository document",
-        "description": "`backupbench size repository --json`: sizes in bytes, speeds in bytes/s, times in seconds. "
-                       "Generated from sizing/plan_model.py (RepositoryPlan).",
-        "type": "object",
-        "required": ["schema_version", "kind", "backupbench_version", *body["required"]],
-        "properties": {
-            "schema_version": {"const": "1"},
-            "kind": {"const": "backupbench.size.repository"},
-            "backupbench_version": {"type": "string", "minLength": 1},
-            **body["properties"],
-        },
-        "additionalProperties": False,
-        "$defs": body.get("$defs", {}),
-    }
+class RepositoryDocument(RepositoryPlan, Header):
+    """`backupbench size repository --json`: sizes in bytes, speeds in bytes/s, times in seconds."""
+
+    kind: Literal["backupbench.size.repository"]

@@ -140,7 +140,7 @@ def expected_write(layout: dict[str, Any], member_write_bw: float) -> Expected:
     return Expected(disks * member_write_bw, f"{disks:g} x member write ({why})")
 
 
-def expected_rebuild_seconds(layout: dict[str, Any], member_bytes: int, member_bw: float,
+def expected_rebuild_seconds(layout: dict[str, Any], member_bytes: int, member_bw: float, *,
                              used_percent: float, distributed: bool, speed_limit_max: int | None) -> Expected | None:
     spec = sizing_spec(layout, member_bytes)
     if spec is None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from backupbench.analysis.windows import backup_windows
 from backupbench.errors import InputError
+from backupbench.recipe import naming
 from backupbench.results.model import RunRecord
 from backupbench.sizing.percent import percent_of
 
@@ -128,8 +129,8 @@ def _by_layout(run: RunRecord) -> dict[str | None, RunRecord]:
     """The run itself, or for an `apply` run one run per layout with the prefix removed."""
     groups: dict[str | None, list] = {}
     for op in run.operations:
-        layout, _, name = op.name.rpartition("/")
-        groups.setdefault(layout or None, []).append(dataclasses.replace(op, name=name))
+        layout = naming.group_of(op.name)
+        groups.setdefault(layout or None, []).append(dataclasses.replace(op, name=naming.phase_of(op.name)))
     return {layout: dataclasses.replace(run, operations=ops) for layout, ops in groups.items()}
 
 

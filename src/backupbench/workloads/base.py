@@ -17,7 +17,9 @@ from typing import Any, Callable, Mapping, Protocol, TypeVar
 from pydantic import BaseModel
 
 from backupbench.artefacts import Remover
+from backupbench.engines import fio_client
 from backupbench.paths import Syntax
+from backupbench.workloads.capabilities import Capabilities
 
 
 class PhaseHooks(Protocol):
@@ -50,7 +52,8 @@ class Workload(Protocol):
         """Engine name -> version, recorded with the run."""
 
     def phases(self) -> tuple[str, ...]:
-        """The phases it will run, in order, by the names every output uses."""
+        """The phases it will run, in order, by the names every output uses: its Definition's
+        phases(options), which know them without building it."""
 
     def settings(self) -> dict[str, Any]:
         """Everything that shapes the figures, stored with the run."""
@@ -85,6 +88,11 @@ class Definition:
     options: type[BaseModel]          # flags of `run` and keys of a recipe entry, each defined once
     recipe_entry: type[BaseModel]     # the options plus `kind` (and what a recipe adds)
     build: Callable[[Any, ServedBy | None], Workload]
+    # The phases a workload of these options (or recipe entry) runs, in order, by the names
+    # every output uses: known without building it (no server, no credentials needed).
+    phases: Callable[[Any], tuple[str, ...]]
+    # What it can do (where it runs, what its figures mean): asked instead of its name.
+    capabilities: Capabilities = Capabilities()
     needs_directory: bool = True
     # Named starting points (--preset NAME, preset = "NAME"): option values the given ones override.
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -98,6 +106,12 @@ class Definition:
     # How its engine is told the directory it works in (fio: in a job file): plan checks a
     # layout's mount point against it before anything is built.
     path_syntax: Syntax = Syntax.ARGV
+
+    def removers_needed(self) -> dict[str, Remover]:
+        """Its own removers, and those its capabilities need: on fio servers, the one that
+        removes its test file on a host."""
+        needed = {fio_client.REMOTE_FILE: fio_client.remove_remote_file} if self.capabilities.fio_servers else {}
+        return {**needed, **self.removers}
 
     def options_from(self, given: Mapping[str, Any], preset: str | None = None) -> dict[str, Any]:
         """The option values a run gets: a preset's (the default one's if none is named), the

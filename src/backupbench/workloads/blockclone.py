@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from backupbench import artefacts, process, stopping, units
 from backupbench.devices import facts
@@ -151,6 +151,11 @@ def restore_names() -> tuple[str, ...]:
     return tuple(name for base, _ in RESTORES for name in (f"{base}-original", base))
 
 
+def phase_names(options: BlockCloneOptions) -> tuple[str, ...]:
+    """The phases a run of `options` goes through, in order."""
+    return (FULL, *increment_names(options.increments), *restore_names())
+
+
 def seeded(seed: int) -> tuple[tuple[str, str], ...]:
     """fio options for offsets and data drawn from `seed`. randrepeat=0 is needed: with
     randrepeat=1 (the default) fio seeds the block offsets with its own constant, whatever
@@ -245,7 +250,7 @@ class BlockCloneWorkload:
         return {"fio": self.engine.version()}
 
     def phases(self) -> tuple[str, ...]:
-        return (FULL, *increment_names(self.options.increments), *restore_names())
+        return phase_names(self.options)
 
     def settings(self) -> dict[str, Any]:
         return {**self.options.model_dump(mode="json"), "file_size": self.options.file_size,
@@ -366,4 +371,5 @@ DEFINITION = Definition(
     description="synthetic fulls by block clone (XFS reflink, btrfs): clone time, space really used, and the "
                 "restore cost of the fragmented full (issue 14)",
     path_syntax=Syntax.FIO_JOB, options=BlockCloneOptions, recipe_entry=BlockCloneEntry, build=workload,
+    phases=phase_names,
 )

@@ -17,6 +17,7 @@ from backupbench.engines.fio_job import FioJob
 from backupbench.paths import Syntax
 from backupbench.units import MiB
 from backupbench.workloads.base import Definition, ServedBy, narrowed
+from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
 from backupbench.workloads.kb2014 import SuiteOptions
 
@@ -75,4 +76,5 @@ DEFINITION = Definition(
     description="first write vs overwrite vs read of one region: thin-provisioning and CoW allocation cost "
                 "(field note B)",
     path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=FirstWriteEntry, build=workload,
+    phases=lambda options: PHASE_NAMES, capabilities=Capabilities(fio_servers=True),
 )

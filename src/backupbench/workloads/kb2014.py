@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from backupbench import units
-from backupbench.engines import fio_client
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
 from backupbench.paths import Syntax
 from backupbench.schema import BlockSize, Duration, PositiveSize, Size, comma_list, no_repeats, validate
 from backupbench.units import KiB
 from backupbench.workloads.base import Definition, ServedBy, narrowed
+from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
 
@@ -229,6 +229,13 @@ def needs_layout(operations: list[Operation]) -> bool:
     return any(op.rw != "write" for op in operations)
 
 
+def phase_names(options: SuiteOptions) -> tuple[str, ...]:
+    """The phases `workload(options)` runs, in order: the layout (unmeasured) when a read
+    needs data under it, then the operations."""
+    operations = select(options.operations)
+    return ((LAYOUT,) if needs_layout(operations) else ()) + tuple(op.name for op in operations)
+
+
 def _scorer(op: Operation):
     def score(summary):
         figures = base_figures(summary)
@@ -258,7 +265,6 @@ DEFINITION = Definition(
     name="kb2014",
     description="Veeam KB2014 backup operations: active full, synthetic full, reverse incremental, restores "
                 "(field note C)",
-    path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload,
-    # With --hosts the test files are on the fio servers: removed by a job sent to each.
-    removers={fio_client.REMOTE_FILE: fio_client.remove_remote_file},
+    path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=Kb2014Entry, build=workload, phases=phase_names,
+    capabilities=Capabilities(fio_servers=True, kb2014_operations=True),
 )

@@ -6,9 +6,12 @@ Workload: see docs/architecture.md for a worked example) and one line here.
 
 from __future__ import annotations
 
+from typing import Any, Callable, Mapping
+
 from backupbench.artefacts import Remover
 from backupbench.workloads import blockclone, firstwrite, kb2014, s3, smallfiles
 from backupbench.workloads.base import Definition
+from backupbench.workloads.capabilities import STORED_KEY, Capabilities, kinds_of
 
 WORKLOADS: dict[str, Definition] = {definition.name: definition for definition in (
     kb2014.DEFINITION,
@@ -20,5 +23,19 @@ WORKLOADS: dict[str, Definition] = {definition.name: definition for definition i
 
 
 def artefact_removers() -> dict[str, Remover]:
-    """Removers for the artefact kinds workloads add (beyond files, folders and processes)."""
-    return {kind: remover for definition in WORKLOADS.values() for kind, remover in definition.removers.items()}
+    """Removers for the artefact kinds workloads add (beyond files, folders and processes),
+    those their capabilities need among them."""
+    return {kind: remover for definition in WORKLOADS.values()
+            for kind, remover in definition.removers_needed().items()}
+
+
+def names_where(wanted: Callable[[Capabilities], bool]) -> tuple[str, ...]:
+    """The workloads whose capabilities are as `wanted`, in registry order (for messages)."""
+    return tuple(name for name, definition in WORKLOADS.items() if wanted(definition.capabilities))
+
+
+def stored_capabilities(kind: str, settings: Mapping[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """What a new run stores beside its settings: the capabilities of every kind of workload
+    it runs (workloads/capabilities.py reads them back)."""
+    return {STORED_KEY: {name: WORKLOADS[name].capabilities.stored() for name in kinds_of(kind, settings)
+                         if name in WORKLOADS}}

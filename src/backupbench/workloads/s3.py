@@ -31,24 +31,17 @@ from pydantic import Field, SecretStr, field_validator
 
 from backupbench import process
 from backupbench.artefacts import FAILED, GONE, NOT_OURS, REMOVED, Artefact, Outcome
-from backupbench.engines.s3 import BINARY, PhaseRun, PhaseSpec, Probe, Removal, S3Engine, S3Target
+from backupbench.engines.s3 import BINARY, PhaseRun, Probe, Removal, S3Engine, S3Target
 from backupbench.engines.s3_credentials import DEFAULT_REGION, Credentials, resolve
 from backupbench.engines.s3_hints import hint_for, phase_lines
-from backupbench.engines.s3_records import attempted_keys, written_keys
 from backupbench.errors import BackupbenchError, EngineError, RefusedError, S3Error
 from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads import s3_lock
-from backupbench.workloads.s3_options import PHASE_TITLES, S3Options, content_seed, normalise_endpoint, run_prefix
+from backupbench.workloads.capabilities import Capabilities
+from backupbench.workloads.s3_options import PHASE_TITLES, S3Options, normalise_endpoint, run_prefix
+from backupbench.workloads.s3_phase import PutKeys, content_seed, phase_spec
 
 log = logging.getLogger("backupbench.s3")
-
-
-def key_set(numbers: set[int]) -> tuple[int, tuple[int, ...]]:
-    """The load generator's form of a set of object numbers: a count and the gaps in 0..count-1."""
-    if not numbers:
-        return 0, ()
-    count = max(numbers) + 1
-    return count, tuple(n for n in range(count) if n not in numbers)
 
 
 class S3Workload:
@@ -141,24 +134,23 @@ class S3Workload:
         probe = self._claim(s3, creds, prefix, run_id, hooks)
         self._folder = folder
         opts = self.options
-        base = dict(prefix=prefix, object_size=opts.object_size.low, concurrency=opts.concurrency,
-                    objects_config=opts.loader_config(content_seed(run_id)))
-        put: PhaseRun | None = None
+        objects = opts.object_plan(content_seed(run_id))
+        put = PutKeys()
         commands: list[str] = []
         try:
             for op in opts.s3_phases:
-                if op == "lock-check":
-                    assert put is not None  # S3Options: phases start with put
-                    self._lock_check(s3, creds, prefix, written_keys(put.records), content_seed(run_id), hooks)
+                if op == "lock-check":  # S3Options: phases start with put
+                    self._lock_check(s3, creds, prefix, set(put.written), objects.seed, hooks)
                     continue
-                spec = self._spec(op, put, base)
+                spec = phase_spec(op, prefix, objects, opts.concurrency, opts.object_count or 0, opts.duration or 0.0,
+                                  put)
                 hooks.started(op, PHASE_TITLES[op], opts.describe(op))
                 commands.append(process.render(self.engine.argv(folder / f"{op}.config.json")))
                 run = self.engine.run_phase(s3, creds, spec, folder,
                                             lambda fraction, detail, name=op: hooks.progress(name, fraction, detail))
                 hooks.finished(op, run.figures, self._detail(run, s3, creds, probe))
                 if op == "put":
-                    put = run
+                    put = PutKeys.of(run)
                 if run.figures["ops"] == 0 and run.errors:
                     kind, count = next(iter(run.errors.items()))
                     hint = hint_for(kind)
@@ -194,22 +186,6 @@ class S3Workload:
                                                                   self.served_by, versions=self.locked))
         self._prefix = prefix
         return probe
-
-    def _spec(self, op: str, put: PhaseRun | None, base: dict[str, Any]) -> PhaseSpec:
-        opts = self.options
-        timed = opts.duration or 0.0
-        if op == "put":
-            return PhaseSpec("put", objects=opts.object_count or 0, duration_s=timed, **base)
-        assert put is not None  # S3Options: phases start with put
-        count, skip = key_set(written_keys(put.records) if op in ("get", "mixed") else attempted_keys(put.records))
-        if count == 0:
-            raise EngineError(f"no object was written, so there is nothing to {op}")
-        if op == "mixed":
-            # New objects of the mixed phase come after every key the put phase may have stored.
-            extra = {"first_new_key": max(attempted_keys(put.records)) + 1}
-            return PhaseSpec(op, objects=count, skip=skip, duration_s=timed,
-                             **{**base, "objects_config": {**base["objects_config"], **extra}})
-        return PhaseSpec(op, objects=count, skip=skip, duration_s=timed if op == "get" else 0.0, **base)
 
     def _lock_check(self, s3: S3Target, creds: Credentials, prefix: str, written: set[int], seed: int,
                     hooks: PhaseHooks) -> None:
@@ -377,6 +353,7 @@ DEFINITION = Definition(
     description="objects PUT then GET (then DELETE; or a mixed phase; with object lock, a lock check) by many "
                 "streams against an S3 endpoint (field note D); needs --endpoint and --bucket, no PATH",
     options=S3Options, recipe_entry=S3Entry, build=workload, needs_directory=False,
+    phases=lambda options: tuple(options.s3_phases), capabilities=Capabilities(agents=True),
     removers={"s3-objects": remove_objects, "s3-bucket": remove_bucket},
     served_by_layout=lambda entry: entry.endpoint is None,
 )

@@ -17,7 +17,6 @@ created only with `create_bucket`. Credentials are SecretStr fields excluded fro
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -28,6 +27,7 @@ from backupbench import units
 from backupbench.redaction import redact, remember
 from backupbench.schema import Duration, Size, comma_list
 from backupbench.workloads.content_options import ContentOptions
+from backupbench.workloads.s3_phase import ObjectPlan
 from backupbench.workloads.s3_values import DEFAULT_MIX, ObjectSize, SizeRange, check_mix, mix_text, parse_mix
 
 Phase = Literal["put", "get", "mixed", "lock-check", "delete"]
@@ -69,12 +69,6 @@ def object_key(run_id: str, number: int) -> str:
     if number < 0:
         raise ValueError("object numbers start at 0")
     return f"{run_prefix(run_id)}obj-{number:0{KEY_DIGITS}d}"
-
-
-def content_seed(run_id: str) -> int:
-    """The seed of a run's object contents: fixed by the run id, so every phase (and a GET of
-    random sizes) knows each object's size and bytes, and no two runs write the same data."""
-    return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") >> 1
 
 
 def check_bucket_name(name: str) -> str:
@@ -315,14 +309,11 @@ class S3Options(ContentOptions):
         count = self.object_count
         return None if count is None else count * self.object_size.mean
 
-    def loader_config(self, seed: int) -> dict[str, object]:
-        """What every phase tells the load generator about the objects (native/s3load Config)."""
-        content = self.content()
-        return {"seed": seed, "data": content.kind, "compress": content.compress, "dedupe": content.dedupe,
-                "pattern": content.pattern, "object_size_max": self.object_size.high,
-                "multipart_threshold": self.multipart_threshold, "part_size": self.part_size,
-                "lock_mode": (self.object_lock or "").upper(), "retention_s": self.retention or 0.0,
-                "mix": self.shares}
+    def object_plan(self, seed: int) -> ObjectPlan:
+        """What the run's objects are (workloads/s3_phase.py), their bytes from `seed`."""
+        return ObjectPlan(self.object_size.low, self.object_size.high, self.content(), seed,
+                          self.multipart_threshold, self.part_size, self.object_lock or "", self.retention or 0.0,
+                          self.shares)
 
     def describe(self, phase: str, checked: int = 0) -> str:
         """One line saying what a phase does, as stored with the operation."""

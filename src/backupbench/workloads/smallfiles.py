@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
 from backupbench import artefacts, units
 from backupbench.engines.content import DataContent
@@ -273,7 +273,7 @@ def workload(spec: SmallFilesSpec, served: ServedBy | None = None) -> SmallFiles
 DEFINITION = Definition(
     name="smallfiles",
     description="many small files created, then rewritten in place pass by pass (field note E)",
-    options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload,
+    options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload, phases=lambda spec: spec.phases,
     presets={name: spec.model_dump(exclude_unset=True) for name, spec in PRESETS.items()},
     default_preset="field-note-e", merge_preset=with_preset,
 )

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 from backupbench import process
 from backupbench.errors import BackupbenchError
-from backupbench.layouts.actions import LayoutPlan
-from backupbench.layouts.snapwatch import LVS_TIMEOUT_S, PeriodicWatch, counted, lvs_rows, percent
+from backupbench.monitor.snapwatch import LVS_TIMEOUT_S, PeriodicWatch, counted, lvs_rows, percent
 from backupbench.monitor.thresholds import FillThresholds
 
 THIN_POOL_TYPE = "t"   # lv_attr's first place for a thin pool (its hidden data LV is 'T')
@@ -45,18 +44,6 @@ def parse_thin_pools(text: str) -> list[ThinPoolState]:
     return [ThinPoolState(row["vg_name"], row["lv_name"], percent(row.get("data_percent")),
                           percent(row.get("metadata_percent")), row.get("lv_attr", ""))
             for row in lvs_rows(text) if row.get("lv_attr", "").startswith(THIN_POOL_TYPE)]
-
-
-def thin_pool_vgs(layout: LayoutPlan) -> tuple[str, ...]:
-    """The volume groups in which the layout makes a thin pool: its `lvcreate --type thin-pool`
-    actions, whose last argument is the VG (layouts/lvm.py), so an lvm-thin layout and thin
-    snapshots are watched alike and every other layout costs no lvs call."""
-    vgs: list[str] = []
-    for action in layout.actions:
-        for argv in action.do:
-            if argv and argv[0] == "lvcreate" and "thin-pool" in argv and argv[-1] not in vgs:
-                vgs.append(argv[-1])
-    return tuple(vgs)
 
 
 @dataclass

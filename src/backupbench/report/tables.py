@@ -1,0 +1,300 @@
+"""The table model of a run's report, as data: which tables a run gets (fio operations,
+block-clone fulls, small-file phases, S3 phases), their columns, rows, cells and captions.
+The terminal (report/terminal.py, rich) and the HTML page (report/html.py) draw the same
+tables from here, each in its own way; a cell that is emphasised or coloured says so by its
+style (bold, green, yellow, bold red), which each renderer maps to its own means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+from backupbench import units
+from backupbench.analysis.compare import relative_speed, run_heading
+from backupbench.analysis.windows import RestoreRange
+from backupbench.engines.content import settings_label
+from backupbench.monitor.thresholds import FillThresholds
+from backupbench.recipe import naming
+from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+from backupbench.workloads import capabilities
+
+
+class Styled(str):
+    """A cell's text with a style ('bold', 'green', 'yellow', 'bold red'): equal to its text."""
+
+    style: str
+
+    def __new__(cls, text: str, style: str) -> "Styled":
+        cell = super().__new__(cls, text)
+        cell.style = style
+        return cell
+
+
+def mib(value: float | None) -> str:
+    """Bytes/s in MiB/s as every table shows them ('-' for none)."""
+    return "-" if not value else f"{value / units.MiB:,.1f}"
+
+
+def _latency(op_figures: dict[str, float]) -> str:
+    values = [v for k, v in op_figures.items() if k in ("read_p99_lat", "write_p99_lat")]
+    if not values:
+        return "-"
+    worst_ms = max(values) / 1e6
+    return f"{worst_ms:,.2f} ms"
+
+
+def target_text(run: RunRecord) -> str:
+    """'xfs on dm-0': the filesystem and device under the (first) target, or ''."""
+    target = next(iter(run.host.get("targets", {}).values()), {})
+    if not target.get("fs_type"):
+        return ""
+    return f"{target['fs_type']} on {target.get('block_device') or target.get('source') or '?'}"
+
+
+def _fio_caption(run: RunRecord) -> str:
+    settings = run.settings
+    if "size" not in settings:
+        return ", ".join(p for p in (settings_label(settings), target_text(run)) if p)
+    parts = [
+        f"{units.format_size(settings.get('file_size') or settings.get('size') or 0)} test file",
+        (f"{settings.get('runtime', 0):g} s per operation" if capabilities.of_kind(run, run.kind).kb2014_operations
+         else "each phase covers the whole file once"),
+        f"{units.format_size(settings.get('block_size') or 0)} blocks",
+        "buffered I/O" if settings.get("buffered") else "direct I/O",
+        str(settings.get("engine", "")),
+    ]
+    if settings.get("jobs", 1) > 1:
+        parts.append(f"{settings['jobs']} jobs")
+    return ", ".join(p for p in [*parts, settings_label(settings), target_text(run)] if p)
+
+
+def _files_caption(run: RunRecord) -> str:
+    s = run.settings
+    if "files" not in s:
+        return ", ".join(p for p in (settings_label(s), target_text(run)) if p)
+    parts = [f"{s['files']:,} files of {units.format_size(s['file_size'])} in {s['folders']:,} folders",
+             f"{s['threads']} workers", f"flush {s['flush']}", settings_label(s), target_text(run)]
+    return ", ".join(p for p in parts if p)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e6:,.2f} ms"
+
+
+def _errors(figures: dict[str, float]) -> str:
+    """Failed requests, and the requests retried after a transient answer when there were any."""
+    text = f"{figures.get('errors', 0):,.0f}"
+    retried = figures.get("retried") or 0
+    return Styled(f"{text} ({retried:,.0f} retried)", "yellow") if retried else text
+
+
+Column = tuple[str, Callable[[dict[str, float]], str]]
+FIO_COLUMNS: list[Column] = [
+    ("read MiB/s", lambda f: mib(f.get("read_bw"))),
+    ("write MiB/s", lambda f: mib(f.get("write_bw"))),
+    ("effective MiB/s", lambda f: Styled(mib(f.get("effective_bw")), "bold")),
+    ("IOPS", lambda f: f"{(f.get('read_iops') or 0) + (f.get('write_iops') or 0):,.0f}"),
+    ("p99 latency", _latency),
+]
+FILE_COLUMNS: list[Column] = [
+    ("files/s", lambda f: Styled(f"{f.get('files_per_s', 0):,.0f}", "bold")),
+    ("MiB/s", lambda f: mib(f.get("effective_bw"))),
+    ("file p50", lambda f: _ms(f.get("file_p50_lat"))),
+    ("file p99", lambda f: _ms(f.get("file_p99_lat"))),
+    ("mismatches", lambda f: "-" if "mismatches" not in f else f"{f['mismatches']:,.0f}"),
+]
+S3_COLUMNS: list[Column] = [
+    ("MiB/s", lambda f: Styled(mib(f.get("effective_bw")), "bold")),
+    ("objects/s", lambda f: f"{f.get('objects_per_s', 0):,.0f}"),
+    ("p50", lambda f: _ms(f.get("lat_p50_ns"))),
+    ("p90", lambda f: _ms(f.get("lat_p90_ns"))),
+    ("p99", lambda f: _ms(f.get("lat_p99_ns"))),
+    ("TTFB p50", lambda f: _ms(f.get("ttfb_p50_ns"))),
+    ("errors", _errors),
+]
+# Block-clone synthetic fulls: the clone, the changed blocks, the space they really took.
+CLONE_COLUMNS: list[Column] = [
+    ("clone ms", lambda f: _number(f.get("clone_s", 0) * 1000, "")),
+    ("clone s/TiB", lambda f: Styled(_number(f.get("clone_s_per_tib"), ""), "bold")),
+    ("changed MiB/s", lambda f: mib(f.get("write_bw"))),
+    ("space used MiB", lambda f: mib(f.get("fs_used_delta"))),
+    ("unshared MiB", lambda f: mib(f.get("unique_bytes"))),
+    ("extents", lambda f: f"{f.get('extents', 0):,.0f}"),
+]
+FRAGMENTATION_COLUMN: Column = ("x slower than the original", lambda f: (
+    "-" if not f.get("fragmentation_cost") else f"{f['fragmentation_cost']:.2f}x"))
+def _s3_detail(f: dict[str, float]) -> str:
+    """Object Lock's immutability check, or a mixed phase's share per request kind."""
+    if "lock_delete_refused" in f:
+        passed = f.get("lock_delete_refused") == 1 and f.get("lock_overwrite_kept") == 1 and f.get("lock_applied") == 1
+        return Styled("immutable: PASS" if passed else "immutable: FAIL", "green" if passed else "bold red")
+    kinds = [(k, f[f"{k}_ops"]) for k in ("put", "get", "list", "delete") if f.get(f"{k}_ops")]
+    return ", ".join(f"{k} {n:,.0f}" for k, n in kinds) or "-"
+
+
+S3_DETAIL_COLUMN: Column = ("check / mix", _s3_detail)
+MONITOR_COLUMNS: list[Column] = [
+    ("disk %util", lambda f: _number(f.get("members_util"), "%")),
+    ("disk w_await", lambda f: _number(f.get("members_w_await"), " ms")),
+]
+# A pool's own figures: a phase served from the ARC never reached the member disks.
+ZFS_COLUMNS: list[Column] = [
+    ("ARC hit", lambda f: _number(f.get("zfs.arc_hit"), "%")),
+    ("pool used", lambda f: _number(f.get("zfs.pool_used"), "%")),
+]
+
+
+SNAPSHOT_PREFIX, SNAPSHOT_FILL, SNAPSHOT_INVALID = "snapshot.", ".data_pct_max", ".invalid"
+THIN_PREFIX, THIN_DATA, THIN_METADATA = "thinpool.", ".data_pct_max", ".metadata_pct_max"
+
+
+def _named(figures: dict[str, float], prefix: str, suffix: str) -> dict[str, float]:
+    """{snapshot or pool: value} of the figures '<prefix><name><suffix>' (monitor/snapwatch.py,
+    monitor/thinwatch.py store one per snapshot and per pool)."""
+    return {k[len(prefix):-len(suffix)]: v for k, v in figures.items() if k.startswith(prefix) and k.endswith(suffix)}
+
+
+def _fill(value: float | None) -> str:
+    """A fill level, yellow from the warning threshold and bold red from the critical one."""
+    level = FillThresholds().level(value) if value is not None else None
+    style = {"warning": "yellow", "critical": "bold red"}.get(level or "", "")
+    return Styled(_number(value, "%"), style) if style else _number(value, "%")
+
+
+def _snapshot_cell(figures: dict[str, float]) -> str:
+    """The fullest snapshot's highest Data%, and which snapshots turned Invalid."""
+    fills = _named(figures, SNAPSHOT_PREFIX, SNAPSHOT_FILL)
+    invalid = sorted(name for name, flag in _named(figures, SNAPSHOT_PREFIX, SNAPSHOT_INVALID).items() if flag)
+    highest = max(fills.values()) if fills else None
+    if invalid:
+        return Styled(f"{_number(highest, '%')} Invalid ({', '.join(invalid)})", "bold red")
+    return _fill(highest)
+
+
+def _highest(figures: dict[str, float], suffix: str) -> str:
+    values = _named(figures, THIN_PREFIX, suffix).values()
+    return _fill(max(values) if values else None)
+
+
+# Space a layout's snapshots or thin pool had left: the highest fill of the workload's phases.
+SNAPSHOT_COLUMNS: list[Column] = [("snapshot Data% max", _snapshot_cell)]
+THIN_COLUMNS: list[Column] = [
+    ("thin pool data% max", lambda f: _highest(f, THIN_DATA)),
+    ("thin pool meta% max", lambda f: _highest(f, THIN_METADATA)),
+]
+
+
+def monitor_columns(ops: list) -> list[Column]:
+    """The sampled columns the phases have figures for: member disks, then a ZFS pool's, then
+    the fill of an LVM layout's snapshots and thin pool."""
+    columns = MONITOR_COLUMNS if any("members_util" in op.figures for op in ops) else []
+    columns = columns + (ZFS_COLUMNS if any("zfs.arc_hit" in op.figures for op in ops) else [])
+    names = {name for op in ops for name in op.figures}
+    if any(name.startswith(SNAPSHOT_PREFIX) and name.endswith(SNAPSHOT_FILL) for name in names):
+        columns = columns + SNAPSHOT_COLUMNS
+    if any(name.startswith(THIN_PREFIX) for name in names):
+        columns = columns + THIN_COLUMNS
+    return columns
+
+
+def _is_file_phase(op) -> bool:
+    return "files_per_s" in op.figures or (not op.figures and op.pattern.endswith(("none", "fsync", "sync-end")))
+
+
+def _is_s3_phase(op) -> bool:
+    return "objects_per_s" in op.figures or (not op.figures and op.pattern.startswith(("PUT", "GET", "DELETE")))
+
+
+class TableSpec(NamedTuple):
+    operations: list[OperationRecord]
+    columns: list[Column]
+    pattern_heading: str
+    caption: str
+
+
+def table_specs(run: RunRecord) -> list[TableSpec]:
+    """One table per kind of phase (fio operations, small-file phases, S3 phases): its
+    operations, columns, pattern heading and caption."""
+    # A fault's rebuild and its member baseline are drawn in its own table (report/faults.py).
+    measured = [op for op in run.operations if op.detail.get("state") not in (naming.REBUILD, naming.MEMBER)]
+    s3_ops = [op for op in measured if _is_s3_phase(op)]
+    file_ops = [op for op in measured if op not in s3_ops and _is_file_phase(op)]
+    clone_ops = [op for op in measured if "clone_s" in op.figures]
+    fio_ops = [op for op in measured if op not in file_ops and op not in s3_ops and op not in clone_ops]
+    specs = []
+    if fio_ops or not (file_ops or s3_ops or clone_ops):
+        fragmented = any("fragmentation_cost" in op.figures for op in fio_ops)
+        specs.append(TableSpec(fio_ops, FIO_COLUMNS + ([FRAGMENTATION_COLUMN] if fragmented else []),
+                               "fio pattern", _fio_caption(run)))
+    if clone_ops:
+        specs.append(TableSpec(clone_ops, CLONE_COLUMNS, "clone + changes", settings_label(run.settings)))
+    if file_ops:
+        specs.append(TableSpec(file_ops, FILE_COLUMNS, "files", _files_caption(run)))
+    if s3_ops:
+        detailed = any("lock_delete_refused" in op.figures or "put_ops" in op.figures for op in s3_ops)
+        specs.append(TableSpec(s3_ops, S3_COLUMNS + ([S3_DETAIL_COLUMN] if detailed else []), "requests",
+                               ", ".join(p for p in (settings_label(run.settings), run.target) if p)))
+    return specs
+
+
+@dataclass(frozen=True)
+class Row:
+    operation: str
+    pattern: str
+    status: str                # COMPLETE, or what the phase ended as (shown instead of its figures)
+    cells: tuple[str, ...]     # one per figure column (str or Styled); none unless complete
+
+
+@dataclass(frozen=True)
+class OperationsTable:
+    """One table of a run's report: its title, the heading of the pattern column, the figure
+    columns' headings, a row per operation, and the caption under it."""
+
+    title: str
+    pattern_heading: str
+    headings: tuple[str, ...]
+    rows: tuple[Row, ...]
+    caption: str
+
+
+def run_tables(run: RunRecord) -> list[OperationsTable]:
+    """The operations tables of `run`, each with the sampled columns its phases have figures for."""
+    title = f"{run_heading(run)} — {run.target}" + (" (BUFFERED)" if run.settings.get("buffered") else "")
+    tables = []
+    for spec in table_specs(run):
+        columns = spec.columns + monitor_columns(spec.operations)
+        rows = tuple(Row(op.name, op.pattern, op.status,
+                         tuple(cell(op.figures) for _, cell in columns) if op.status == COMPLETE else ())
+                     for op in spec.operations)
+        tables.append(OperationsTable(title, spec.pattern_heading, tuple(h for h, _ in columns), rows, spec.caption))
+    return tables
+
+
+def _number(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value:,.1f}{unit}"
+
+
+def restore_range_text(restore: RestoreRange) -> str:
+    """'1,441.7–1,888.2': low to high, whichever end is random; the one form every table uses."""
+    return f"{restore.low_bps / units.MiB:,.1f}–{restore.high_bps / units.MiB:,.1f}"
+
+
+def layout_cells(matrix, phase: str) -> list[str]:
+    """One phase across the layouts: '201.0 (4.00x faster)' against the first layout; the HTML
+    report shows the same cells."""
+    cells = []
+    for layout in matrix.layouts:
+        found = matrix.values.get((phase, layout))
+        if found is None:
+            cells.append("-")
+            continue
+        figure, value = found
+        shown = f"{value / units.MiB:,.1f}" if figure == "effective_bw" else f"{value:,.0f}"
+        reference = matrix.reference_layout(phase)
+        base = matrix.values.get((phase, reference or ""))
+        against = base is not None and base[0] == figure and layout != reference
+        cells.append(shown + (f" ({relative_speed(value, base[1])})" if against and base else ""))
+    return cells
+
+
