@@ -60,6 +60,7 @@ bench-all: deps
 	$(BIN)/python bench/monitor_overhead.py
 	$(BIN)/python bench/smallfiles.py
 	$(BIN)/python bench/s3.py
+	$(BIN)/python bench/s3_servers.py
 	$(BIN)/python bench/lab.py
 	$(BIN)/python bench/field_note_d.py
 	$(BIN)/python bench/rebuild.py

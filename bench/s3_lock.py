@@ -10,7 +10,8 @@ s3` exactly (S3Engine.run_phase; MiB/s is its effective_bw from the per-request 
 
     plain bucket     no lock headers                      (what an ordinary bucket costs)
     locked, no lock  versioned bucket, no lock headers    (versioning alone)
-    locked, crc32c   + x-amz-checksum-crc32c              (the checksum a locked PUT must carry on AWS)
+    locked, crc32c   + x-amz-sdk-checksum-algorithm CRC32C and x-amz-checksum-crc32c
+                                                          (the checksum a locked PUT must carry on AWS)
     locked, lock     + governance retention 1d + crc32c   (what the workload sends with --object-lock)
 
 Each pair runs every variant once, in an order rotated between pairs, after `sync`; objects

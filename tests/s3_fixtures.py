@@ -1,8 +1,10 @@
-"""Fixtures for the S3 tests: real MinIO servers started from .tools/bin, and a tiny S3 client
-written here (Python, SigV4) that checks what is in a bucket independently of the Go code.
+"""Fixtures for the S3 tests: real MinIO servers started from .tools/bin, moto's S3 server
+(moto[server], a test extra: a second S3 implementation, as strict as AWS about the headers it
+documents), and a tiny S3 client written here (Python, SigV4) that checks what is in a bucket
+independently of the Go code.
 
 The tests skip, saying why, only when the binaries are absent; `make test` builds them
-(scripts/install-minio.sh).
+(scripts/install-minio.sh) and installs moto (pyproject.toml's test extras).
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ import hashlib
 import hmac
 import http.client
 import re
+import shutil
+import sys
+import time
 import urllib.parse
 from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
 
+from backupbench import process
 from backupbench.engines.s3 import BINARY, find_tool
 from backupbench.errors import ToolMissingError
-from backupbench.layouts.minio import MinioServer, find_minio
+from backupbench.layouts.minio import MinioServer, find_minio, free_port, random_credentials
 from backupbench.workloads.s3_options import S3Options
 
 # Small objects keep the S3 tests quick.
@@ -57,6 +63,84 @@ def minio_single(tmp_path_factory):
 def minio_ec4(tmp_path_factory):
     with _start(tmp_path_factory, 4) as server:
         yield server
+
+
+MOTO_START_S = 30.0
+
+
+def find_moto_server() -> str:
+    """moto's server beside this Python (the venv `make test` installs it into), else on PATH."""
+    beside = Path(sys.executable).parent / "moto_server"
+    found = str(beside) if beside.is_file() else shutil.which("moto_server")
+    if found is None:
+        pytest.skip("moto_server is not installed: pip install 'moto[server]' (make test installs the test extras)")
+    return found
+
+
+class MotoServer:
+    """moto's S3 server on 127.0.0.1 and a free port, for one test module; use as a context
+    manager. It is stopped on the way out, a test's failure included, and dies with this
+    process if that is killed (process.Background). moto takes any keys: fresh random ones are
+    used, so the tests that look for secrets in the run's files have one to look for."""
+
+    def __init__(self, log_path: Path):
+        self.binary = find_moto_server()
+        self.log_path = log_path
+        self.access_key, self.secret_key = random_credentials()
+        self.port = 0
+        self._child: process.Background | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "MotoServer":
+        for _ in range(3):  # the free port may be taken between looking and binding
+            self.port = free_port()
+            self._child = process.Background([self.binary, "-H", "127.0.0.1", "-p", str(self.port)],
+                                             stdout_path=self.log_path)
+            if self._wait_ready():
+                return self
+            self._child.stop(2)
+        raise RuntimeError(f"moto_server did not start: {self.log_path.read_text(errors='replace')[-500:]}")
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + MOTO_START_S
+        while time.monotonic() < deadline and self._child is not None and self._child.running():
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/")
+                ready = conn.getresponse().status == 200
+                conn.close()
+                if ready:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.1)
+        return False
+
+    def __exit__(self, *exc) -> None:
+        if self._child is not None:
+            self._child.stop(5)
+            self._child = None
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    with MotoServer(tmp_path_factory.mktemp("moto") / "moto.log") as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=["minio", "moto"])
+def s3_server(request, tmp_path_factory):
+    """Each S3 implementation the suite holds the loader to, in turn: MinIO, then moto."""
+    if request.param == "minio":
+        with _start(tmp_path_factory, 1) as server:
+            yield server
+    else:
+        require_s3_tools()
+        with MotoServer(tmp_path_factory.mktemp("moto") / "moto.log") as server:
+            yield server
 
 
 class S3Admin:
@@ -162,7 +246,7 @@ def files_text(folder: Path) -> str:
     return "\n".join(texts)
 
 
-def options(server: MinioServer, bucket: str, **values) -> S3Options:
+def options(server: MinioServer | MotoServer, bucket: str, **values) -> S3Options:
     return S3Options(**{"endpoint": server.endpoint, "bucket": bucket, "access_key": SecretStr(server.access_key),
                         "secret_key": SecretStr(server.secret_key), **SMALL, **values})
 

@@ -106,9 +106,6 @@ func (c *Content) Body(key int64, shape Shape, start, end int64, stamp uint64) *
 	return b
 }
 
-// Rewind: the body from its start again (a resent request, or after the checksum pass).
-func (b *contentBody) Rewind() { b.off = b.start }
-
 func (b *contentBody) Read(p []byte) (int, error) {
 	if b.off >= b.end {
 		return 0, io.EOF

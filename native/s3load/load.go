@@ -34,12 +34,27 @@ type Record struct {
 	Worker    int32
 	Error     string // "" when the operation succeeded
 	Op        string // put, get, list, delete: a mixed phase has them all
+	Tries     Tries  // how often it was sent again, and why (retry.go)
 }
 
-const recordHeader = "op,key,worker,start_ns,first_byte_ns,end_ns,bytes,status,error\n"
+const recordHeader = "op,key,worker,start_ns,first_byte_ns,end_ns,bytes,status,error,retries,retry_error\n"
 
+// Counters: requests that succeeded, that failed, and (apart from both) that were retried.
 type Counters struct {
-	ops, bytes, errors atomic.Int64
+	ops, bytes, errors, retried, retries atomic.Int64
+}
+
+func (c *Counters) count(rec *Record) {
+	if rec.Error == "" {
+		c.ops.Add(1)
+		c.bytes.Add(rec.Bytes)
+	} else {
+		c.errors.Add(1)
+	}
+	if rec.Tries.Retries > 0 {
+		c.retried.Add(1)
+		c.retries.Add(int64(rec.Tries.Retries))
+	}
 }
 
 type PhaseResult struct {
@@ -161,12 +176,7 @@ func runPhase(ctx context.Context, cfg *Config, client *Client, counters *Counte
 				rec := Record{Key: key, Worker: int32(wk.id), FirstByte: -1, Op: op}
 				ph.do(ctx, op, key, wk, &rec)
 				pick.done(op, key, rec.Error == "")
-				if rec.Error == "" {
-					counters.ops.Add(1)
-					counters.bytes.Add(rec.Bytes)
-				} else {
-					counters.errors.Add(1)
-				}
+				counters.count(&rec)
 				recs = append(recs, rec)
 				if len(recs) == batchSize {
 					sink.batches <- recs
@@ -216,27 +226,32 @@ func fail(rec *Record, err error, start time.Time) {
 
 func (ph *phase) put(ctx context.Context, name string, key int64, shape Shape, buf []byte, rec *Record) {
 	rec.Start = time.Since(ph.start).Nanoseconds()
-	body := ph.content.Body(key, shape, 0, shape.Size, ph.stamp)
-	header := lockHeader(ph.cfg, http.Header{})
-	if needsChecksum(ph.cfg) {
-		header.Set("X-Amz-Checksum-Crc32c", crc32cOf(body, buf))
-	}
-	req, err := ph.client.Request(ctx, http.MethodPut, name, nil, body, shape.Size, header)
-	if err != nil {
-		fail(rec, err, ph.start)
-		return
-	}
-	// Lets the transport resend the body on a kept-alive connection the server had closed.
-	req.GetBody = func() (io.ReadCloser, error) {
-		return io.NopCloser(ph.content.Body(key, shape, 0, shape.Size, ph.stamp)), nil
-	}
+	header := putHeader(ph.cfg, ph.content, key, shape, ph.stamp, buf)
 	var timing Timing
-	resp, err := ph.client.Do(req, &timing)
+	resp, err := ph.client.Send(ctx, ph.bodyRequest(ctx, name, nil, key, shape, 0, shape.Size, header), &timing, &rec.Tries)
 	if err != nil {
 		fail(rec, err, ph.start)
 		return
 	}
 	finish(resp, rec, &timing, ph.start, shape.Size)
+}
+
+// bodyRequest builds, for each attempt, a signed PUT of bytes [off, end) of object key,
+// generated afresh (the same bytes every time: content.go).
+func (ph *phase) bodyRequest(ctx context.Context, name string, query map[string]string, key int64, shape Shape,
+	off, end int64, header http.Header) func() (*http.Request, error) {
+	return func() (*http.Request, error) {
+		body := ph.content.Body(key, shape, off, end, ph.stamp)
+		req, err := ph.client.Request(ctx, http.MethodPut, name, query, body, end-off, header)
+		if err != nil {
+			return nil, err
+		}
+		// Lets the transport resend the body on a kept-alive connection the server had closed.
+		req.GetBody = func() (io.ReadCloser, error) {
+			return io.NopCloser(ph.content.Body(key, shape, off, end, ph.stamp)), nil
+		}
+		return req, nil
+	}
 }
 
 // finish reads a small answer (PUT, DELETE) and completes the record.
@@ -259,15 +274,15 @@ func finish(resp *http.Response, rec *Record, timing *Timing, start time.Time, o
 	rec.Bytes = okBytes
 }
 
+// bodiless builds, for each attempt, a signed request without a body.
+func bodiless(ctx context.Context, client *Client, method, name string) func() (*http.Request, error) {
+	return func() (*http.Request, error) { return client.Request(ctx, method, name, nil, nil, 0, nil) }
+}
+
 func doGet(ctx context.Context, client *Client, name string, size int64, buf []byte, start time.Time, rec *Record) {
 	rec.Start = time.Since(start).Nanoseconds()
-	req, err := client.Request(ctx, http.MethodGet, name, nil, nil, 0, nil)
-	if err != nil {
-		fail(rec, err, start)
-		return
-	}
 	var timing Timing
-	resp, err := client.Do(req, &timing)
+	resp, err := client.Send(ctx, bodiless(ctx, client, http.MethodGet, name), &timing, &rec.Tries)
 	if err != nil {
 		fail(rec, err, start)
 		return
@@ -307,13 +322,8 @@ func doGet(ctx context.Context, client *Client, name string, size int64, buf []b
 
 func doDelete(ctx context.Context, client *Client, name string, start time.Time, rec *Record) {
 	rec.Start = time.Since(start).Nanoseconds()
-	req, err := client.Request(ctx, http.MethodDelete, name, nil, nil, 0, nil)
-	if err != nil {
-		fail(rec, err, start)
-		return
-	}
 	var timing Timing
-	resp, err := client.Do(req, &timing)
+	resp, err := client.Send(ctx, bodiless(ctx, client, http.MethodDelete, name), &timing, &rec.Tries)
 	if err != nil {
 		fail(rec, err, start)
 		return
@@ -389,5 +399,9 @@ func appendRecord(line []byte, op string, r *Record) []byte {
 	line = strconv.AppendInt(line, int64(r.Status), 10)
 	line = append(line, ',')
 	line = append(line, r.Error...)
+	line = append(line, ',')
+	line = strconv.AppendInt(line, int64(r.Tries.Retries), 10)
+	line = append(line, ',')
+	line = append(line, r.Tries.Kind...)
 	return append(line, '\n')
 }

@@ -57,6 +57,10 @@ type Config struct {
 	RequestTimeoutS float64 `json:"request_timeout_s"`
 	ConnectTimeoutS float64 `json:"connect_timeout_s"`
 	ProgressS       float64 `json:"progress_interval_s"`
+	// Retries of a transient answer (retry.go): attempts in all (0: the SDKs' 3), and the
+	// longest wait before the first retry (0: 1 s).
+	MaxAttempts int     `json:"max_attempts"`
+	RetryBaseS  float64 `json:"retry_base_s"`
 
 	// What the objects hold and how big they are (content.go).
 	Seed          uint64 `json:"seed"`
@@ -97,6 +101,9 @@ func validateConfig(cfg *Config) error {
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
+	}
+	if cfg.MaxAttempts < 0 || cfg.MaxAttempts > 10 || cfg.RetryBaseS < 0 {
+		return fmt.Errorf("max_attempts must be 0..10 and retry_base_s 0 or more")
 	}
 	switch cfg.Op {
 	case "probe", "create-bucket", "delete-bucket":
@@ -368,7 +375,8 @@ func measure(ctx context.Context, cfg *Config, client *Client) int {
 				return
 			case <-ticker.C:
 				emit(map[string]any{"event": "progress", "elapsed_s": time.Since(started).Seconds(),
-					"ops": counters.ops.Load(), "bytes": counters.bytes.Load(), "errors": counters.errors.Load()})
+					"ops": counters.ops.Load(), "bytes": counters.bytes.Load(), "errors": counters.errors.Load(),
+					"retried": counters.retried.Load()})
 			}
 		}
 	}()
@@ -380,6 +388,7 @@ func measure(ctx context.Context, cfg *Config, client *Client) int {
 	}
 	emit(map[string]any{"event": "done", "op": cfg.Op, "wall_ns": result.WallNs, "records": result.Records,
 		"ops": counters.ops.Load(), "bytes": counters.bytes.Load(), "errors": counters.errors.Load(),
+		"retried": counters.retried.Load(), "retries": counters.retries.Load(),
 		"start_unix_ns": result.StartUnixNs, "interrupted": result.Interrupted})
 	if result.Interrupted {
 		return 130

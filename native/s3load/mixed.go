@@ -102,7 +102,7 @@ func (p *mixPicker) done(op string, key int64, ok bool) {
 func (ph *phase) list(ctx context.Context, rec *Record) {
 	rec.Start = time.Since(ph.start).Nanoseconds()
 	query := map[string]string{"list-type": "2", "max-keys": "1000", "prefix": ph.cfg.Prefix}
-	status, data, _, err := ph.client.Exchange(ctx, http.MethodGet, "", query, nil, nil)
+	status, data, _, err := ph.client.exchange(ctx, http.MethodGet, "", query, nil, nil, &rec.Tries)
 	rec.Status = int32(status)
 	if err == nil && status >= 300 {
 		err = responseError(&http.Response{StatusCode: status}, data)

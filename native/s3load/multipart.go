@@ -20,13 +20,22 @@ type initiated struct {
 	UploadId string `xml:"UploadId"`
 }
 
+// The headers each request of a locked (or checksummed) upload carries, as AWS documents them:
+//
+//	CreateMultipartUpload    x-amz-object-lock-mode, -retain-until-date, x-amz-checksum-algorithm CRC32C
+//	UploadPart               x-amz-sdk-checksum-algorithm CRC32C, x-amz-checksum-crc32c (the part's)
+//	CompleteMultipartUpload  each part's ChecksumCRC32C in the body; Content-MD5 of the body
+//
+// (UploadPart: "This checksum algorithm must be the same for all parts and it match the
+// checksum value supplied in the CreateMultipartUpload request".)
 func (ph *phase) putMultipart(ctx context.Context, name string, key int64, shape Shape, buf []byte, rec *Record) {
 	rec.Start = time.Since(ph.start).Nanoseconds()
 	header := lockHeader(ph.cfg, http.Header{})
 	if needsChecksum(ph.cfg) {
 		header.Set("X-Amz-Checksum-Algorithm", "CRC32C")
 	}
-	status, data, _, err := ph.client.Exchange(ctx, http.MethodPost, name, map[string]string{"uploads": ""}, []byte{}, header)
+	status, data, _, err := ph.client.exchange(ctx, http.MethodPost, name, map[string]string{"uploads": ""}, []byte{},
+		header, &rec.Tries)
 	var started initiated
 	if err == nil && status >= 300 {
 		err = responseError(&http.Response{StatusCode: status}, data)
@@ -44,7 +53,7 @@ func (ph *phase) putMultipart(ctx context.Context, name string, key int64, shape
 	part := 1
 	for off := int64(0); off < shape.Size; off, part = off+ph.cfg.PartSize, part+1 {
 		end := min(off+ph.cfg.PartSize, shape.Size)
-		etag, sum, err := ph.uploadPart(ctx, name, key, shape, started.UploadId, part, off, end, buf)
+		etag, sum, err := ph.uploadPart(ctx, name, key, shape, started.UploadId, part, off, end, buf, &rec.Tries)
 		if err != nil {
 			ph.client.AbortUpload(context.WithoutCancel(ctx), name, started.UploadId)
 			fail(rec, err, ph.start)
@@ -57,12 +66,7 @@ func (ph *phase) putMultipart(ctx context.Context, name string, key int64, shape
 		done.WriteString("</Part>")
 	}
 	done.WriteString("</CompleteMultipartUpload>")
-	status, data, _, err = ph.client.Exchange(ctx, http.MethodPost, name, map[string]string{"uploadId": started.UploadId},
-		[]byte(done.String()), http.Header{"Content-Type": {"application/xml"}})
-	// Complete can answer 200 and still fail: the error is then in the body.
-	if err == nil && (status >= 300 || strings.Contains(string(data), "<Error>")) {
-		err = responseError(&http.Response{StatusCode: max(status, 500)}, data)
-	}
+	status, err = ph.complete(ctx, name, started.UploadId, []byte(done.String()), &rec.Tries)
 	rec.Status = int32(status)
 	rec.End = time.Since(ph.start).Nanoseconds()
 	if err != nil {
@@ -73,24 +77,40 @@ func (ph *phase) putMultipart(ctx context.Context, name string, key int64, shape
 	rec.Bytes = shape.Size
 }
 
+// complete sends CompleteMultipartUpload. It can answer 200 and still fail, the error in the
+// body; a transient code there (InternalError, SlowDown) is retried as a 500 or 503 would be.
+func (ph *phase) complete(ctx context.Context, name, upload string, body []byte, tries *Tries) (int, error) {
+	query := map[string]string{"uploadId": upload}
+	header := http.Header{"Content-Type": {"application/xml"}}
+	for attempt := 1; ; attempt++ {
+		status, data, _, err := ph.client.exchange(ctx, http.MethodPost, name, query, body, header, tries)
+		if err != nil {
+			return status, err
+		}
+		if status < 300 && !strings.Contains(string(data), "<Error>") {
+			return status, nil
+		}
+		failed := responseError(&http.Response{StatusCode: max(status, 500)}, data)
+		if status >= 300 || !transientCode(failed.Kind) || attempt >= ph.client.retry.Attempts {
+			return status, failed
+		}
+		tries.note(failed.Kind)
+		if !ph.client.retry.wait(ctx, attempt) {
+			return status, classify(context.Cause(ctx))
+		}
+	}
+}
+
 func (ph *phase) uploadPart(ctx context.Context, name string, key int64, shape Shape, upload string, part int,
-	off, end int64, buf []byte) (string, string, error) {
-	body := ph.content.Body(key, shape, off, end, ph.stamp)
-	var header http.Header
+	off, end int64, buf []byte, tries *Tries) (string, string, error) {
+	header := http.Header{}
 	sum := ""
 	if needsChecksum(ph.cfg) {
-		sum = crc32cOf(body, buf)
-		header = http.Header{"X-Amz-Checksum-Crc32c": {sum}}
+		sum = crc32cOf(ph.content.Body(key, shape, off, end, ph.stamp), buf)
+		setChecksum(header, sum)
 	}
 	query := map[string]string{"partNumber": strconv.Itoa(part), "uploadId": upload}
-	req, err := ph.client.Request(ctx, http.MethodPut, name, query, body, end-off, header)
-	if err != nil {
-		return "", "", err
-	}
-	req.GetBody = func() (io.ReadCloser, error) {
-		return io.NopCloser(ph.content.Body(key, shape, off, end, ph.stamp)), nil
-	}
-	resp, err := ph.client.Do(req, nil)
+	resp, err := ph.client.Send(ctx, ph.bodyRequest(ctx, name, query, key, shape, off, end, header), nil, tries)
 	if err != nil {
 		return "", "", err
 	}

@@ -28,6 +28,7 @@ type Client struct {
 	bucket string
 	http   *http.Client
 	signer *Signer
+	retry  RetryPolicy
 }
 
 // OpError is a failed S3 request: Kind is the short name recorded per operation
@@ -90,6 +91,7 @@ func NewClient(cfg *Config, signer *Signer) (*Client, error) {
 		base:   &url.URL{Scheme: base.Scheme, Host: base.Host},
 		bucket: cfg.Bucket,
 		signer: signer,
+		retry:  retryPolicy(cfg),
 		http: &http.Client{
 			Transport: transport,
 			Timeout:   seconds(cfg.RequestTimeoutS, 60),
@@ -154,6 +156,30 @@ func (c *Client) Do(req *http.Request, timing *Timing) (*http.Response, error) {
 	return resp, nil
 }
 
+// Send makes one logical request: build() gives a fresh, signed request for each attempt
+// (a retried body is generated again), and a transient answer (retry.go) is retried as the
+// policy says, each retry noted in tries (which may be nil). It returns the last answer, its
+// body unread, or the transport failure that left no answer.
+func (c *Client) Send(ctx context.Context, build func() (*http.Request, error), timing *Timing,
+	tries *Tries) (*http.Response, error) {
+	for attempt := 1; ; attempt++ {
+		req, err := build()
+		if err != nil {
+			return nil, &OpError{Kind: "client", Message: err.Error()}
+		}
+		resp, err := c.Do(req, timing)
+		if err != nil || !transientStatus(resp.StatusCode) || attempt >= c.retry.Attempts {
+			return resp, err
+		}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		tries.note(responseError(resp, data).Kind)
+		if !c.retry.wait(ctx, attempt) {
+			return nil, classify(context.Cause(ctx))
+		}
+	}
+}
+
 // Simple sends a request and reads the whole (small) response: for everything but the
 // measured data transfers. An answer of 300 or more is an error.
 func (c *Client) Simple(ctx context.Context, method, key string, query map[string]string,
@@ -168,15 +194,29 @@ func (c *Client) Simple(ctx context.Context, method, key string, query map[strin
 // Exchange sends a request and reads the whole (small) response; err only when no answer came.
 func (c *Client) Exchange(ctx context.Context, method, key string, query map[string]string,
 	body []byte, header http.Header) (int, []byte, http.Header, error) {
-	var reader io.Reader
-	if body != nil {
-		reader = bytes.NewReader(body)
+	return c.exchange(ctx, method, key, query, body, header, nil)
+}
+
+// exchange is Exchange counting its retries in tries. A body held in memory is small (an XML
+// document, a 4 KiB overwrite): it carries Content-MD5, which S3 requires on some requests
+// (DeleteObjects, any upload to a bucket with a default retention) and checks on all.
+func (c *Client) exchange(ctx context.Context, method, key string, query map[string]string,
+	body []byte, header http.Header, tries *Tries) (int, []byte, http.Header, error) {
+	if len(body) > 0 && header.Get("Content-Md5") == "" {
+		header = header.Clone()
+		if header == nil {
+			header = http.Header{}
+		}
+		header.Set("Content-MD5", contentMD5(body))
 	}
-	req, err := c.Request(ctx, method, key, query, reader, int64(len(body)), header)
-	if err != nil {
-		return 0, nil, nil, &OpError{Kind: "client", Message: err.Error()}
+	build := func() (*http.Request, error) {
+		var reader io.Reader
+		if body != nil {
+			reader = bytes.NewReader(body)
+		}
+		return c.Request(ctx, method, key, query, reader, int64(len(body)), header)
 	}
-	resp, err := c.Do(req, nil)
+	resp, err := c.Send(ctx, build, nil, tries)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -186,6 +226,12 @@ func (c *Client) Exchange(ctx context.Context, method, key string, query map[str
 		return resp.StatusCode, nil, resp.Header, classify(err)
 	}
 	return resp.StatusCode, data, resp.Header, nil
+}
+
+// contentMD5 is the Content-MD5 header of body (RFC 1864: base64 of the MD5 digest).
+func contentMD5(body []byte) string {
+	sum := md5.Sum(body)
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 type s3ErrorBody struct {
@@ -390,9 +436,8 @@ func (c *Client) DeleteKeys(ctx context.Context, items []ObjVersion, bypass bool
 		body.WriteString("</Object>")
 	}
 	body.WriteString("</Delete>")
-	sum := md5.Sum(body.Bytes())
+	// Content-MD5 (exchange adds it): AWS requires it, or a checksum, on every DeleteObjects.
 	header := http.Header{}
-	header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
 	header.Set("Content-Type", "application/xml")
 	if bypass {
 		header.Set("X-Amz-Bypass-Governance-Retention", "true")

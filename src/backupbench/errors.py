@@ -59,8 +59,36 @@ class ProcessError(BackupbenchError):
         super().__init__(message or f"{argv[0]} failed (exit {returncode}): {reason_line(stderr)}")
 
 
+class ProcessTimeout(ProcessError):
+    """An external command did not finish within its time limit (and was killed)."""
+
+
 class EngineError(BackupbenchError):
     """A workload engine could not produce a result."""
+
+
+class S3Error(BackupbenchError):
+    """An S3 request failed. `code` is what failed, as the load generator named it: S3's error
+    code (NoSuchBucket, SlowDown, BucketNotEmpty, ...) or a transport kind (timeout, tls,
+    connection-refused, not-s3). Callers decide by `code`, never by the message's words. The
+    subclasses keep the exit code of what the failure is: bad input, a refusal, or an engine
+    failure."""
+
+    def __init__(self, message: str, fix: str | None = None, code: str = ""):
+        super().__init__(message, fix)
+        self.code = code
+
+
+class S3InputError(S3Error, InputError):
+    """The request cannot work as asked: wrong endpoint, credentials, region, clock."""
+
+
+class S3RefusedError(S3Error, RefusedError):
+    """S3 refused, or backupbench will not go on: access denied, a bucket missing or unfit."""
+
+
+class S3EngineError(S3Error, EngineError):
+    """The server failed the request (InternalError, SlowDown after every retry, ...)."""
 
 
 class StoreError(BackupbenchError):

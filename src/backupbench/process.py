@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from backupbench import stopping
-from backupbench.errors import ProcessError, ToolMissingError
+from backupbench.errors import ProcessError, ProcessTimeout, ToolMissingError
 from backupbench.hostfiles import HostFiles
 from backupbench.redaction import redact, redact_argv
 
@@ -252,8 +252,8 @@ def run(
         )
     except subprocess.TimeoutExpired as exc:
         stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        raise ProcessError(redact_argv(argv, secrets), None, redact(stderr, secrets),
-                           f"{argv[0]} did not finish within {timeout:g} s") from exc
+        raise ProcessTimeout(redact_argv(argv, secrets), None, redact(stderr, secrets),
+                             f"{argv[0]} did not finish within {timeout:g} s") from exc
     result = Result(argv, completed.returncode, completed.stdout, completed.stderr)
     if check and completed.returncode != 0:
         raise ProcessError(redact_argv(argv, secrets), completed.returncode, redact(completed.stderr, secrets))

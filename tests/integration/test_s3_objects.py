@@ -1,4 +1,4 @@
-"""What the s3 workload's objects are, against a real MinIO: their content (compressible,
+"""What the s3 workload's objects are, against a real MinIO and moto's S3 server: their content (compressible,
 incompressible, duplicates: read back through S3 and measured with zlib), random sizes,
 multipart uploads, and the mixed phase. No timing is asserted."""
 
@@ -44,8 +44,8 @@ def ratio(objects: dict[int, bytes]) -> float:
     ({}, 0.95, 1.01),
     ({"data": "pattern", "pattern": "0x55"}, 0.0, 0.01),
 ])
-def test_content_compresses_as_asked(minio_single, tmp_path, content, low, high):
-    hooks, objects = written_objects(minio_single, "content", tmp_path / "run", "c1", s3_phases="put",
+def test_content_compresses_as_asked(s3_server, tmp_path, content, low, high):
+    hooks, objects = written_objects(s3_server, "content", tmp_path / "run", "c1", s3_phases="put",
                                      objects=40, object_size="256KiB", concurrency=8, **content)
     assert len(objects) == 40 and all(len(d) == 256 * 1024 for d in objects.values())
     assert low <= ratio(objects) <= high
@@ -53,8 +53,8 @@ def test_content_compresses_as_asked(minio_single, tmp_path, content, low, high)
         assert len({d[4096:8192] for d in objects.values()}) == 40
 
 
-def test_dedupe_makes_that_share_of_identical_objects(minio_single, tmp_path):
-    _, objects = written_objects(minio_single, "dedupe", tmp_path / "run", "d1", s3_phases="put",
+def test_dedupe_makes_that_share_of_identical_objects(s3_server, tmp_path):
+    _, objects = written_objects(s3_server, "dedupe", tmp_path / "run", "d1", s3_phases="put",
                                  objects=200, object_size="16KiB", concurrency=8, dedupe=30)
     counts: dict[str, int] = {}
     for data in objects.values():
@@ -65,8 +65,8 @@ def test_dedupe_makes_that_share_of_identical_objects(minio_single, tmp_path):
     assert 0.95 <= ratio({k: d for k, d in objects.items()}) <= 1.01  # dedupe alone: still random bytes
 
 
-def test_random_sizes_are_moved_in_bytes(minio_single, tmp_path):
-    hooks, objects = written_objects(minio_single, "sizes", tmp_path / "run", "s1", s3_phases="put,get",
+def test_random_sizes_are_moved_in_bytes(s3_server, tmp_path):
+    hooks, objects = written_objects(s3_server, "sizes", tmp_path / "run", "s1", s3_phases="put,get",
                                      objects=60, object_size="10KiB-100KiB", concurrency=8)
     sizes = [len(d) for d in objects.values()]
     assert all(10 * 1024 <= s <= 100 * 1024 for s in sizes) and len(set(sizes)) > 30
@@ -74,8 +74,8 @@ def test_random_sizes_are_moved_in_bytes(minio_single, tmp_path):
     assert hooks.figures["get"]["errors"] == 0  # GET knew every object's size
 
 
-def test_large_objects_go_up_in_parts(minio_single, tmp_path):
-    hooks, objects = written_objects(minio_single, "parts", tmp_path / "run", "m1", s3_phases="put,get",
+def test_large_objects_go_up_in_parts(s3_server, tmp_path):
+    hooks, objects = written_objects(s3_server, "parts", tmp_path / "run", "m1", s3_phases="put,get",
                                      objects=3, object_size="11MiB", multipart_threshold="5MiB",
                                      part_size="5MiB", concurrency=3, compress=50)
     assert [len(d) for d in objects.values()] == [11 * 2**20] * 3
@@ -83,10 +83,10 @@ def test_large_objects_go_up_in_parts(minio_single, tmp_path):
     assert hooks.figures["put"]["errors"] == 0 and hooks.figures["get"]["bytes"] == 3 * 11 * 2**20
 
 
-def test_multipart_etag_and_no_upload_left(minio_single, tmp_path):
-    admin = S3Admin.of(minio_single)
+def test_multipart_etag_and_no_upload_left(s3_server, tmp_path):
+    admin = S3Admin.of(s3_server)
     admin.create_bucket("etags")
-    workload = S3Workload(options(minio_single, "etags", s3_phases="put", objects=2, object_size="6MiB",
+    workload = S3Workload(options(s3_server, "etags", s3_phases="put", objects=2, object_size="6MiB",
                                   multipart_threshold="5MiB", part_size="5MiB", concurrency=2))
     hooks = Hooks()
     (tmp_path / "run").mkdir()
@@ -101,9 +101,9 @@ def test_multipart_etag_and_no_upload_left(minio_single, tmp_path):
     assert b"<Upload>" not in body and admin.keys("etags") == []
 
 
-def test_mixed_phase_has_figures_per_kind(minio_single, tmp_path):
-    S3Admin.of(minio_single).create_bucket("mixed")
-    workload = S3Workload(options(minio_single, "mixed", s3_phases="put,get,mixed,delete", objects=60,
+def test_mixed_phase_has_figures_per_kind(s3_server, tmp_path):
+    S3Admin.of(s3_server).create_bucket("mixed")
+    workload = S3Workload(options(s3_server, "mixed", s3_phases="put,get,mixed,delete", objects=60,
                                   object_size="16KiB", concurrency=6, mix="put=40,get=40,list=10,delete=10"))
     hooks = Hooks()
     (tmp_path / "run").mkdir()
@@ -118,4 +118,4 @@ def test_mixed_phase_has_figures_per_kind(minio_single, tmp_path):
     assert set(kinds) >= {"put", "get"} and sum(kinds.values()) == mixed["ops"]
     assert mixed["get_bytes"] == mixed["get_ops"] * 16 * 1024 and mixed["put_effective_bw"] > 0
     assert mixed["get_errors"] == 0  # a mixed DELETE never takes an object a GET may ask for
-    assert S3Admin.of(minio_single).keys("mixed") == []
+    assert S3Admin.of(s3_server).keys("mixed") == []

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from backupbench.engines.s3 import S3Engine
+from backupbench.engines.s3 import PhaseSpec, S3Engine, S3Target
 from backupbench.engines.s3_errors import Asking, error_for
 from backupbench.engines.s3_credentials import Credentials, resolve
 from backupbench.redaction import redact
-from backupbench.errors import EngineError, InputError, RefusedError
+from backupbench.errors import EngineError, InputError, RefusedError, S3EngineError, S3InputError, S3RefusedError
 
 ENV_KEY, ENV_SECRET = "AKIAENVIRONMENT00001", "env-secret-value-0001"
 FILE_KEY, FILE_SECRET = "AKIAPROFILEFILE00002", "file-secret-value-0002"
@@ -110,19 +110,23 @@ ASKING = Asking("http://127.0.0.1:9000", "backups", "checking the endpoint", "en
 
 
 @pytest.mark.parametrize("kind, error_type, words", [
-    ("InvalidAccessKeyId", InputError, ["InvalidAccessKeyId", "access key", "AWS_ACCESS_KEY_ID"]),
-    ("SignatureDoesNotMatch", InputError, ["SignatureDoesNotMatch", "secret key", "--region"]),
-    ("AccessDenied", RefusedError, ["denied", "backups/backupbench/*"]),
-    ("connection-refused", InputError, ["connection refused", "--endpoint"]),
-    ("timeout", InputError, ["no connection within 3 s", "--connect-timeout"]),
-    ("tls", InputError, ["TLS", "--insecure-tls", "--ca-file"]),
-    ("RequestTimeTooSkewed", InputError, ["clock"]),
-    ("protocol", InputError, ["did not answer like S3"]),
-    ("InternalError", EngineError, ["InternalError"]),
+    ("InvalidAccessKeyId", S3InputError, ["InvalidAccessKeyId", "access key", "AWS_ACCESS_KEY_ID"]),
+    ("SignatureDoesNotMatch", S3InputError, ["SignatureDoesNotMatch", "secret key", "--region"]),
+    ("AccessDenied", S3RefusedError, ["denied", "backups/backupbench/*"]),
+    ("connection-refused", S3InputError, ["connection refused", "--endpoint"]),
+    ("timeout", S3InputError, ["no connection within 3 s", "--connect-timeout"]),
+    ("tls", S3InputError, ["TLS", "--insecure-tls", "--ca-file"]),
+    ("RequestTimeTooSkewed", S3InputError, ["clock"]),
+    ("protocol", S3InputError, ["did not answer like S3"]),
+    ("InternalError", S3EngineError, ["InternalError", "server's log"]),
+    ("SomethingNew", S3EngineError, ["SomethingNew", "detail"]),
 ])
 def test_errors_read_as_one_line_with_a_fix(kind, error_type, words):
     error = error_for({"event": "error", "kind": kind, "status": 403, "message": "detail\nmore"}, ASKING)
-    assert type(error) is error_type
+    assert type(error) is error_type and error.code == kind
+    # The exit code stays the category's: bad input 2, a refusal 3, an engine failure 1.
+    assert isinstance(error, {S3InputError: InputError, S3RefusedError: RefusedError,
+                              S3EngineError: EngineError}[error_type])
     line = error.one_line()
     assert "\n" not in line
     for word in words:
@@ -148,7 +152,7 @@ def test_an_answer_that_is_not_s3_fails_the_check_in_one_line():
     event = {"event": "error", "kind": "not-s3", "status": 404, "not_s3": True,
              "message": "<html><body>Not here</body></html>\n<p>more</p>"}
     error = error_for(event, ASKING)
-    assert type(error) is InputError
+    assert type(error) is S3InputError and error.code == "not-s3"
     line = error.one_line()
     assert "\n" not in line and "does not speak S3" in line and "HTTP 404" in line
     assert "not a web server, console or proxy" in line
@@ -176,3 +180,18 @@ def test_progress_events_are_read_whole_and_reported(tmp_path):
     timed = PhaseSpec("get", "backupbench/r/", 2**20, 4, objects=100, duration_s=4.0)
     S3Engine._report(events[1], timed, None, lambda f, d: calls.append((f, d)))
     assert calls[2][0] == 0.5
+
+
+def test_progress_shows_retried_requests_only_when_there_are_some():
+    calls = []
+    spec = PhaseSpec("put", "backupbench/r/", 2**20, 4, objects=100)
+    event = {"event": "progress", "elapsed_s": 1, "ops": 10, "bytes": 10485760, "errors": 1, "retried": 7}
+    S3Engine._report(event, spec, None, lambda f, d: calls.append(d))
+    S3Engine._report({**event, "retried": 0}, spec, None, lambda f, d: calls.append(d))
+    assert calls == ["10.0 MiB/s, 10 objects/s, 1 errors, 7 retried", "10.0 MiB/s, 10 objects/s, 1 errors"]
+
+
+def test_a_target_tells_the_loader_how_often_to_retry():
+    config = S3Target("http://127.0.0.1:9000", "b", max_attempts=1).config()
+    assert config["max_attempts"] == 1 and config["retry_base_s"] == 1.0
+    assert S3Target("http://127.0.0.1:9000", "b").config()["max_attempts"] == 3  # the AWS SDKs' default

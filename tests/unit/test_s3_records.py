@@ -9,7 +9,7 @@ import random
 import pytest
 
 from backupbench.engines.s3_records import (OpRecord, errors_by_kind, format_records, parse_records, phase_figures,
-                                            read_records, written_keys, attempted_keys)
+                                            read_records, retried_by_kind, written_keys, attempted_keys)
 from backupbench.errors import EngineError
 
 MS = 1_000_000
@@ -100,12 +100,29 @@ def test_records_round_trip_through_gzip_csv(tmp_path):
 
 
 def test_records_in_the_load_generator_format():
-    text = ("op,key,worker,start_ns,first_byte_ns,end_ns,bytes,status,error\n"
-            "put,0,3,100,900,1000,1048576,200,\n"
-            "put,1,4,150,-1,2000,0,0,connection-refused\n")
+    text = ("op,key,worker,start_ns,first_byte_ns,end_ns,bytes,status,error,retries,retry_error\n"
+            "put,0,3,100,900,1000,1048576,200,,2,SlowDown\n"
+            "put,1,4,150,-1,2000,0,0,connection-refused,0,\n")
     records = parse_records(text.splitlines())
-    assert records[0] == OpRecord("put", 0, 3, 100, 900, 1000, 1048576, 200, "")
-    assert records[1].error == "connection-refused" and not records[1].ok
+    assert records[0] == OpRecord("put", 0, 3, 100, 900, 1000, 1048576, 200, "", 2, "SlowDown")
+    assert records[1].error == "connection-refused" and not records[1].ok and records[1].retries == 0
+
+
+def test_records_from_before_retries_were_counted_still_read():
+    text = ("op,key,worker,start_ns,first_byte_ns,end_ns,bytes,status,error\n"
+            "put,0,3,100,900,1000,1048576,200,\n")
+    assert parse_records(text.splitlines()) == [OpRecord("put", 0, 3, 100, 900, 1000, 1048576, 200, "", 0, "")]
+
+
+def test_retried_requests_are_counted_apart_from_successes_and_failures():
+    records = make("put", n=10, errors=("SlowDown",))
+    records[0] = OpRecord("put", 0, 0, 0, 5, 10, 0, 503, "SlowDown", 2, "SlowDown")  # failed after 2 retries
+    records[3] = OpRecord("put", 3, 0, 0, 5, 10, 1 << 20, 200, "", 1, "InternalError")
+    records[4] = OpRecord("put", 4, 0, 0, 5, 10, 1 << 20, 200, "", 1, "SlowDown")
+    figures = phase_figures(records, "put")
+    assert (figures["ops"], figures["errors"], figures["retried"], figures["retries"]) == (9, 1, 3, 4)
+    assert retried_by_kind(records) == {"SlowDown": 2, "InternalError": 1}
+    assert phase_figures(make("get", n=5), "get")["retried"] == 0
 
 
 def test_bad_records_are_an_engine_error(tmp_path):

@@ -148,3 +148,17 @@ def test_the_s3_table_says_whether_the_lock_held_and_what_the_mix_did():
     assert heading == "check / mix"
     assert [str(cell(o.figures)) for o in ops] == ["immutable: PASS", "immutable: FAIL",
                                                    "put 132, get 131, list 15, delete 22"]
+
+
+def test_the_s3_table_shows_retried_requests_only_when_there_were_some():
+    from backupbench.report.tables import table_specs
+    from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+    def op(name, **figures):
+        return OperationRecord(name=name, pattern="PUT x", status=COMPLETE, figures={"objects_per_s": 1.0, **figures})
+
+    run = RunRecord(run_id="r", kind="s3", target="http://127.0.0.1:9000/b", status=COMPLETE, settings={},
+                    operations=[op("put", errors=2, retried=14, retries=20), op("get", errors=0, retried=0)])
+    [(ops, columns, _, _)] = table_specs(run)
+    errors = dict(columns)["errors"]
+    assert [str(errors(o.figures)) for o in ops] == ["2 (14 retried)", "0"]

@@ -15,6 +15,10 @@ Contract with the binary (see native/s3load/main.go):
   child's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), so they
   never appear in argv, settings, the run folder or logs.
 - events are JSON lines on stdout: progress, probe, done, error {kind, status, message}.
+- a transient answer (429, 500, 502, 503, 504: SlowDown, InternalError) is retried up to
+  max_attempts attempts in all, with the AWS SDKs' jittered exponential backoff; each record
+  says how often its request was retried and after what, and phases count retried requests
+  apart from the ones that succeeded and failed (native/s3load/retry.go).
 - a measured phase writes `<phase>.ops.csv.gz` (see s3_records), keeps `<phase>.config.json`
   and `<phase>.events.jsonl` beside it in the run folder.
 - every op that writes or deletes objects refuses any prefix but backupbench/<run-id>/.
@@ -34,8 +38,8 @@ from backupbench.engines.base import ProgressCallback, no_progress
 from backupbench.engines.s3_credentials import Credentials
 from backupbench.engines.s3_errors import Asking, error_for
 from backupbench.engines.s3_records import (OpRecord, errors_by_kind, mixed_figures, phase_figures, read_records,
-                                           records_file)
-from backupbench.errors import BackupbenchError, EngineError, InputError, Interrupted
+                                           records_file, retried_by_kind)
+from backupbench.errors import EngineError, Interrupted, ProcessTimeout, S3InputError
 from backupbench.redaction import redact
 
 BINARY = "backupbench-s3load"
@@ -60,11 +64,15 @@ class S3Target:
     ca_file: str | None = None
     request_timeout: float = 60.0
     connect_timeout: float = 3.0
+    # Attempts per request when the answer is transient (SlowDown, 503, 500): the AWS SDKs' 3.
+    max_attempts: int = 3
+    retry_base_s: float = 1.0   # the longest wait before the first retry; it doubles, to 20 s
 
     def config(self) -> dict[str, Any]:
         return {"endpoint": self.endpoint, "bucket": self.bucket, "region": self.region,
                 "insecure_tls": self.insecure_tls, "ca_file": self.ca_file or "",
-                "request_timeout_s": self.request_timeout, "connect_timeout_s": self.connect_timeout}
+                "request_timeout_s": self.request_timeout, "connect_timeout_s": self.connect_timeout,
+                "max_attempts": self.max_attempts, "retry_base_s": self.retry_base_s}
 
     @property
     def probe_timeout(self) -> float:
@@ -121,6 +129,7 @@ class PhaseRun:
     errors: dict[str, int]
     files: dict[str, str] = field(default_factory=dict)  # role -> file name in the run folder
     interrupted: bool = False
+    retried: dict[str, int] = field(default_factory=dict)  # requests retried, by the answer that made it
     # The phase's time 0 (records' start_ns are from it) by the wall clock, in seconds since the
     # epoch: the loader's own, after its process started and read its config; None: not said.
     started_wall: float | None = None
@@ -167,11 +176,9 @@ class S3Engine:
             try:
                 result = process.run(self.argv(config_path), timeout=timeout, check=False,
                                      env=creds.env(), secrets=creds.secrets())
-            except BackupbenchError as exc:
-                if "did not finish" in exc.message:
-                    raise InputError(f"the S3 endpoint {target.endpoint} did not answer within {timeout:g} s "
-                                     f"while {doing}", "check --endpoint and the network path") from None
-                raise
+            except ProcessTimeout:
+                raise S3InputError(f"the S3 endpoint {target.endpoint} did not answer within {timeout:g} s "
+                                   f"while {doing}", "check --endpoint and the network path", code="timeout") from None
         events = _events(result.stdout)
         if result.returncode == 0 and events:
             return events[-1]
@@ -283,11 +290,12 @@ class S3Engine:
         records = read_records(folder / files["records"])
         figures = mixed_figures(records) if op == "mixed" else phase_figures(records, op)
         run = PhaseRun(op, records, figures, errors_by_kind(records), files,
-                       interrupted=bool(done[-1].get("interrupted")), started_wall=_start_wall(done[-1]))
+                       interrupted=bool(done[-1].get("interrupted")), started_wall=_start_wall(done[-1]),
+                       retried=retried_by_kind(records))
         if run.interrupted:
             raise Interrupted(f"interrupted during phase {op}")
         on_progress(1.0, _rate_text(run.figures["effective_bw"], run.figures["objects_per_s"],
-                                    int(run.figures["errors"])))
+                                    int(run.figures["errors"]), int(run.figures["retried"])))
         return run
 
     @staticmethod
@@ -302,7 +310,7 @@ class S3Engine:
             bw, rate = (moved - last[2]) / span, (ops - last[1]) / span
         else:
             bw, rate = (moved / elapsed, ops / elapsed) if elapsed > 0 else (0.0, 0.0)
-        on_progress(min(0.99, max(0.0, fraction)), _rate_text(bw, rate, errors))
+        on_progress(min(0.99, max(0.0, fraction)), _rate_text(bw, rate, errors, int(event.get("retried", 0))))
         return elapsed, ops, moved
 
 
@@ -311,9 +319,9 @@ def _start_wall(done: dict[str, Any]) -> float | None:
     return int(value) / 1e9 if isinstance(value, int) and value > 0 else None
 
 
-def _rate_text(bw: float, objects_per_s: float, errors: int) -> str:
+def _rate_text(bw: float, objects_per_s: float, errors: int, retried: int = 0) -> str:
     text = f"{bw / units.MiB:,.1f} MiB/s, {objects_per_s:,.0f} objects/s"
-    return text + (f", {errors:,} errors" if errors else "")
+    return text + (f", {errors:,} errors" if errors else "") + (f", {retried:,} retried" if retried else "")
 
 
 def _events(text: str) -> list[dict[str, Any]]:

@@ -2,16 +2,20 @@
 
 The load generator writes one record per request to `<phase>.ops.csv.gz` in the run folder:
 
-    op,key,worker,start_ns,first_byte_ns,end_ns,bytes,status,error
+    op,key,worker,start_ns,first_byte_ns,end_ns,bytes,status,error,retries,retry_error
 
 Times are nanoseconds since the phase started (monotonic clock); first_byte_ns is when the
 first byte of the response (its status line) arrived, -1 when none did; bytes is what was
 transferred for a successful request; status is the HTTP status (0: no response); error is
 empty on success, else its kind: an S3 error code (SlowDown, NoSuchKey, ...) or a transport
-kind (timeout, connection-refused, connection-reset, eof, tls, size-mismatch, canceled, ...).
+kind (timeout, connection-refused, connection-reset, eof, tls, size-mismatch, canceled, ...);
+retries is how many times the request was sent again after a transient answer (429, 500, 502,
+503, 504: native/s3load/retry.go) and retry_error the answer that made the last retry (SlowDown).
+Records written before retries were counted have no such columns: 0 and "".
 
 Figures of a phase (plain floats; the phase runs from 0 to the end of its last request):
-ops and errors (requests that succeeded / failed), bytes (of successful requests),
+ops and errors (requests that succeeded / failed, after any retries), retried (requests sent
+again at least once, whether they then succeeded or failed) and retries (the resends), bytes (of successful requests),
 runtime (s), effective_bw (bytes/s), objects_per_s, lat_p50/p90/p99_ns (end - start of
 successful requests), and for GET ttfb_p50/p99_ns (first byte - start). Percentiles are
 nearest-rank: the smallest value with at least p% of the values at or below it.
@@ -30,7 +34,9 @@ from typing import Iterable
 from backupbench.stats import nearest_rank
 from backupbench.errors import EngineError
 
-COLUMNS = ("op", "key", "worker", "start_ns", "first_byte_ns", "end_ns", "bytes", "status", "error")
+COLUMNS = ("op", "key", "worker", "start_ns", "first_byte_ns", "end_ns", "bytes", "status", "error", "retries",
+           "retry_error")
+UNRETRIED_COLUMNS = COLUMNS[:9]  # a loader from before retries were counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +50,8 @@ class OpRecord:
     bytes: int
     status: int
     error: str = ""
+    retries: int = 0
+    retry_error: str = ""
 
     @property
     def ok(self) -> bool:
@@ -57,15 +65,17 @@ def records_file(phase: str) -> str:
 def parse_records(lines: Iterable[str]) -> list[OpRecord]:
     reader = csv.reader(lines)
     header = next(reader, None)
-    if header is None or tuple(header) != COLUMNS:
+    if header is None or tuple(header) not in (COLUMNS, UNRETRIED_COLUMNS):
         raise EngineError(f"unexpected S3 record columns: {header!r}")
+    width = len(header)
     records = []
     for row in reader:
-        if len(row) != len(COLUMNS):
+        if len(row) != width:
             raise EngineError(f"malformed S3 record: {row!r}")
-        op, key, worker, start, first, end, size, status, error = row
+        op, key, worker, start, first, end, size, status, error, *retried = row
+        retries, retry_error = (int(retried[0]), retried[1]) if retried else (0, "")
         records.append(OpRecord(op, int(key), int(worker), int(start), int(first), int(end), int(size),
-                                int(status), error))
+                                int(status), error, retries, retry_error))
     return records
 
 
@@ -83,12 +93,19 @@ def format_records(records: Iterable[OpRecord]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     for r in records:
-        writer.writerow((r.op, r.key, r.worker, r.start_ns, r.first_byte_ns, r.end_ns, r.bytes, r.status, r.error))
+        writer.writerow((r.op, r.key, r.worker, r.start_ns, r.first_byte_ns, r.end_ns, r.bytes, r.status, r.error,
+                         r.retries, r.retry_error))
     return out.getvalue()
 
 
 def errors_by_kind(records: Iterable[OpRecord]) -> dict[str, int]:
     counts = Counter(r.error for r in records if r.error)
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def retried_by_kind(records: Iterable[OpRecord]) -> dict[str, int]:
+    """Requests sent again, by the answer that made the last retry (SlowDown: 12)."""
+    counts = Counter(r.retry_error or "retried" for r in records if r.retries)
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
@@ -99,6 +116,8 @@ def phase_figures(records: list[OpRecord], op: str) -> dict[str, float]:
     figures = {
         "ops": float(len(ok)),
         "errors": float(len(records) - len(ok)),
+        "retried": float(sum(1 for r in records if r.retries)),
+        "retries": float(sum(r.retries for r in records)),
         "bytes": float(moved),
         "runtime": runtime_s,
         "effective_bw": moved / runtime_s if runtime_s > 0 else 0.0,

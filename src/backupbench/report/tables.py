@@ -83,6 +83,13 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value / 1e6:,.2f} ms"
 
 
+def _errors(figures: dict[str, float]) -> str:
+    """Failed requests, and the requests retried after a transient answer when there were any."""
+    text = f"{figures.get('errors', 0):,.0f}"
+    retried = figures.get("retried") or 0
+    return Styled(f"{text} ({retried:,.0f} retried)", "yellow") if retried else text
+
+
 Column = tuple[str, Callable[[dict[str, float]], str]]
 FIO_COLUMNS: list[Column] = [
     ("read MiB/s", lambda f: mib(f.get("read_bw"))),
@@ -105,7 +112,7 @@ S3_COLUMNS: list[Column] = [
     ("p90", lambda f: _ms(f.get("lat_p90_ns"))),
     ("p99", lambda f: _ms(f.get("lat_p99_ns"))),
     ("TTFB p50", lambda f: _ms(f.get("ttfb_p50_ns"))),
-    ("errors", lambda f: f"{f.get('errors', 0):,.0f}"),
+    ("errors", _errors),
 ]
 # Block-clone synthetic fulls: the clone, the changed blocks, the space they really took.
 CLONE_COLUMNS: list[Column] = [

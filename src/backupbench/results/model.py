@@ -41,6 +41,8 @@ FIGURE_UNITS = {
     # S3 phases (a mixed phase also has each request kind's, prefixed: put_ops, get_lat_p99_ns).
     "ops": "requests",
     "errors": "requests",
+    "retried": "requests",   # sent again after a transient answer (SlowDown), then succeeded or failed
+    "retries": "requests",   # the resends themselves
     "bytes": "B",
     "objects_per_s": "objects/s",
     "lat_p50_ns": "ns",

@@ -1,7 +1,7 @@
 """The pure half of the s3 workload from N agents (runner/agents.py): how the run is shared
 out over the agents, and how their phases come back together as one operation.
 
-Figures: ops, bytes and errors summed; rates over the common wall time (first agent's start
+Figures: ops, bytes, errors and retried requests summed; rates over the common wall time (first agent's start
 to last agent's end; each start is the loader's own time 0, as in a run from one host; by the
 agents' clocks, which NTP keeps within milliseconds); latency
 percentiles of every request of every agent together (the agents return their exact sorted
@@ -36,7 +36,7 @@ def merge_phase(op: str, phases: dict[str, dict[str, Any]]) -> tuple[dict[str, f
                            "launch_s": float(phase.get("launch_s", 0.0))}
     runtimes = [f["runtime"] for f in per_host.values()]
     wall = max(max(f["start_offset_s"] + f["runtime"] for f in per_host.values()), max(runtimes))
-    merged = {name: sum(f.get(name, 0.0) for f in per_host.values()) for name in ("ops", "errors", "bytes")}
+    merged = {name: sum(f.get(name, 0.0) for f in per_host.values()) for name in ("ops", "errors", "retried", "retries", "bytes")}
     merged.update(runtime=wall, effective_bw=merged["bytes"] / wall if wall > 0 else 0.0,
                   objects_per_s=merged["ops"] / wall if wall > 0 else 0.0, hosts_reporting=float(len(phases)))
     latencies = list(heapq.merge(*(unpack_sorted(p["lat_ns"]) for p in phases.values())))

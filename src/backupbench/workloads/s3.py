@@ -33,7 +33,8 @@ from backupbench import process
 from backupbench.artefacts import FAILED, GONE, NOT_OURS, REMOVED, Artefact, Outcome
 from backupbench.engines.s3 import BINARY, PhaseRun, Probe, Removal, S3Engine, S3Target
 from backupbench.engines.s3_credentials import DEFAULT_REGION, Credentials, resolve
-from backupbench.errors import BackupbenchError, EngineError, RefusedError
+from backupbench.engines.s3_hints import hint_for, phase_lines
+from backupbench.errors import BackupbenchError, EngineError, RefusedError, S3Error
 from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads import s3_lock
 from backupbench.workloads.capabilities import Capabilities
@@ -102,7 +103,8 @@ class S3Workload:
                 endpoint=opts.endpoint, bucket=opts.bucket,
                 region=opts.region or suggested_region or DEFAULT_REGION,
                 insecure_tls=opts.insecure_tls, ca_file=opts.ca_file,
-                request_timeout=opts.request_timeout, connect_timeout=opts.connect_timeout)
+                request_timeout=opts.request_timeout, connect_timeout=opts.connect_timeout,
+                max_attempts=opts.max_attempts)
         return self._target, self._creds
 
     def check(self, target: Path | None = None) -> None:
@@ -152,8 +154,12 @@ class S3Workload:
                     put = PutKeys.of(run)
                 if refused:
                     kind, count = next(iter(run.errors.items()))
-                    raise EngineError(f"every {op.upper()} request failed ({count:,} x {kind}; "
-                                      f"records in {run.files['records']})")
+                    hint = hint_for(kind)
+                    raise EngineError(f"every {op.upper()} request failed ({count:,} x {kind}"
+                                      f"{': ' + hint.problem if hint else ''}; records in {run.files['records']})",
+                                      hint.fix if hint else None)
+                for line in phase_lines(op, run.errors, run.retried, len(run.records)):
+                    log.warning("%s", line)
         finally:
             (folder / "commands.txt").write_text("\n".join(commands) + "\n")
 
@@ -196,8 +202,8 @@ class S3Workload:
                                                "lock_mode": self.options.object_lock})
 
     def _detail(self, run: PhaseRun, s3: S3Target, creds: Credentials, probe: Probe) -> dict[str, Any]:
-        return {"errors_by_kind": run.errors, **run.files, "endpoint": s3.endpoint, "bucket": s3.bucket,
-                "region": s3.region, "prefix": self._prefix, "credentials_from": creds.source,
+        return {"errors_by_kind": run.errors, "retried_by_kind": run.retried, **run.files, "endpoint": s3.endpoint,
+                "bucket": s3.bucket, "region": s3.region, "prefix": self._prefix, "credentials_from": creds.source,
                 "bucket_was_empty": probe.bucket_empty, "bucket_created": self._created_bucket,
                 "object_size": self.options.object_size.as_value(), "concurrency": self.options.concurrency,
                 "data": self.options.content().label, "object_lock": self.options.object_lock,
@@ -319,10 +325,10 @@ def remove_bucket(artefact: Artefact, run_id: str, environ: Mapping[str, str] | 
     try:
         target, creds = _connect(artefact, environ, home)
         S3Engine().delete_bucket(target, creds)
-    except EngineError as exc:
-        if "NoSuchBucket" in exc.message:
+    except S3Error as exc:
+        if exc.code == "NoSuchBucket":
             return Outcome(GONE, "already gone")
-        if "BucketNotEmpty" in exc.message:
+        if exc.code == "BucketNotEmpty":
             return Outcome(NOT_OURS, "it holds objects that are not this run's, so it is kept")
         return Outcome(FAILED, exc.one_line())
     except BackupbenchError as exc:

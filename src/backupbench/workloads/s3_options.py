@@ -221,6 +221,13 @@ class S3Options(ContentOptions):
         "fails the pre-flight check within about twice this.",
         json_schema_extra={"metavar": "DURATION"},
     )
+    max_attempts: int = Field(
+        3, ge=1, le=10,
+        description="Attempts per request when the server answers 429, 500, 502, 503 or 504 (SlowDown, "
+        "InternalError), with the AWS SDKs' jittered backoff: 3 as the SDKs; 1: never retry. Retried requests "
+        "are counted apart from the ones that succeeded and failed.",
+        json_schema_extra={"metavar": "N"},
+    )
 
     @field_validator("endpoint")
     @classmethod
