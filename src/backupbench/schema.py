@@ -60,6 +60,8 @@ def _more_than_nothing(value: int) -> int:
 Size = Annotated[int, BeforeValidator(units.parse_size), AfterValidator(_bounded_size), PlainSerializer(int)]
 PositiveSize = Annotated[Size, AfterValidator(_more_than_nothing)]
 Duration = Annotated[float, BeforeValidator(units.parse_duration), AfterValidator(_finite_duration)]
+Rate = Annotated[int, BeforeValidator(units.parse_rate), PlainSerializer(int)]
+Percent = Annotated[float, BeforeValidator(units.parse_percent)]
 DevicePath = Annotated[str, AfterValidator(_absolute("/dev/vdb"))]
 DirectoryPath = Annotated[str, AfterValidator(_absolute("/srv/backups"))]
 FilePath = Annotated[str, Field(max_length=4096), AfterValidator(_absolute("/etc/backupbench/agent-token"))]

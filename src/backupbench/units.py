@@ -63,6 +63,21 @@ def parse_rate(text: str | int) -> int:
     return parse_size(stripped)
 
 
+_PERCENT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%?\s*$")
+
+
+def parse_percent(text: str | int | float) -> float:
+    """'5%' or '5' -> 5.0 (percent). Raises ValueError."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a percentage: {text!r}")
+    if isinstance(text, (int, float)):
+        return float(text)
+    match = _PERCENT_RE.match(str(text))
+    if not match:
+        raise ValueError(f"not a percentage: {text!r} (use e.g. 5%)")
+    return float(match.group(1))
+
+
 def parse_duration(text: str | int | float) -> float:
     """'10s' -> 10.0, '2m' -> 120.0, '500ms' -> 0.5; a bare number is seconds."""
     if isinstance(text, bool):

@@ -234,3 +234,53 @@ def test_compare_report_shows_the_verdict_in_chromium(cli, tmp_path):
     pixels = matplotlib.image.imread(shot)[:, :, :3]
     assert _near(pixels, DIFFER_RED, 0.02).sum() > 5_000, "the settings that differ are not flagged"
     assert _near(pixels, BEST_GREEN, 0.02).sum() > 300, "no best cell marked"
+
+
+# ---------------------------------------------------------------------------------------------
+# A recipe run with a [policy] (issue 27): the plan at the run's own speeds, a fill chart per candidate.
+
+PALETTE_BLUE = (0x00 / 255, 0x72 / 255, 0xB2 / 255)   # report/plan_chart.py: a fill that fits
+
+
+def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(cli, tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
+    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
+    import matplotlib.image
+
+    from backupbench.recipe import model
+    from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+    from backupbench.results.store import Store
+
+    recipe = model.load(Path(__file__).parents[2] / "examples" / "repository-plan.toml")
+    run = RunRecord("20261126T000000-0badc0df", "recipe", "lab", {"recipe": recipe.model_dump(mode="json")},
+                    status=COMPLETE, started_at="2026-11-26T00:00:00+00:00", finished_at="2026-11-26T00:10:00+00:00")
+    run.operations = [OperationRecord(name=f"draid2/{operation}", pattern="", status=COMPLETE,
+                                      figures={"effective_bw": mib * MiB}, detail={"layout": "draid2"})
+                      for operation, mib in (("active-full", 1400), ("synthetic-full", 380))]
+    store = Store(cli.results / "results.db")
+    store.create_run(run)
+    for seq, op in enumerate(run.operations):
+        store.save_operation(run.run_id, seq, op)
+    store.finish_run(run)
+    done = report(cli, run.run_id, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    path = Path(done.stdout.strip())
+    dom = chromium(tmp_path, path.as_uri(), "--dump-dom").stdout
+    assert "Repository plan ([policy] at this run's speeds)" in dom
+    assert "Restore points at their peak: 30 dailies + 8 weeklies + 12 monthlies + 3 yearlies" in dom
+    assert "No candidate meets the policy" in dom and "What would change it" in dom
+    assert "draid2: active-full, synthetic-full measured once (one sample)" in dom
+    assert "raid6: active-full, synthetic-full, rebuild from the per-disk model" in dom
+    for built in ("raid6", "raidz2", "draid2:3d:24c:1s", "minio-ec EC:4, 2 sets of 12"):
+        assert f'aria-label="Fill over time of {built}"' in dom
+    assert "<script" not in dom and "<link" not in dom
+
+    shot = tmp_path / "plan.png"
+    chromium(tmp_path, path.as_uri() + "#repository-plan", f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT * 3}")
+    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    assert _near(pixels, PALETTE_BLUE).sum() > 500, "no fill line drawn"
+    net_log = tmp_path / "plan-net.json"
+    chromium(tmp_path, path.as_uri(), "--dump-dom", f"--log-net-log={net_log}", "--net-log-capture-mode=Everything",
+             name="plan-profile")
+    assert page_requests(net_log) == []

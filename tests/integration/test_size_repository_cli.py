@@ -3,6 +3,8 @@ code; the --json document validated against the shipped schema; measured speeds 
 the test made itself."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -71,20 +73,20 @@ def test_bad_input_is_one_line(cli, extra, message):
     assert done.stderr.startswith(f"backupbench: {message}") and done.stderr.count("\n") == 1
 
 
-def _store_a_lab_run(results) -> str:
+def _store_a_lab_run(results, run_id: str = "20261201T000000-abcd", scale: float = 1.0) -> str:
     """An `apply` run of a recipe with an md RAID 6 and a dRAID2 layout, as the lab stores it."""
     store = Store(results / "results.db")
     entries = [{"name": "r6", "kind": "mdraid", "level": 6, "devices": [f"/dev/vd{c}" for c in "bcdefghijklmnopq"]},
                {"name": "dr", "kind": "zfs", "vdev": "draid2", "draid_data": 3, "draid_spares": 2,
                 "devices": [f"/dev/vd{c}" for c in "bcdefghijklmnopq"]}]
-    run = RunRecord(run_id="20261201T000000-abcd", kind="recipe", target="lab", settings={"recipe": {"layout": entries}},
+    run = RunRecord(run_id=run_id, kind="recipe", target="lab", settings={"recipe": {"layout": entries}},
                     status=COMPLETE)
     store.create_run(run)
     seq = 0
     for name, speeds in (("r6", (1200, 90, 900, 60)), ("dr", (1500, 400, 1400, 80))):
         for operation, mb_s in zip(("active-full", "synthetic-full", "restore-sequential", "restore-random"), speeds):
             store.save_operation(run.run_id, seq, OperationRecord(
-                name=f"{name}/{operation}", pattern="", status=COMPLETE, figures={"effective_bw": mb_s * MB_S},
+                name=f"{name}/{operation}", pattern="", status=COMPLETE, figures={"effective_bw": round(mb_s * scale) * MB_S},
                 detail={"layout": name}))
             seq += 1
     return run.run_id
@@ -107,3 +109,61 @@ def test_measured_speeds_from_a_stored_run(cli):
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert refused.stderr.startswith(f"backupbench: run {run_id} measured draid2 and raid6, not raidz2: a run of "
                                      "another layout cannot give raidz2's speeds")
+
+
+RECIPE = Path(__file__).parents[2] / "examples" / "repository-plan.toml"
+
+
+def test_a_recipe_policy_plans_its_layouts(cli, tmp_path):
+    done = cli("size", "repository", "--recipe", str(RECIPE), "--json")
+    assert done.returncode == 5  # the example's policy fits none of them without block clone
+    data = validated(done.stdout)
+    assert [c["built"] for c in data["candidates"]] == ["raid6", "raidz2", "draid2:3d:24c:1s",
+                                                       "minio-ec EC:4, 2 sets of 12"]
+    assert data["policy"]["dailies"] == 30 and data["candidates"][0]["disks"] == 24
+    # A flag given as well overrides the table.
+    passing = cli("size", "repository", "--recipe", str(RECIPE), "--block-clone", "--monthlies", "4",
+                  "--yearlies", "1", "--json")
+    assert passing.returncode == 0, passing.stderr
+    assert validated(passing.stdout)["verdict"]["recommended"] is not None
+    bare = tmp_path / "bare.toml"
+    bare.write_text("\n".join(line for line in RECIPE.read_text().splitlines() if not line.startswith(
+        ("[policy]", "protected", "change_rate", "reduction", "dailies", "weeklies", "monthlies", "yearlies", "window",
+         "disks", "disk_size", "disk_speed"))))
+    refused = cli("size", "repository", "--recipe", str(bare))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"backupbench: {bare} has no [policy] table")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--layout", "raid6"], "--layout with --recipe: the candidates are the recipe's layouts"),
+    (["--method", "reverse-incremental"], "--weeklies 8, --monthlies 12, --yearlies 3 with --method "
+                                          "reverse-incremental: GFS keeps periodic fulls"),
+    (["--disk-size", "0"], "--disk-size: must be more than 0 bytes"),
+])
+def test_bad_input_with_a_recipe_is_one_line(cli, extra, message):
+    done = cli("size", "repository", "--recipe", str(RECIPE), *extra)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.startswith(f"backupbench: {message}") and done.stderr.count("\n") == 1
+
+
+def test_a_policy_that_fits_nowhere_says_by_how_much(cli):
+    # 500 TB protected: about 2.3 PB of restore points against raid6's 352 TB usable.
+    done = cli("size", "repository", *FIELD_POLICY, "--protected", "500TB", "--block-clone", *CANDIDATES)
+    assert done.returncode == 5 and done.stderr.count("\n") == 1
+    assert re.match(r"backupbench: No candidate meets the policy: the nearest, \S+ of 24 x 16 TB, misses capacity by "
+                    r"[\d,.]+ [PT]B \(\d+% over its limit\)", done.stderr), done.stderr
+
+
+def test_several_runs_of_a_layout_bound_the_margins_by_their_interval(cli):
+    cli.results.mkdir(parents=True)
+    first = _store_a_lab_run(cli.results)
+    second = _store_a_lab_run(cli.results, run_id="20261202T000000-abce", scale=1.1)
+    done = cli("size", "repository", *FIELD_POLICY, "--monthlies", "4", "--yearlies", "1", "--block-clone",
+               "--layout", "raid6", "--disks", "24", "--disk-size", "16TB", "--from-run", f"{first},{second}",
+               "--rebuild-rate", "200MB/s", "--json")
+    assert done.returncode == 0, done.stderr
+    speed = validated(done.stdout)["candidates"][0]["speeds"]["active-full"]
+    assert speed["samples"] == 2 and speed["value"] == pytest.approx(1260 * MB_S)  # median of 1200 and 1320
+    assert speed["low"] < 1200 * MB_S < 1320 * MB_S < speed["high"]
+    assert any("(2 samples): a wide interval" in line for line in validated(done.stdout)["verdict"]["uncertain"])

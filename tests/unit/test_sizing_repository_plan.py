@@ -124,6 +124,24 @@ def test_what_would_make_raid6_pass():
     assert changes["policy"] == "7 monthlies (not 12)"
 
 
+def test_the_field_plan_by_hand_for_raid6():
+    """README's hand check of the field note D plan (size repository, 'Checked by hand for raid6')."""
+    given = policy(monthlies=12, yearlies=3, window="8h")
+    plan = evaluate(given, retention_table(given), spec("raid6"), DISK)
+    # 6 chain fulls x 25 + 31 increments x 1.25 + (2 + 11 + 2) GFS fulls x 25 = 563.75 TB; x 1.1 = 620.125 TB.
+    assert plan.needed_bytes[-1] == 620_125_000_000_000
+    # (24 - 2) x 16 TB = 352 TB usable: short by 268.125 TB.
+    assert plan.usable_bytes == 352 * TB and plan.requirement("capacity").margin == -268_125_000_000_000
+    # Synthetic full: 512 KiB at random, 8 ms + 512 KiB / 250 MB/s each, 4 at once, read-modify-write: / 3.
+    synthetic = 4 * BLOCK / (0.008 + BLOCK / (250 * MB_S)) / 3
+    assert plan.speeds["synthetic-full"].value == pytest.approx(synthetic) == pytest.approx(69.23 * MB_S, rel=1e-3)
+    # The day: 1.25 TB at 22 x 250 MB/s + 25 TB at 69.2 MB/s = 361,330 s (100.4 h) against 8 h.
+    assert plan.worst_day_seconds == pytest.approx(1.25 * TB / (22 * 250 * MB_S) + 25 * TB / synthetic)
+    assert plan.requirement("window").margin == pytest.approx(8 * 3600 - 361_329.6, abs=0.1)
+    # md rebuilds the whole 16 TB member at 250 MB/s: 64,000 s.
+    assert plan.rebuild.seconds == 64_000
+
+
 def test_block_clone_and_more_disks_together():
     given = policy(monthlies=12, yearlies=3)  # no block clone: a weekly synthetic full of 25 TB at ~69 MB/s
     result = plan_repository(given, DISK, [spec("raid6")])

@@ -3,8 +3,9 @@
 A recipe composes what the layouts and workloads define: a [[layout]] entry is the spec its
 `kind` names (layouts/registry.py), a [[workload]] entry the options of its workload
 (workloads/registry.py), [monitor] the monitor's options, [hosts] the other machines its
-workloads run on instead of layouts built here (recipe/hosts.py). Nothing here defines an
-option of its own but the recipe's name, description and device list.
+workloads run on instead of layouts built here (recipe/hosts.py), [policy] the backup policy
+its layouts are planned for (recipe/policy.py, the fields of `size repository`'s flags).
+Nothing here defines an option of its own but the recipe's name, description and device list.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from backupbench.layouts.registry import LayoutSpec
 from backupbench.monitor.options import MonitorOptions
 from backupbench.recipe import keys, reader
 from backupbench.recipe.hosts import HostsSpec, workload_refusal
+from backupbench.recipe.policy import PolicyTable
 from backupbench.schema import DevicePath, shown, validate
 from backupbench.workloads.registry import WORKLOADS
 
@@ -41,6 +43,8 @@ class Recipe(BaseModel):
     workload: tuple[WorkloadSpec, ...] = Field(..., min_length=1, max_length=64,
                                                description="Workloads run on every layout (or on the hosts).")
     monitor: MonitorOptions = Field(default_factory=MonitorOptions, description="Monitor settings.")
+    policy: PolicyTable | None = Field(None, description="A backup policy: the repository plan of the layouts "
+                                       "(`size repository --recipe`, and `report` of a run).")
 
     @model_validator(mode="after")
     def _consistent(self) -> "Recipe":
@@ -72,6 +76,9 @@ class Recipe(BaseModel):
         if self.layout:
             raise ValueError("[hosts] and [[layout]] do not go together: [hosts] runs the workloads on other "
                              "machines, a layout is built here; remove one (or write two recipes)")
+        if self.policy is not None:
+            raise ValueError("[policy] plans a repository on the recipe's layouts, and [hosts] builds none: "
+                             "remove [policy] (or give it to a recipe with layouts)")
         if self.devices:
             raise ValueError("[hosts] formats nothing: remove devices (it names what a layout may format)")
         for index, entry in enumerate(self.workload):

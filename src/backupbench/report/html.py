@@ -23,6 +23,9 @@ from backupbench.report import html_page as page
 from backupbench.report.compare_html import render_comparison, settings_differences_html
 from backupbench.report.html_page import e
 from backupbench.report.hosts import host_timelines_html, hosts_chart_html, hosts_html
+from backupbench.report.repository_html import plan_html
+from backupbench.errors import InputError
+from backupbench.sizing.recipe_plan import plan_of_run
 from backupbench.report.tables import OperationsTable, layout_cells, restore_range_text, run_tables, target_text
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
@@ -234,6 +237,16 @@ def commands_html(folder: Path) -> str:
             f"<code>{e(folder)}</code>):</p>\n" + "".join(parts))
 
 
+def repository_plan_html(run: RunRecord) -> str:
+    """The plan of the recipe's [policy] at the run's speeds; '' without one. A plan the run's
+    figures cannot make (a speed neither measured nor modelled) says why instead."""
+    try:
+        plan = plan_of_run(run)
+    except InputError as exc:
+        return page.callout([f"{exc.message} ({exc.fix})" if exc.fix else exc.message], "No plan", bad=True)
+    return "" if plan is None else plan_html(plan)
+
+
 def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = None,
            backup_size: int | None = None) -> str:
     """The whole page for one run. results_dir: where the run folder (monitor CSVs,
@@ -247,6 +260,9 @@ def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = No
     if faults:
         body.append(page.section("Degraded and rebuilding", faults, "faults"))
     body.append(page.section("Charts", charts_html(run), "charts"))
+    plan = repository_plan_html(run)
+    if plan:
+        body.append(page.section("Repository plan ([policy] at this run's speeds)", plan, "repository-plan"))
     if baseline is not None:
         body.append(page.section(f"Against baseline {run_name(baseline)}", baseline_html(run, baseline), "baseline"))
     timelines = timelines_html(run, folder) if folder.is_dir() else ""

@@ -30,28 +30,32 @@ def shown_years(years: list[int]) -> list[int]:
     return sorted({years[round(i * step)] for i in range(MAX_YEAR_COLUMNS)})
 
 
-def retention_table(plan: RepositoryPlan) -> Table:
+def retention_columns(plan: RepositoryPlan) -> tuple[str, list[str], list[list[str | Text]], str]:
+    """The restore points per kind and year as (title, headings, rows, caption)."""
     policy, table = plan.policy, plan.retention
     title = (f"Restore points at their peak: {policy.retention_text()}, {METHODS[policy.method]}"
              f"{', block clone' if policy.block_clone else ''}; {size_text(policy.protected)} protected, "
              f"{policy.change_rate:g}% changed a day, {policy.reduction:g}:1 reduction, {policy.growth:g}% growth a year")
-    out = Table(title=title, title_justify="left")
-    out.add_column("kind")
-    out.add_column("count", justify="right")
-    out.add_column("each (day one)", justify="right")
     years = shown_years(table.years)
-    for year in years:
-        out.add_column(_year_label(year), justify="right")
-    for row in table.rows:
-        out.add_row(row.kind, str(row.count), short_size(row.each_bytes[0]),
-                    *(short_size(row.total(y)) for y in years))
-    out.add_row(f"workspace ({policy.workspace:g}%)", "", "", *(short_size(table.workspace_bytes[y]) for y in years))
-    out.add_row(Text("total", style="bold"), str(_points(table)), "",
-                *(Text(short_size(table.total_bytes[y]), style="bold") for y in years))
-    out.caption = (f"full {size_text(table.full_bytes[0])}, increment {size_text(table.incremental_bytes[0])} on day "
-                   f"one; {size_text(table.full_bytes[-1])} and {size_text(table.incremental_bytes[-1])} in year "
-                   f"{table.years[-1]}; exact bytes with --json. Data reduction: {plan.reduction_source}.")
-    out.caption_justify = "left"
+    headings = ["kind", "count", "each (day one)", *(_year_label(year) for year in years)]
+    rows: list[list[str | Text]] = [[row.kind, str(row.count), short_size(row.each_bytes[0]),
+                                     *(short_size(row.total(y)) for y in years)] for row in table.rows]
+    rows.append([f"workspace ({policy.workspace:g}%)", "", "", *(short_size(table.workspace_bytes[y]) for y in years)])
+    rows.append([Text("total", style="bold"), str(_points(table)), "",
+                 *(Text(short_size(table.total_bytes[y]), style="bold") for y in years)])
+    caption = (f"full {size_text(table.full_bytes[0])}, increment {size_text(table.incremental_bytes[0])} on day "
+               f"one; {size_text(table.full_bytes[-1])} and {size_text(table.incremental_bytes[-1])} in year "
+               f"{table.years[-1]}; exact bytes with --json. Data reduction: {plan.reduction_source}.")
+    return title, headings, rows, caption
+
+
+def retention_table(plan: RepositoryPlan) -> Table:
+    title, headings, rows, caption = retention_columns(plan)
+    out = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    for index, heading in enumerate(headings):
+        out.add_column(heading, justify="left" if index == 0 else "right")
+    for row in rows:
+        out.add_row(*row)
     return out
 
 
@@ -67,31 +71,46 @@ def _requirement_cell(check: Requirement | None) -> Text:
     return Text(f"MISS -{amount_text(check, -check.margin)}", style="bold red")
 
 
-def candidates_table(plan: RepositoryPlan) -> Table:
+def candidate_columns(plan: RepositoryPlan) -> tuple[str, list[str], list[list[str | Text]]]:
+    """The candidates against the policy as (title, headings, rows), best first: drawn by the
+    terminal (candidates_table) and the HTML page (report/repository_html.py)."""
     horizon = plan.retention.years[-1]
     afr = plan.disks.afr is not None
-    out = Table(title=f"Candidates against the policy (sizes in year {horizon}, times at the pessimistic speeds; "
-                      "ok +margin, MISS -shortfall)", title_justify="left")
+    title = (f"Candidates against the policy (sizes in year {horizon}, times at the pessimistic speeds; "
+             "ok +margin, MISS -shortfall)")
     headings = ["layout", "usable", f"fill day one → year {horizon}", "capacity",
                 "longest day", f"window {hours_text(plan.policy.window)}", "restore best .. worst",
                 f"RTO {hours_text(plan.policy.rto)}" if plan.policy.rto else "RTO",
                 "rebuild", *(["2nd failure meanwhile"] if afr else []), "verdict"]
+    rows: list[list[str | Text]] = []
+    for candidate in ranked_candidates(plan):
+        rebuild = candidate.rebuild
+        spare = "spare" if rebuild.label == "distributed spare" else "new disk"
+        rows.append([f"{candidate.built}\n{candidate.disks} x {short_size(candidate.disk_bytes)}",
+                     short_size(candidate.usable_bytes),
+                     f"{candidate.fill_percent[0]:.0f}% → {candidate.fill_percent[-1]:.0f}%",
+                     _requirement_cell(candidate.requirement("capacity")), hours_text(candidate.worst_day_seconds),
+                     _requirement_cell(candidate.requirement("window")), _restore_text(candidate),
+                     _requirement_cell(candidate.requirement("restore")), f"{hours_text(rebuild.seconds)} ({spare})",
+                     *([f"{rebuild.another_failure_percent:.2f}%"] if afr and rebuild.another_failure_percent
+                       is not None else []),
+                     _verdict_cell(candidate)])
+    return title, headings, rows
+
+
+def ranked_candidates(plan: RepositoryPlan) -> list[CandidatePlan]:
+    ranking = plan.verdict.ranking
+    return sorted(plan.candidates, key=lambda c: ranking.index(c.layout))
+
+
+def candidates_table(plan: RepositoryPlan) -> Table:
+    title, headings, rows = candidate_columns(plan)
+    out = Table(title=title, title_justify="left")
     for heading in headings:
         out.add_column(heading, justify="left" if heading in ("layout", "verdict") else "right",
                        no_wrap=heading == "layout")
-    ranking = plan.verdict.ranking
-    for candidate in sorted(plan.candidates, key=lambda c: ranking.index(c.layout)):
-        rebuild = candidate.rebuild
-        spare = "spare" if rebuild.label == "distributed spare" else "new disk"
-        out.add_row(f"{candidate.built}\n{candidate.disks} x {short_size(candidate.disk_bytes)}",
-                    short_size(candidate.usable_bytes),
-                    f"{candidate.fill_percent[0]:.0f}% → {candidate.fill_percent[-1]:.0f}%",
-                    _requirement_cell(candidate.requirement("capacity")), hours_text(candidate.worst_day_seconds),
-                    _requirement_cell(candidate.requirement("window")), _restore_text(candidate),
-                    _requirement_cell(candidate.requirement("restore")), f"{hours_text(rebuild.seconds)} ({spare})",
-                    *([f"{rebuild.another_failure_percent:.2f}%"] if afr and rebuild.another_failure_percent is not None
-                      else []),
-                    _verdict_cell(candidate))
+    for row in rows:
+        out.add_row(*row)
     return out
 
 

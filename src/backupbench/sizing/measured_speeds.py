@@ -11,13 +11,15 @@ small disks): the speeds are taken as measured, not scaled, and the plan says so
                              directory records no layout: it must be given this way)
 
 A run that measured none of the candidates, or a pinned run of another layout, is refused:
-another layout's speeds would pass for this one's. The speeds are the KB2014 operations'
+another layout's speeds would pass for this one's. Several runs of one layout are its samples:
+the plan takes their median, and the 95% interval of their mean bounds the margins. The speeds are the KB2014 operations'
 effective speeds of the healthy layout (analysis.windows.effective_speeds); the rebuild rate is
 a fault run's (sizing/measured_rebuild.py), under the workloads when it was measured so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from backupbench.analysis.windows import effective_speeds, layouts_of
@@ -27,6 +29,7 @@ from backupbench.sizing.capacity import is_layout_name, layout_family, parse_dra
 from backupbench.sizing.measured_rebuild import measured_rebuilds, recipe_layout
 from backupbench.sizing.plan_model import Speed
 from backupbench.sizing.speed_model import sizing_spec
+from backupbench.stats import spread
 
 PLAN_OPERATIONS = ("active-full", "synthetic-full", "reverse-incremental", "restore-sequential", "restore-random")
 
@@ -48,6 +51,8 @@ class MeasuredLayout:
     speeds: dict[str, float] = field(default_factory=dict)
     rebuild_rate: float | None = None  # per disk, in the rebuild model's units
     rebuild_how: str = ""
+    # Each operation's speed in every run given for this layout (the first run's is `speeds`).
+    samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -55,8 +60,25 @@ class MeasuredLayout:
         return f"run {self.run_id}, {where}" + (f" ({self.disks} disks)" if self.disks else "")
 
     def speed(self, operation: str) -> Speed | None:
-        value = self.speeds.get(operation)
-        return None if value is None else Speed.single(value, "measured", self.label, samples=1)
+        """One run: that run's figure, one sample. Several runs of the layout: the median, and the
+        95% interval of their mean (stats.spread) as the bounds a margin is worked out from."""
+        values = self.samples.get(operation) or ((self.speeds[operation],) if operation in self.speeds else ())
+        if not values:
+            return None
+        if len(values) == 1:
+            return Speed.single(values[0], "measured", self.label, samples=1)
+        figure = spread(values)
+        low = figure.low if figure.low is not None else figure.minimum
+        high = figure.high if figure.high is not None else figure.maximum
+        return Speed(value=figure.median, low=min(low, figure.median), high=max(high, figure.median),
+                     source="measured", samples=len(values), why=f"{self.label} and {len(values) - 1} more run(s) "
+                     f"of it: median, 95% interval of the mean")
+
+    def joined(self, other: "MeasuredLayout") -> "MeasuredLayout":
+        """This layout with `other`'s figures as further samples (another run of the same layout)."""
+        samples = {op: (*(self.samples.get(op) or (value,)), *((other.speeds[op],) if op in other.speeds else ()))
+                   for op, value in self.speeds.items()}
+        return dataclasses.replace(self, samples=samples)
 
 
 def _rebuild(run: RunRecord, name: str) -> tuple[float | None, str]:
@@ -122,7 +144,8 @@ def assign(candidates: list[str], runs: list[tuple[str | None, str, list[Measure
             if layout_kind(pin) not in kinds:
                 raise InputError(f"--from-run {pin}={ref}: {pin} is not one of the candidates ({', '.join(candidates)})",
                                  "pin the run to a layout given with --layout")
-            chosen[kinds[layout_kind(pin)]] = _pinned(pin, ref, layouts)
+            candidate, found = kinds[layout_kind(pin)], _pinned(pin, ref, layouts)
+            chosen[candidate] = chosen[candidate].joined(found) if candidate in chosen else found
             continue
         if any(m.name is None for m in layouts):
             raise InputError(f"run {layouts[0].run_id} measured a directory, not a layout: which candidate was it?",
@@ -133,7 +156,8 @@ def assign(candidates: list[str], runs: list[tuple[str | None, str, list[Measure
                              f"candidates ({', '.join(candidates)})", "give a run of a candidate layout, or add its "
                              "layout to --layout")
         for m in matched:
-            chosen.setdefault(kinds[m.kind or ""], m)
+            candidate = kinds[m.kind or ""]
+            chosen[candidate] = chosen[candidate].joined(m) if candidate in chosen else m
     for candidate, m in chosen.items():
         if not m.speeds and m.rebuild_rate is None:
             raise InputError(f"{m.label} has no backup-operation speeds and no rebuild for {candidate}",

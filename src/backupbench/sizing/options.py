@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from backupbench import units
 from backupbench.errors import InputError
-from backupbench.schema import Duration, Size, comma_list
+from backupbench.schema import Duration, Percent, Rate, Size, comma_list  # noqa: F401  (Percent, Rate: the calculators' field types)
 import backupbench.sizing.capacity as cap
 from backupbench.sizing.percent import parse_percent, percent_of
 
@@ -23,8 +23,6 @@ def parse_size_or_percent(text: str) -> str:
     return text
 
 
-Rate = Annotated[int, BeforeValidator(units.parse_rate), PlainSerializer(int)]
-Percent = Annotated[float, BeforeValidator(parse_percent)]
 Sizes = Annotated[tuple[Size, ...], BeforeValidator(comma_list)]
 Names = Annotated[tuple[str, ...], BeforeValidator(comma_list)]
 

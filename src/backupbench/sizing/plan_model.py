@@ -6,8 +6,9 @@ these models with every other document's (cli/documents.py), shipped as
 results/schema/size.repository.schema.json. Sizes in bytes, speeds in bytes/s, times in seconds.
 
 A speed is an interval: `value` is the figure used (a median once runs give several samples),
-`low` and `high` its bounds; a margin is worked out from the pessimistic bound (`low`). Today
-every figure is one sample or the model, so low = value = high and the figure is `uncertain`.
+`low` and `high` its bounds; a margin is worked out from the pessimistic bound (`low`). One run's
+figure or the model: low = value = high. Several runs of one layout (sizing/measured_speeds.py):
+the median, and the 95% interval of their mean (stats.spread). Under three samples it is `uncertain`.
 """
 
 from __future__ import annotations

@@ -1,148 +1,28 @@
-"""A backup policy as data: what a repository must hold, how fast, and on which disks.
+"""The backup policy of `backupbench size repository`: its flags, the notes and refusals it earns,
+and where its data reduction came from.
 
-Each requirement is one pydantic field (type, default, help): `backupbench size repository`
-derives its flags from these fields (cli/options.py), and a recipe's [policy] table can be
-read into the same models. Sizes are exact integer bytes, percentages as typed ('5%' or 5).
+The policy's fields (BackupPolicy, DiskModel) are defined once in recipe/policy.py, where a
+recipe's [policy] table reads them too; here they become the command's flags with the candidate
+layouts (LayoutOptions) and the runs that measured them. `check_policy` refuses what contradicts
+itself (recipe/policy.contradiction, spelled as flags) and notes what saves nothing:
+block clone speeds up synthetic fulls and merges and makes them share blocks; an active full
+is written anew, so with forward-active it saves nothing (said as a note, not refused).
 
-Beyond each field's own range, `check_policy` refuses what contradicts itself, one line each:
-
-- GFS needs periodic fulls. A weekly, monthly or yearly GFS restore point is a *full* backup
-  kept longer (Veeam flags a full of that week, month or year; it makes no extra file for it).
-  forward-active and forward-synthetic make a full every week, so any GFS count goes with them,
-  monthlies without weeklies included (the month's first weekly full is flagged). forever-forward
-  and reverse-incremental never make a periodic full, so they have nothing to flag: any GFS count
-  with them is refused (Veeam's user guide: GFS applies to a forever-forward chain only if fulls
-  are made by hand or by a script).
-- An RTO is an objective for a restore of some size: --rto needs --restore-size.
-- Block clone speeds up synthetic fulls and merges and makes them share blocks; an active full
-  is written anew, so with forward-active it saves nothing (said as a note, not refused).
-
-The data reduction (compression and deduplication) is a given ratio today, 2:1 by default (Veeam's
-sizing guidance: "usually 2:1 or more ... be conservative"). `reduction_source` is the hook where a
-ratio measured by a run (what a filesystem or the backup software stored per byte read) will plug
-in: it names where the ratio came from, and the plan reports it.
+`reduction_source` is the hook where a ratio measured by a run (what a filesystem or the backup
+software stored per byte read) will plug in: it names where the ratio came from, and the plan
+reports it.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Literal
+from pathlib import Path
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import Field
 
 from backupbench.errors import InputError
-from backupbench.schema import Duration, PositiveSize
-from backupbench.sizing.options import LayoutOptions, Names, Percent, Rate
-
-Method = Literal["forward-active", "forward-synthetic", "forever-forward", "reverse-incremental"]
-METHODS: dict[str, str] = {
-    "forward-active": "forward incremental with a weekly active full",
-    "forward-synthetic": "forward incremental with a weekly synthetic full",
-    "forever-forward": "forever forward incremental (the oldest increment merged into the full)",
-    "reverse-incremental": "reverse incremental (the full is the newest point, rollbacks behind it)",
-}
-# Methods that make a full every week, which GFS can flag.
-PERIODIC_FULLS = ("forward-active", "forward-synthetic")
-# Methods whose daily job rewrites the full in place (merge, rollback): the transform methods.
-TRANSFORMS = ("forever-forward", "reverse-incremental")
-DEFAULT_REDUCTION = 2.0
-
-_RATIO_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?::\s*1\s*)?$")
-
-
-def parse_ratio(value: object) -> object:
-    """'2:1' or '2' (or 2.5) -> 2.0: backups are 1/ratio of the data they protect."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a ratio: {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    match = _RATIO_RE.match(str(value))
-    if not match:
-        raise ValueError(f"not a ratio: {str(value)[:40]!r} (use e.g. 2:1 or 2.5)")
-    return float(match.group(1))
-
-
-Ratio = Annotated[float, BeforeValidator(parse_ratio)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BackupPolicy(_Model):
-    """What the repository must hold and how fast: the requirements of a repository plan."""
-
-    protected: PositiveSize = Field(
-        ..., description="Protected data: what the backups read (used, not provisioned), e.g. 50TB.",
-        json_schema_extra={"metavar": "SIZE"})
-    change_rate: Percent = Field(
-        ..., gt=0, le=100, description="Share of the protected data that changes each day (typically 2% to 5%; "
-        "databases more).", json_schema_extra={"metavar": "PERCENT"})
-    reduction: Ratio = Field(
-        DEFAULT_REDUCTION, ge=1, le=100, description="Data reduction of the backups (compression and "
-        "deduplication): 2:1 stores half the data.", json_schema_extra={"metavar": "RATIO"})
-    method: Method = Field(
-        "forward-synthetic", description="Backup method: " + "; ".join(f"{k}: {v}" for k, v in METHODS.items())
-        + ".", json_schema_extra={"metavar": "METHOD"})
-    block_clone: bool = Field(
-        False, description="The repository clones blocks (XFS reflink, btrfs, ZFS block cloning): synthetic "
-        "fulls, GFS fulls and merges share unchanged blocks and cost only changed ones.")
-    dailies: int = Field(7, ge=1, le=10_000, description="Daily restore points kept (one backup a day).",
-                         json_schema_extra={"metavar": "N"})
-    weeklies: int = Field(0, ge=0, le=5_200, description="Weekly GFS fulls kept.",
-                          json_schema_extra={"metavar": "N"})
-    monthlies: int = Field(0, ge=0, le=1_200, description="Monthly GFS fulls kept.",
-                           json_schema_extra={"metavar": "N"})
-    yearlies: int = Field(0, ge=0, le=100, description="Yearly GFS fulls kept.", json_schema_extra={"metavar": "N"})
-    window: Duration = Field(
-        8 * 3600.0, gt=0, le=86_400, description="Backup window: the longest a day's backup job (and its "
-        "synthetic full or merge) may take, e.g. 8h.", json_schema_extra={"metavar": "DURATION"})
-    restore_size: PositiveSize | None = Field(
-        None, description="Size of the restore the RTO is for (protected data, before reduction), e.g. 2TB.",
-        json_schema_extra={"metavar": "SIZE"})
-    rto: Duration | None = Field(
-        None, gt=0, description="Restore-time objective for --restore-size, e.g. 4h: met if even the fully "
-        "fragmented restore finishes within it.", json_schema_extra={"metavar": "DURATION"})
-    growth: Percent = Field(0.0, ge=0, le=1_000, description="Yearly growth of the protected data.",
-                            json_schema_extra={"metavar": "PERCENT"})
-    horizon: int = Field(3, ge=1, le=30, description="Planning horizon in years: the repository must hold the "
-                         "policy for the grown data at its end.", json_schema_extra={"metavar": "YEARS"})
-    workspace: Percent = Field(
-        10.0, ge=0, le=100, description="Free space kept on top of the restore points, as a share of them: "
-        "temporary files, retried jobs, one-off fulls, the filesystem's own headroom.",
-        json_schema_extra={"metavar": "PERCENT"})
-    rebuild_limit: Duration | None = Field(
-        None, gt=0, description="Longest a disk failure may leave the layout with reduced redundancy "
-        "(the rebuild), e.g. 12h [default: not a requirement].", json_schema_extra={"metavar": "DURATION"})
-
-    @property
-    def has_gfs(self) -> bool:
-        return bool(self.weeklies or self.monthlies or self.yearlies)
-
-    def retention_text(self) -> str:
-        """'30 dailies + 8 weeklies + 12 monthlies + 3 yearlies'."""
-        parts = [(self.dailies, "daily", "dailies"), (self.weeklies, "weekly", "weeklies"),
-                 (self.monthlies, "monthly", "monthlies"), (self.yearlies, "yearly", "yearlies")]
-        return " + ".join(f"{n} {one if n == 1 else many}" for n, one, many in parts if n)
-
-
-class DiskModel(_Model):
-    """What one candidate disk does, for the per-disk model when speeds are not measured."""
-
-    disk_speed: Rate | None = Field(
-        None, description="Sequential speed of one disk (e.g. 250MB/s for a 7,200 rpm disk): the per-disk "
-        "model's speeds, labelled 'model' [needed unless --from-run measured every operation].",
-        json_schema_extra={"metavar": "RATE"})
-    disk_access_time: Duration = Field(
-        0.008, gt=0, le=1, description="Time one random I/O waits before it moves data: a 7,200 rpm disk about "
-        "8 ms (4.2 ms half a turn + the seek), an SSD about 0.1ms.", json_schema_extra={"metavar": "DURATION"})
-    rebuild_rate: Rate | None = Field(
-        None, description="Rebuild rate of one disk [default: a fault run's measured rate when --from-run has "
-        "one, else --disk-speed].", json_schema_extra={"metavar": "RATE"})
-    afr: Percent | None = Field(
-        None, gt=0, le=100, description="Annual failure rate of one disk (e.g. 1%): adds the chance that "
-        "another disk fails during the rebuild.", json_schema_extra={"metavar": "PERCENT"})
-
+from backupbench.recipe.policy import (DEFAULT_REDUCTION, METHODS, PERIODIC_FULLS, TRANSFORMS,  # noqa: F401
+                                       BackupPolicy, DiskModel, Method, contradiction, parse_ratio)
+from backupbench.sizing.options import LayoutOptions, Names, Sizes
 
 def reduction_source(policy: BackupPolicy) -> str:
     """Where the data reduction came from (the hook for a ratio measured by a run)."""
@@ -153,15 +33,9 @@ def reduction_source(policy: BackupPolicy) -> str:
 
 def check_policy(policy: BackupPolicy) -> list[str]:
     """Refuse a policy that contradicts itself (InputError, one line); return the notes it earns."""
-    if policy.has_gfs and policy.method not in PERIODIC_FULLS:
-        given = ", ".join(f"--{name} {getattr(policy, name)}" for name in ("weeklies", "monthlies", "yearlies")
-                          if getattr(policy, name))
-        raise InputError(f"{given} with --method {policy.method}: GFS keeps periodic fulls, and "
-                         f"{policy.method} never makes one",
-                         "use --method forward-synthetic or forward-active, or drop the GFS counts")
-    if policy.rto is not None and policy.restore_size is None:
-        raise InputError("--rto needs --restore-size: the size of the restore it is for",
-                         "e.g. --restore-size 2TB --rto 4h")
+    found = contradiction(policy)
+    if found is not None:
+        raise InputError(*found)
     notes = []
     if policy.block_clone and policy.method == "forward-active":
         notes.append("block clone saves nothing with forward-active: each active full is written anew")
@@ -175,6 +49,15 @@ class RepositoryOptions(DiskModel, LayoutOptions, BackupPolicy):
     """`backupbench size repository`: the policy, the candidate layouts and disks, and the runs
     that measured them."""
 
+    layout: Names | None = Field(  # type: ignore[assignment]
+        None, min_length=1, description=LayoutOptions.model_fields["layout"].description + " [default with "
+        "--recipe: the recipe's layouts].", json_schema_extra={"metavar": "LAYOUT[,LAYOUT...]"})
+    disk_size: Sizes | None = Field(  # type: ignore[assignment]
+        None, min_length=1, description=LayoutOptions.model_fields["disk_size"].description + " [default with "
+        "--recipe: its [policy]'s].", json_schema_extra={"metavar": "SIZE[,SIZE...]"})
+    recipe: Path | None = Field(
+        None, description="A recipe with a [policy] table: its policy and disks, and its layouts as the candidates; "
+        "flags given as well override the table's values.", json_schema_extra={"metavar": "FILE"})
     from_run: Names | None = Field(
         None, min_length=1, description="Measured speeds (and a fault run's rebuild rate) from a stored run: RUN "
         "for every candidate whose layout it measured, LAYOUT=RUN for one candidate; comma-separated for "

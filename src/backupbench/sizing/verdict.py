@@ -99,13 +99,18 @@ def uncertainty(plans: list[CandidatePlan]) -> list[str]:
     lines = []
     for plan in plans:
         model = [name for name, speed in plan.speeds.items() if speed.source == "model"]
-        once = [name for name, speed in plan.speeds.items() if speed.source == "measured" and speed.uncertain]
+        measured = {name: speed for name, speed in plan.speeds.items() if speed.source == "measured"}
+        once = [name for name, speed in measured.items() if speed.samples == 1]
+        few = [f"{name} ({speed.samples} samples)" for name, speed in measured.items() if 1 < speed.samples < 3]
         if plan.rebuild.rate.source == "model":
             model.append("rebuild")
         if model:
             lines.append(f"{plan.layout}: {', '.join(model)} from the per-disk model, not measured: uncertain")
         if once:
-            lines.append(f"{plan.layout}: {', '.join(once)} measured once, no spread to judge the margins by")
+            lines.append(f"{plan.layout}: {', '.join(once)} measured once (one sample), no spread to judge the "
+                         "margins by: give --from-run several runs of the layout")
+        if few:
+            lines.append(f"{plan.layout}: {', '.join(few)}: a wide interval, the margins use its low bound")
     return lines
 
 
