@@ -3,7 +3,9 @@
 Long rather than wide: runs of different workloads have different figures, and a monitor
 figure is one per device, so a fixed set of columns holds them all and a spreadsheet or
 pandas pivots them as it likes. Values are written exactly (Python's shortest repr of the
-stored float), units as in the run document (results/document.py).
+stored float), units as in the run document (results/document.py). A phase measured several
+times has its median in `value`, its sample count in `n`, min/max, CV, the 95% interval and
+`unstable` (CV over 10%) beside it and its samples in `samples` (';'-separated); one sample: n 1.
 """
 
 from __future__ import annotations
@@ -11,11 +13,21 @@ from __future__ import annotations
 import csv
 from typing import Any, Iterable, Iterator, TextIO
 
-from backupbench.results.document import figure_unit
+from backupbench.results.document import figure_unit, spread_keys
 from backupbench.results.model import RunRecord, split_device
 
 COLUMNS = ("run_id", "label", "run_kind", "run_status", "started_at", "phase", "phase_status",
-           "figure", "device", "value", "unit")
+           "figure", "device", "value", "unit", "n", "min", "max", "cv", "ci95_low", "ci95_high", "unstable", "samples")
+
+
+def _spread_columns(op, name: str) -> dict[str, Any]:
+    """n (1 for one sample, the other spread columns then empty); samples joined by ';'."""
+    found = spread_keys(op, name)
+    if not found:
+        return {"n": 1}
+    return {"n": len(found["samples"]), "min": found["min"], "max": found["max"], "cv": found["cv"],
+            "ci95_low": found["interval"]["low"], "ci95_high": found["interval"]["high"],
+            "unstable": "yes" if found["unstable"] else "no", "samples": ";".join(map(repr, found["samples"]))}
 
 
 def figure_rows(runs: Iterable[RunRecord]) -> Iterator[dict[str, Any]]:
@@ -28,7 +40,7 @@ def figure_rows(runs: Iterable[RunRecord]) -> Iterator[dict[str, Any]]:
                 yield {"run_id": run.run_id, "label": run.label, "run_kind": run.kind, "run_status": run.status,
                        "started_at": run.started_at, "phase": op.name, "phase_status": op.status,
                        "figure": figure, "device": device or "", "value": float(value),
-                       "unit": figure_unit(op, name)}
+                       "unit": figure_unit(op, name), **_spread_columns(op, name)}
 
 
 def write_figures(runs: Iterable[RunRecord], stream: TextIO) -> None:

@@ -34,7 +34,7 @@ from backupbench.artefacts import FAILED, GONE, NOT_OURS, REMOVED, Artefact, Out
 from backupbench.engines.s3 import BINARY, PhaseRun, Probe, Removal, S3Engine, S3Target
 from backupbench.engines.s3_credentials import DEFAULT_REGION, Credentials, resolve
 from backupbench.errors import BackupbenchError, EngineError, RefusedError
-from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
+from backupbench.workloads.base import Definition, RepeatKey, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads import s3_lock
 from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.s3_options import PHASE_TITLES, S3Options, normalise_endpoint, run_prefix
@@ -329,7 +329,7 @@ def remove_bucket(artefact: Artefact, run_id: str, environ: Mapping[str, str] | 
     return Outcome(REMOVED, "removed")
 
 
-class S3Entry(S3Options):
+class S3Entry(S3Options, RepeatKey):
     """A recipe's `[[workload]] kind = "s3"` entry; without endpoint, the layout's MinIO."""
 
     kind: Literal["s3"]
