@@ -135,3 +135,30 @@ def test_every_recipe_workload_entry_takes_repeat(kind):
     with pytest.raises(ValidationError) as refused:
         entry.model_validate({"kind": kind, "repeat": 0})
     assert ("repeat",) in [error["loc"] for error in refused.value.errors()]
+
+
+def test_gates_hold_the_median_print_the_interval_and_hold_a_bound_when_asked(tmp_path):
+    from backupbench.analysis import gates
+    from backupbench.errors import InputError
+
+    _, run = measured_three_times(tmp_path, bandwidths=(100 * MiB, 102 * MiB, 101 * MiB))
+    judged = {r.expectation.text: r for r in gates.evaluate(gates.parse_all(
+        ["active-full>=100MiB/s", "active-full>=100MiB/s@low", "active-full>=103MiB/s@high",
+         "active-full>=104MiB/s@high"]), run)}
+    median = judged["active-full>=100MiB/s"]
+    assert median.met and median.measured == 101 * MiB
+    assert median.measured_text == ("101.0 MiB/s (median of 3, 95% interval 98.5 MiB/s-103.5 MiB/s, CV 1.0%)")
+    low = judged["active-full>=100MiB/s@low"]
+    assert not low.met and low.measured_text.startswith("low end 98.5 MiB/s of 101.0 MiB/s (median of 3")
+    assert judged["active-full>=103MiB/s@high"].met and not judged["active-full>=104MiB/s@high"].met
+    with pytest.raises(InputError, match="unknown bound @lowest"):
+        gates.parse("active-full>=100MiB/s@lowest")
+
+
+def test_a_bound_on_one_sample_is_missed_and_asks_for_repeats(tmp_path):
+    from backupbench.analysis import gates
+
+    _, run = measured_three_times(tmp_path, bandwidths=(100 * MiB,))
+    [plain, bound] = gates.evaluate(gates.parse_all(["active-full>=50MiB/s", "active-full>=50MiB/s@low"]), run)
+    assert plain.met and plain.measured_text == "100.0 MiB/s"  # one sample: as it always read
+    assert not bound.met and bound.measured_text.endswith("measure with --repeat 3")

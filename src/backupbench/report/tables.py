@@ -324,7 +324,9 @@ def layout_cells(matrix, phase: str) -> list[str]:
         reference = matrix.reference_layout(phase)
         base = matrix.values.get((phase, reference or ""))
         against = base is not None and base[0] == figure and layout != reference
-        cells.append(shown + (f" ({relative_speed(value, base[1])})" if against and base else ""))
+        samples = (matrix.operations[(phase, layout)].sample_values(figure),
+                   matrix.operations[(phase, reference)].sample_values(figure)) if against and reference else None
+        cells.append(shown + (f" ({relative_speed(*samples)})" if samples else ""))
     return cells
 
 
