@@ -36,6 +36,8 @@ class Smoke:
 
 
 SMOKE = {
+    "aa": Smoke(("--pairs", "1", "--size", "16MiB", "--runtime", "1s", "--dir", "{tmp}"),
+                ("A/A comparisons with no difference beyond noise / all",)),
     "agent_flood": Smoke(("--requests", "5", "--idle", "20", "--rounds", "1"),
                          ("answer time with the flood / without",)),
     "agent_overhead": Smoke(("--seconds", "2", "--window", "1"), ("agent CPU / wall time",)),

@@ -222,7 +222,8 @@ def test_compare_report_shows_the_verdict_in_chromium(cli, tmp_path):
     url = (tmp_path / "compare.html").as_uri()
 
     dom = chromium(tmp_path, url, "--dump-dom").stdout
-    verdict = ("lvm-striped wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear (2.01x faster); "
+    verdict = ("lvm-striped leads restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear (2.01x faster on one "
+               "sample (each side): noise unknown, measure with --repeat 3); "
                "its member disks were 38% busy against 97%.")
     assert verdict in dom
     assert dom.index("Settings differ") < dom.index(verdict) < dom.index("Effective MiB/s")

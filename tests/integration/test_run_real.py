@@ -250,3 +250,33 @@ def test_keep_leaves_the_tagged_small_file_folder(cli, tmp_path):
     run_id = json.loads(result.stdout)["run"]["id"]
     [kept] = list(repo.iterdir())
     assert kept.name.endswith(run_id) and len(list(kept.rglob("f*"))) == 20
+
+
+def test_repeat_2_stores_two_samples_per_phase_and_shows_their_spread(cli, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    result = cli("run", str(repo), *QUICK, "--operations", "active-full,restore-random", "--repeat", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["run"]["settings"]["repeat"] == 2
+    assert [op["name"] for op in data["phases"]] == ["active-full", "restore-random"]
+    for op in data["phases"]:
+        figure = next(f for f in op["figures"] if f["name"] == "effective_bw")
+        assert len(figure["samples"]) == 2 and all(value > 0 for value in figure["samples"])
+        assert figure["value"] == pytest.approx(sum(figure["samples"]) / 2)  # the median of two
+        assert figure["interval"]["low"] <= figure["value"] <= figure["interval"]["high"]
+        assert figure["unstable"] == (figure["cv"] > 0.10)
+        assert op["detail"]["monitor_csv_samples"] == [f"sample-1/{op['name']}.monitor.csv",
+                                                       f"sample-2/{op['name']}.monitor.csv"]
+    run_dir = cli.results / "runs" / data["run"]["id"]
+    for sample in ("sample-1", "sample-2"):  # each sample's raw files
+        assert json.loads((run_dir / sample / "active-full.json").read_text())["jobs"][0]["jobname"] == "active-full"
+    assert leftovers(repo) == []
+    with sqlite3.connect(cli.results / "results.db") as db:
+        assert db.execute("SELECT count(*) FROM samples WHERE run_id=? AND name='effective_bw' AND value>0",
+                          (data["run"]["id"],)).fetchone() == (4,)
+    shown = cli("show", data["run"]["id"], "--csv")
+    rows = [row for row in shown.stdout.splitlines() if ",effective_bw," in row]
+    assert len(rows) == 2 and all(",2," in row for row in rows)
+    table = cli("show", data["run"]["id"])
+    assert "CV " in table.stdout and "medians" in table.stdout  # the spread column, the caption

@@ -28,13 +28,20 @@ def text_of(renderable) -> str:
     return console.export_text()
 
 
-def op(name: str, mib: float, util: float | None = None, p99_ms: float | None = None, **detail) -> OperationRecord:
+ONE_SAMPLE = "on one sample (each side): noise unknown, measure with --repeat 3"
+
+
+def op(name: str, mib: float, util: float | None = None, p99_ms: float | None = None, repeated: bool = False,
+       **detail) -> OperationRecord:
+    """A phase at `mib` MiB/s; repeated: measured 3 times, 1% apart (the median `mib`)."""
     figures = {"effective_bw": mib * MiB, "read_bw": mib * MiB}
     if util is not None:
         figures["members_util"] = util
     if p99_ms is not None:
         figures["read_p99_lat"] = p99_ms * 1e6
-    return OperationRecord(name, "randread qd1", COMPLETE, figures=figures, detail=detail)
+    samples = [{**figures, "effective_bw": mib * MiB * f, "read_bw": mib * MiB * f} for f in (0.99, 1.0, 1.01)]
+    return OperationRecord(name, "randread qd1", COMPLETE, figures=figures, detail=detail,
+                           samples=samples if repeated else [])
 
 
 def kb_run(run_id: str, speeds: dict[str, float], label: str = "", **settings) -> RunRecord:
@@ -47,11 +54,14 @@ def kb_run(run_id: str, speeds: dict[str, float], label: str = "", **settings) -
 
 
 @pytest.mark.parametrize("current, reference, wording", [
-    (200.0, 100.0, "2.00x faster"),
-    (50.0, 100.0, "2.00x slower"),     # was printed as "slowdown 0.50x"... and as "0.50x" for twice as fast
-    (101.0, 100.0, "same (within 2%)"),
-    (100.0, 101.9, "same (within 2%)"),
-    (100.0, 103.0, "1.03x slower"),
+    ((198.0, 200.0, 202.0), (99.0, 100.0, 101.0), "2.00x faster"),
+    ((49.5, 50.0, 50.5), (99.0, 100.0, 101.0), "2.00x slower"),  # was "slowdown 0.50x"... and "0.50x" for 2x
+    # mean 100.33 +- 4.303 * 6.03 / sqrt(3) = 14.98 each side: intervals overlap
+    ((95.0, 100.0, 106.0), (101.0, 94.0, 106.0), "no difference beyond noise (±29%)"),
+    ((100.0, 100.5, 101.0), (102.5, 103.0, 103.5), "1.02x slower"),  # tight enough to tell 3% apart
+    (200.0, 100.0, f"2.00x faster {ONE_SAMPLE}"),
+    (101.0, 100.0, f"1.01x faster {ONE_SAMPLE}"),  # was "same (within 2%)": nobody knows the noise
+    ((99.0, 103.0), 100.0, "1.01x faster on one sample (the reference): noise unknown, measure with --repeat 3"),
     (0.0, 100.0, "no speed to compare"),
 ])
 def test_relative_speed_says_the_direction(current, reference, wording):
@@ -63,8 +73,17 @@ def test_speed_changes_against_a_baseline():
     run = kb_run("new", {"active-full": 200, "restore-random": 200, "synthetic-full": 50})
     changes = {c.operation: c for c in speed_changes(run, baseline)}
     assert set(changes) == {"active-full", "restore-random"}
-    assert changes["active-full"].wording == "2.00x faster" and changes["active-full"].factor == 2.0
-    assert changes["restore-random"].wording == "2.00x slower"
+    assert changes["active-full"].wording == f"2.00x faster {ONE_SAMPLE}" and changes["active-full"].factor == 2.0
+    assert changes["restore-random"].wording == f"2.00x slower {ONE_SAMPLE}"
+
+
+def test_speed_changes_against_a_repeated_baseline_know_the_noise():
+    baseline, run = kb_run("base", {}), kb_run("new", {})
+    baseline.operations = [op("active-full", 100, repeated=True), op("restore-random", 400, repeated=True)]
+    run.operations = [op("active-full", 200, repeated=True), op("restore-random", 402, repeated=True)]
+    changes = {c.operation: c.wording for c in speed_changes(run, baseline)}
+    assert changes["active-full"] == "2.00x faster"
+    assert changes["restore-random"].startswith("no difference beyond noise (±")
 
 
 def test_a_baseline_with_no_phase_in_common_is_an_error_naming_both():
@@ -149,25 +168,35 @@ def test_a_hosts_recipe_names_its_machines_as_run_hosts_does(tmp_path):
 
 
 def test_verdict_names_winner_margin_and_member_disk_evidence():
-    verdict = phase_verdict("restore-random", [("lvm-linear", op("restore-random", 205, util=97.0)),
-                                               ("lvm-striped", op("restore-random", 412, util=38.0))])
+    verdict = phase_verdict("restore-random", [("lvm-linear", op("restore-random", 205, util=97.0, repeated=True)),
+                                               ("lvm-striped", op("restore-random", 412, util=38.0, repeated=True))])
     assert verdict.winner == "lvm-striped"
     assert verdict.text == ("lvm-striped wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear "
                             "(2.01x faster); its member disks were 38% busy against 97%")
 
 
 def test_verdict_falls_back_to_latency_and_says_when_there_is_no_winner():
-    verdict = phase_verdict("restore-random", [("a", op("x", 100, p99_ms=9.8)), ("b", op("x", 300, p99_ms=3.1)),
-                                               ("c", op("x", 150))])
+    verdict = phase_verdict("restore-random", [("a", op("x", 100, p99_ms=9.8, repeated=True)),
+                                               ("b", op("x", 300, p99_ms=3.1, repeated=True)),
+                                               ("c", op("x", 150, repeated=True))])
     assert verdict.text == ("b wins restore-random: 300.0 MiB/s vs 150.0 MiB/s for c, the next best (2.00x faster)")
-    verdict = phase_verdict("restore-random", [("a", op("x", 100, p99_ms=9.8)), ("b", op("x", 300, p99_ms=3.1))])
+    verdict = phase_verdict("restore-random", [("a", op("x", 100, p99_ms=9.8, repeated=True)),
+                                               ("b", op("x", 300, p99_ms=3.1, repeated=True))])
     assert verdict.text.endswith("(3.00x faster); its read p99 latency was 3.10 ms against 9.80 ms")
-    tie = phase_verdict("active-full", [("a", op("x", 100)), ("b", op("x", 101))])
+    tie = phase_verdict("active-full", [("a", op("x", 100, repeated=True)), ("b", op("x", 101, repeated=True))])
     assert tie.winner is None
-    assert tie.text == "no clear winner in active-full: b 101.0 MiB/s vs 100.0 MiB/s for a (same (within 2%))"
+    assert tie.text.startswith("no clear winner in active-full: b 101.0 MiB/s vs 100.0 MiB/s for a "
+                               "(no difference beyond noise (±")
     assert phase_verdict("active-full", [("a", op("x", 100))]) is None
     assert overall_verdict([verdict, tie]) == "Overall: b is the fastest in 1 of 2 phases compared"
     assert overall_verdict([verdict]) is None
+
+
+def test_a_verdict_on_one_sample_names_no_winner_and_asks_for_repeats():
+    verdict = phase_verdict("restore-random", [("a", op("x", 100)), ("b", op("x", 300))])
+    assert verdict.winner is None
+    assert verdict.text == f"b leads restore-random: 300.0 MiB/s vs 100.0 MiB/s for a (3.00x faster {ONE_SAMPLE})"
+    assert overall_verdict([verdict, verdict]) is None
 
 
 def test_runs_are_called_by_label_and_shared_labels_stay_apart():
@@ -189,8 +218,9 @@ def test_show_with_a_baseline_lists_differing_settings_above_the_comparison():
     text = text_of(run_report(run, baseline=baseline))
     assert text.index("Settings differ") < text.index("Against baseline jobs1 (base)")
     assert re.search(r"jobs \(fio numjobs\)\s+│ 1\s+│ 4", text)
-    assert re.search(r"active-full\s+│\s+100.0 MiB/s │\s+200.0 MiB/s │\s+2.00x faster", text)
-    assert re.search(r"restore-random .* same \(within 2%\)", text)
+    assert re.search(r"active-full\s+│\s+100.0 MiB/s │\s+200.0 MiB/s │\s+2.00x faster on one sample", text)
+    assert re.search(r"restore-random .* 1.00x \w+ on one sample \(each side\): noise unknown, measure with "
+                     r"--repeat 3", text)
     assert "slowdown" not in text
     same = text_of(run_report(kb_run("again", {"active-full": 100}), baseline=baseline))
     assert "Same settings: baseline jobs1 and this run again ran the same workload the same way." in same
@@ -198,7 +228,7 @@ def test_show_with_a_baseline_lists_differing_settings_above_the_comparison():
 
 def test_layouts_compared_say_faster_or_slower_and_give_a_verdict():
     run = RunRecord("r", "recipe", "layouts", {}, status=COMPLETE)
-    run.operations = [op(f"{layout}/restore-random", mib, util=util, layout=layout)
+    run.operations = [op(f"{layout}/restore-random", mib, util=util, layout=layout, repeated=True)
                       for layout, mib, util in (("linear", 205, 97.0), ("striped", 412, 38.0))]
     matrix = layout_matrix(run)
     assert matrix is not None and matrix.verdict("restore-random").winner == "striped"

@@ -68,7 +68,8 @@ def test_runs_are_labelled_and_the_verdict_names_winner_margin_and_evidence(comp
     _, _, page = compared
     assert "<h1>backupbench: 2 runs compared</h1>" in page and "lvm-linear, lvm-striped" in page
     assert '<th scope="col" class="num">lvm-striped</th>' in page
-    assert ("lvm-striped wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear (2.01x faster); "
+    # Measured once each: ahead, but no winner is named and the reader is told why.
+    assert ("lvm-striped leads restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear (2.01x faster on one sample (each side): noise unknown, measure with --repeat 3); "
             "its member disks were 38% busy against 97%.") in page
     assert "no clear winner in active-full" in page
 
@@ -84,7 +85,7 @@ def test_only_the_best_cell_of_a_row_is_marked(compared):
     _, _, page = compared
     speed = cells_of_row(page, "restore-random", "Effective MiB/s")
     assert speed == ["205.0", '<span class="strong best" style="background:#dff0d8;padding:0 3px" '
-                              'title="best in this row">412.0 (2.01x faster)</span>']
+                              'title="best in this row">412.0 (2.01x faster on one sample (each side): noise unknown, measure with --repeat 3)</span>']
     # Equal speeds (within 2%): both are the best, neither wins.
     assert all('class="strong best"' in cell for cell in cells_of_row(page, "active-full", "Effective MiB/s"))
     latency = cells_of_row(page, "restore-random (read p99)", "p99 latency (ms)")
@@ -121,5 +122,5 @@ def test_single_run_page_baseline_section_flags_settings_and_says_faster(tmp_pat
     assert "<h2>Against baseline 20261124T000000-aaaa</h2>" in section
     assert section.index("settings-differ") < section.index("this run against the baseline")
     assert "<td>restore-random</td><td class=\"num\">205.0 MiB/s</td><td class=\"num\">412.0 MiB/s</td>" \
-           "<td class=\"num\">2.01x faster</td>" in section
+           "<td class=\"num\">2.01x faster on one sample (each side): noise unknown, measure with --repeat 3</td>" in section
     assert "slowdown" not in page.lower()

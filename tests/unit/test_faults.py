@@ -326,7 +326,9 @@ def test_fault_report_sets_each_state_against_healthy_and_the_model():
 
     [report] = fault_reports(_fault_run())
     [cells] = rows(report)
-    assert cells == ["restore-random", "200.0", "50.0 (4.00x slower)", "40.0 (5.00x slower)", "210.0 (1.05x faster)", "250.0", "-20%"]
+    one = " on one sample (each side): noise unknown, measure with --repeat 3"
+    assert cells == ["restore-random", "200.0", f"50.0 (4.00x slower{one})", f"40.0 (5.00x slower{one})",
+                     f"210.0 (1.05x faster{one})", "250.0", "-20%"]
     # the rebuild: 1 GiB at md's 20 MiB/s limit = 51.2 s by the model, 100 s measured
     assert report.model_rebuild.value == pytest.approx(51.2)
     assert "model 51.2 s (+95%" in rebuild_line(report)
@@ -356,7 +358,7 @@ def test_fault_run_in_the_html_report(tmp_path):
     from backupbench.report import html
 
     page = html.render(_fault_run(), results_dir=tmp_path)
-    assert "Degraded and rebuilding" in page and "50.0 (4.00x slower)" in page
+    assert "Degraded and rebuilding" in page and "50.0 (4.00x slower on one sample (each side): noise unknown, measure with --repeat 3)" in page
     assert "Model and measurement disagree" in page
 
 

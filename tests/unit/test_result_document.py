@@ -199,8 +199,10 @@ def test_a_version_2_store_opens_gains_labels_and_keeps_its_runs(tmp_path):
     figures = {f["name"]: f for f in document.run_document(old)["phases"][0]["figures"]}
     assert figures["files_per_s"]["unit"] == "files/s" and figures["mon.util.avg"]["device"] == "sda"
     with closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert "label" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+        assert {row[1] for row in db.execute("PRAGMA table_info(samples)")} >= {"sample", "name", "value"}
+    assert old.operations[0].samples == []  # measured once, as every run before version 4
     store.set_label("r2", "old disks")
     store.create_run(sample_run("r3", label="new disks"))
     assert [(r.run_id, r.label) for r in Store(path).list_runs()] == [("r3", "new disks"), ("r2", "old disks")]

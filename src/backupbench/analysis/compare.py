@@ -1,7 +1,9 @@
 """Runs and layouts set against each other: how much faster or slower, which one wins and why.
 
-Every comparison says its direction in words ("2.00x faster", "2.00x slower", "same (within
-2%)"), from `relative_speed` alone, so no table can print a bare factor that reads either way.
+Every comparison says its direction in words, from `relative_speed` alone (analysis/noise.py's
+verdict): "2.00x faster" / "2.00x slower" only when the two figures' 95% intervals part,
+otherwise "no difference beyond noise (±y%)"; a figure measured once says so and suggests
+--repeat 3. So no table prints a bare factor that reads either way, or one noise could make.
 """
 
 from __future__ import annotations
@@ -11,13 +13,15 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from backupbench import units
+from backupbench.analysis import noise
 from backupbench.errors import InputError
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
 # The figure that says how fast a phase went, first match wins: higher is better for each.
 HEADLINE_FIGURES = ("effective_bw", "files_per_s")
-# Two speeds closer than this are the same: run-to-run noise on one host is about this large.
+# Two cells of a several-runs table closer than this are both marked best (a tie is no win);
+# whether two speeds differ is noise.verdict's to say.
 SAME_WITHIN = 0.02
 # A phase's p99 latency figures (ns) and what to call each; lower is better.
 P99_FIGURES = (
@@ -28,15 +32,24 @@ P99_FIGURES = (
 )
 
 
-def relative_speed(current: float, reference: float) -> str:
-    """`current` against `reference`, higher being better: '2.00x faster', '2.00x slower' or
-    'same (within 2%)'. The one wording every comparison uses."""
-    if current <= 0 or reference <= 0:
-        return "no speed to compare"
-    factor = max(current, reference) / min(current, reference)
-    if factor < 1 + SAME_WITHIN:
-        return f"same (within {SAME_WITHIN:.0%})"
-    return f"{factor:,.2f}x {'faster' if current > reference else 'slower'}"
+def _samples(value: float | Sequence[float]) -> list[float]:
+    return [float(value)] if isinstance(value, (int, float)) else [float(v) for v in value]
+
+
+def speed_verdict(current: float | Sequence[float], reference: float | Sequence[float]) -> noise.Verdict:
+    """`current` against `reference` (a figure, or its samples), higher being better."""
+    mine, theirs = _samples(current), _samples(reference)
+    if not mine or not theirs:
+        return noise.Verdict("unknown", None, None, "no speed to compare")
+    found = noise.verdict(mine, theirs)
+    return noise.Verdict("unknown", None, None, "no speed to compare") if found.factor is None else found
+
+
+def relative_speed(current: float | Sequence[float], reference: float | Sequence[float]) -> str:
+    """'2.00x faster', '2.00x slower', 'no difference beyond noise (±8.1%)', or on one sample
+    '2.00x faster on one sample (...): noise unknown, measure with --repeat 3'. The one wording
+    every comparison uses; pass the samples (OperationRecord.sample_values) where there are some."""
+    return speed_verdict(current, reference).text
 
 
 def run_name(run: RunRecord) -> str:
@@ -84,8 +97,10 @@ def speed_text(figure: str, value: float) -> str:
 class SpeedChange:
     operation: str
     figure: str
-    baseline: float
+    baseline: float   # the median, for a phase measured several times
     current: float
+    baseline_samples: tuple[float, ...] = ()
+    current_samples: tuple[float, ...] = ()
 
     @property
     def factor(self) -> float:
@@ -94,7 +109,7 @@ class SpeedChange:
 
     @property
     def wording(self) -> str:
-        return relative_speed(self.current, self.baseline)
+        return relative_speed(self.current_samples or self.current, self.baseline_samples or self.baseline)
 
 
 def _complete_ops(run: RunRecord) -> dict[str, OperationRecord]:
@@ -107,7 +122,8 @@ def speed_changes(run: RunRecord, baseline: RunRecord) -> list[SpeedChange]:
     for name, op in _complete_ops(run).items():
         mine, theirs = headline(op.figures), headline(base[name].figures) if name in base else None
         if mine and theirs and mine[0] == theirs[0]:
-            result.append(SpeedChange(name, mine[0], theirs[1], mine[1]))
+            result.append(SpeedChange(name, mine[0], theirs[1], mine[1], tuple(base[name].sample_values(theirs[0])),
+                                      tuple(op.sample_values(mine[0]))))
     return result
 
 
@@ -199,7 +215,7 @@ def _evidence(winner: OperationRecord, other: OperationRecord) -> str:
 @dataclass(frozen=True)
 class Verdict:
     phase: str
-    winner: str | None  # None: no clear winner (the best two within SAME_WITHIN)
+    winner: str | None  # None: no clear winner (within noise, or noise unknown: one sample)
     text: str
 
 
@@ -219,10 +235,12 @@ def phase_verdict(phase: str, entries: Sequence[tuple[str, OperationRecord]]) ->
     against = f"{speed_text(figure, best_value)} vs {speed_text(figure, next_value)} for {second}"
     if len(ranked) > 2:
         against += ", the next best"
-    margin = relative_speed(best_value, next_value)
-    if margin.startswith("same"):
-        return Verdict(phase, None, f"no clear winner in {phase}: {first} {against} ({margin})")
-    return Verdict(phase, first, f"{first} wins {phase}: {against} ({margin}){_evidence(first_op, second_op)}")
+    found = speed_verdict(first_op.sample_values(figure), second_op.sample_values(figure))
+    if found.outcome == "same" or best_value == next_value:
+        return Verdict(phase, None, f"no clear winner in {phase}: {first} {against} ({found.text})")
+    if found.outcome == "unknown":  # one sample: ahead, but nobody knows by how much noise
+        return Verdict(phase, None, f"{first} leads {phase}: {against} ({found.text}){_evidence(first_op, second_op)}")
+    return Verdict(phase, first, f"{first} wins {phase}: {against} ({found.text}){_evidence(first_op, second_op)}")
 
 
 def overall_verdict(verdicts: Sequence[Verdict]) -> str | None:

@@ -27,6 +27,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Callable, Sequence
 
 from backupbench import units
+from backupbench.analysis import noise
 from backupbench.analysis.compare import p99_label, phase_p99
 from backupbench.errors import ExpectationMissed, InputError
 from backupbench.recipe import naming
@@ -81,6 +82,7 @@ class Expectation:
     quantity: Quantity
     bare: bool  # the value had no unit
     device: str | None = None  # FIGURE[DEVICE]: the figure as measured on that device
+    bound: noise.Bound = "median"  # ...@low / @high: held against that end of the 95% interval
 
 
 @dataclass(frozen=True)
@@ -120,13 +122,14 @@ def _quantity(number: str, unit: str, text: str) -> Quantity:
 
 def parse(text: str) -> Expectation:
     """'restore-random>=300MiB/s' -> Expectation; InputError (one line) when it is not one."""
-    match = _EXPECTATION.match(text)
+    core, bound = noise.split_bound(text)
+    match = _EXPECTATION.match(core)
     if not match:
         raise InputError(f"--expect {text!r} is not PHASE[.FIGURE]OP VALUE[UNIT]",
                          "e.g. --expect 'restore-random>=300MiB/s' --expect 'active-full.p99<=50ms'")
     quantity = _quantity(match["number"], match["unit"], text)
     return Expectation(text.strip(), match["phase"], match["figure"], match["op"], quantity, not match["unit"],
-                       match["device"])
+                       match["device"], bound)
 
 
 def parse_all(texts: Sequence[str]) -> list[Expectation]:
@@ -205,9 +208,10 @@ def _require_kind(expectation: Expectation, unit: str, what: str) -> None:
                          "give the value in the figure's kind of unit" + (", e.g. 300MiB/s" if kind == "rate" else ""))
 
 
-def _resolve(op: OperationRecord, name: str) -> tuple[str, float | None, str]:
-    """(stored figure, value or None, what to call it) for a figure name or alias on one phase."""
-    figures = op.figures
+def _resolve(op: OperationRecord, name: str, figures: dict[str, float] | None = None) -> tuple[str, float | None, str]:
+    """(stored figure, value or None, what to call it) for a figure name or alias on one phase
+    (`figures`: one of its samples instead of its medians)."""
+    figures = op.figures if figures is None else figures
     if name == P99:
         found = phase_p99(figures)
         return (found[0], found[1], p99_label(found[0])) if found else ("", None, "")
@@ -294,9 +298,13 @@ def _check_op(expectation: Expectation, name: str, op: OperationRecord) -> GateR
     _require_kind(expectation, unit, f"{stored} of {op.name}")
     kind, per_base = UNIT_KINDS.get(unit, ("number", 1.0))
     threshold = expectation.quantity.value * per_base
-    measured = _shown(kind, value / per_base, unit) + (f" ({called})" if called else "")
-    return GateResult(expectation, op.name, stored, value, measured, OPERATORS[expectation.op](value, threshold),
-                      threshold, unit)
+    # A phase measured several times: the median is held (or the interval's end, with @low/@high).
+    samples = [v for v in (_resolve(op, name, sample)[1] for sample in op.samples) if v is not None] or [value]
+    judged = noise.judge_bound(samples, expectation.op, threshold, expectation.bound,
+                               shown=lambda number: _shown(kind, number / per_base, unit))
+    plain = len(samples) == 1 and expectation.bound == "median"
+    measured = (_shown(kind, value / per_base, unit) if plain else judged.text) + (f" ({called})" if called else "")
+    return GateResult(expectation, op.name, stored, value, measured, judged.met, threshold, unit)
 
 
 def why_not_complete(run: RunRecord) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
+from backupbench.analysis import noise
 from backupbench.monitor import csvlog
 from backupbench.results.model import OperationRecord, RunRecord
 
@@ -61,6 +62,7 @@ class OperationHosts:
     total_p99_ns: float | None   # fio: from the hosts' histograms merged (detail["p99_total"] says)
     lost: dict[str, str] = field(default_factory=dict)  # lost during this operation: reason
     absent: list[str] = field(default_factory=list)     # known to the run, not in this operation
+    note: str = ""               # why no host can be named slow (two hosts: noise.judge_hosts)
 
     @property
     def slow(self) -> list[HostRow]:
@@ -99,13 +101,17 @@ def operation_hosts(op: OperationRecord, known: list[str]) -> OperationHosts:
     # The conventional median (mean of the middle two for an even count), not stats.nearest_rank:
     # with two hosts the nearest rank is the slower host itself, which could then never be slow.
     median = statistics.median(values.values()) if values else None
+    # Slow: each host against the *others* (noise.judge_hosts); two hosts cannot name one.
+    judged = noise.judge_hosts({host: [value] for host, value in values.items()}, fraction=SLOW_FRACTION)
+    slow = set(judged.slow)
     rows = []
     for host, value in values.items():
         under = (median - value) / median if median else 0.0
-        rows.append(HostRow(host, value, p99_of(per_host[host]), under, under > SLOW_FRACTION))
+        rows.append(HostRow(host, value, p99_of(per_host[host]), under, host in slow))
     absent = [h for h in known if h not in values and h not in lost]
     total = op.figures.get(figure)
-    return OperationHosts(op.name, figure, rows, median, total, p99_of(op.figures), lost, absent)
+    return OperationHosts(op.name, figure, rows, median, total, p99_of(op.figures), lost, absent,
+                          f"{op.name}: {judged.note}" if judged.note else "")
 
 
 def host_breakdown(run: RunRecord) -> list[OperationHosts]:

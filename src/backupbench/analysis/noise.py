@@ -21,8 +21,7 @@ deviations: the others' own spread); a host measured several times is judged by 
 interval, so its noise cannot make it slow. Two hosts cannot name an outlier: either may be
 the odd one. The verdict between them is still given, and the fix (a third host).
 
-Gates on an interval (`split_bound`, `judge_bound`), wired into analysis/gates.py by a later
-change: `--expect` holds the median against the threshold and prints the interval;
+Gates on an interval (`split_bound`, `judge_bound`), used by analysis/gates.py: `--expect` holds the median against the threshold and prints the interval;
 `restore-random>=300MiB/s@low` holds the interval's low end (met only when even the low end
 of the 95% interval meets it: a strict CI gate), `@high` its high end (`>=...@high` misses
 only when the whole interval is under: a lenient one), `@median` the median (the default).

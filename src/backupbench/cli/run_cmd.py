@@ -28,7 +28,7 @@ from backupbench.runner import host_monitor
 from backupbench.runner import hosts as on_hosts
 from backupbench.results import document
 from backupbench.runner.pipeline import RunRequest, execute
-from backupbench.workloads.base import Definition, Workload
+from backupbench.workloads.base import MAX_REPEAT, Definition, Workload
 from backupbench.workloads.registry import WORKLOADS, names_where
 
 WORKLOAD_HELP = "Workload to run: " + "; ".join(f"{name}: {d.description}" for name, d in WORKLOADS.items())
@@ -130,13 +130,16 @@ def _with_workload_options(command: Callable) -> Callable:
               help=f"With --hosts: the port of each host's agent [default: {DEFAULT_AGENT_PORT}].")
 @agent_trust_options
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, show_default=True, metavar="N",
+              help="Measure each phase N times in this run (the whole workload, N times in turn); the figure shown "
+                   "is the median, with min/max, CV and a 95% interval; comparisons then know the noise.")
 @baseline_option
 @label_option
 @expect_option
 @results_option
 def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, hosts: str | None,
                 agents: str | None, agent_token_file: Path | None, agent_port: int | None, agent_trust: TrustFlags,
-                quiet: bool,
+                quiet: bool, repeat: int,
                 baseline_ref: str | None, label: str, expectations: list[Expectation], results: Path | None,
                 **values: object) -> None:
     """Run a backup workload against PATH, sampling the host; keep and show the figures.
@@ -159,6 +162,7 @@ def run_command(path: Path | None, workload: str, preset: str | None, as_json: b
         workload=chosen, results=results_dir(results), target=path,
         scratch_parent=Path.cwd(), monitor=monitor, host_facts=chosen.engine_versions(),
         on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)), label=label,
+        repeat=repeat,
     )
     run = execute if hosts is None else (lambda req, rep: on_hosts.execute(req, chosen, rep))
     if agents is not None:

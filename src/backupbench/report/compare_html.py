@@ -80,7 +80,8 @@ def _speed_rows(runs: Sequence[RunRecord], operations: Sequence[str]) -> list[li
         cells = [e(name)]
         for index, value in enumerate(values):
             base = values[reference] if reference is not None else None
-            against = f" ({relative_speed(value, base)})" if value and base and index != reference else ""
+            against = (f" ({relative_speed(ops[index].sample_values('effective_bw'), ops[reference].sample_values('effective_bw'))})"
+                       if value and base and index != reference and reference is not None else "")
             cells.append(_marked(f"{value / units.MiB:,.1f}{against}", index in best) if value else "-")
         rows.append(cells)
     return [row for row in rows if any(cell != "-" for cell in row[1:])]
@@ -178,8 +179,9 @@ def runs_html(runs: Sequence[RunRecord], names: Sequence[str]) -> str:
 def _sections(runs: Sequence[RunRecord], names: list[str], backup_size: int | None,
               results_dir: Path | None) -> list[tuple[str, Callable[[], str], str]]:
     operations = _operations(runs)
-    speed_note = ("x faster / x slower: against the first run that has the operation; "
-                  f"same: within {SAME_WITHIN:.0%}; marked: the best of the row")
+    speed_note = ("x faster / x slower: against the first run that has the operation, only when the 95% "
+                  "intervals part (else: no difference beyond noise; one sample: noise unknown); "
+                  f"marked: the best of the row (and any within {SAME_WITHIN:.0%} of it)")
     return [
         ("Settings", lambda: settings_differences_html(runs, names), "settings"),
         ("Verdict", lambda: verdict_html(runs, names, operations), "verdict"),

@@ -25,7 +25,8 @@ KB2014_BLOCK = 512 * 1024
 class OperationRow:
     operation: str
     figure: str                               # effective_bw or files_per_s
-    speeds: dict[str, float] = field(default_factory=dict)  # state -> value
+    speeds: dict[str, float] = field(default_factory=dict)  # state -> value (the median of its samples)
+    samples: dict[str, list[float]] = field(default_factory=dict)  # state -> its samples, for the verdicts
     model: Expected | None = None
 
     @property
@@ -98,6 +99,7 @@ def _rows(ops: list[OperationRecord]) -> list[OperationRow]:
         operation = naming.phase_of(op.name)
         row = rows.setdefault(operation, OperationRow(operation, best[0]))
         row.speeds.setdefault(state, best[1])
+        row.samples.setdefault(state, op.sample_values(best[0]))
     return list(rows.values())
 
 

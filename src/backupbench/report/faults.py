@@ -34,7 +34,8 @@ def rows(report: FaultReport) -> list[list[str]]:
         cells = [row.operation, _speed(row, healthy)]
         for state in naming.FAULT_STATES[1:]:
             mine = row.speeds.get(state)
-            against = f" ({relative_speed(mine, healthy)})" if healthy and mine is not None else ""
+            against = (f" ({relative_speed(row.samples.get(state) or mine, row.samples.get(naming.HEALTHY) or healthy)})"
+                       if healthy and mine is not None else "")
             cells.append(_speed(row, mine) + against)
         cells += [_speed(row, row.model.value) if row.model else "-", _percent(row.model_error)]
         table.append(cells)

@@ -95,7 +95,7 @@ def slow_notes(breakdown: list[OperationHosts]) -> list[str]:
         (first_op, first), rest = where[0], where[1:]
         more = "".join(f", {under:.0%} in {op}" for op, under in rest)
         notes.append(f"host {host} is {first:.0%} under the median in {first_op}{more}")
-    return notes
+    return notes + [op.note for op in breakdown if op.note]
 
 
 STYLES = {SLOW: "bold red", LOST: "yellow", SUM: "bold"}

@@ -119,7 +119,8 @@ def baseline_html(run: RunRecord, baseline: RunRecord) -> str:
     return (settings + page.table(["phase", "baseline", "this run", "this run against the baseline"], rows,
                                   caption=f"Against baseline {run_name(baseline)}")
             + '<p class="table-note">faster/slower: this run\'s speed against the baseline\'s; '
-              'same: within 2%</p>\n')
+              'only when the 95% intervals part; else no difference beyond noise; one sample: noise unknown '
+              '(measure with --repeat 3)</p>\n')
 
 
 def faults_html(run: RunRecord, folder: Path) -> str:

@@ -259,16 +259,52 @@ class OperationsTable:
     caption: str
 
 
+# The figure a table's spread column is about: the first of these a phase has (its bold column).
+HEADLINE_FIGURES = ("clone_s_per_tib", "files_per_s", "effective_bw")
+SPREAD_HEADING = "n: 95% interval, CV"
+
+
+def headline_figure(op: OperationRecord) -> str | None:
+    return next((name for name in HEADLINE_FIGURES if name in op.figures), None)
+
+
+def spread_cell(op: OperationRecord) -> str:
+    """'3: 290.1–335.2, CV 3.1%' of the headline figure (in its column's unit), 'unstable'
+    and yellow when the CV is over 10% (stats.py); 'one sample' for a phase measured once."""
+    name = headline_figure(op)
+    figure = op.spread(name) if name is not None else None
+    if figure is None:
+        return "-"
+    if figure.one_sample:
+        return "one sample"
+    scale = units.MiB if name == "effective_bw" else 1
+
+    def shown(value: float) -> str:
+        return f"{value / scale:,.1f}"
+
+    assert figure.low is not None and figure.high is not None and figure.cv is not None
+    text = f"{figure.n}: {shown(figure.low)}–{shown(figure.high)}, CV {figure.cv:.1%}"
+    return Styled(f"{text} unstable", "yellow") if figure.unstable else text
+
+
+def _cells(op: OperationRecord, columns: list[Column], repeated: bool) -> tuple[str, ...]:
+    if op.status != COMPLETE:
+        return ()
+    return tuple(cell(op.figures) for _, cell in columns) + ((spread_cell(op),) if repeated else ())
+
+
 def run_tables(run: RunRecord) -> list[OperationsTable]:
-    """The operations tables of `run`, each with the sampled columns its phases have figures for."""
+    """The operations tables of `run`, each with the sampled columns its phases have figures for;
+    phases measured several times show their medians and a spread column."""
     title = f"{run_heading(run)} — {run.target}" + (" (BUFFERED)" if run.settings.get("buffered") else "")
     tables = []
     for spec in table_specs(run):
         columns = spec.columns + monitor_columns(spec.operations)
-        rows = tuple(Row(op.name, op.pattern, op.status,
-                         tuple(cell(op.figures) for _, cell in columns) if op.status == COMPLETE else ())
-                     for op in spec.operations)
-        tables.append(OperationsTable(title, spec.pattern_heading, tuple(h for h, _ in columns), rows, spec.caption))
+        repeated = any(op.sample_count > 1 for op in spec.operations)
+        rows = tuple(Row(op.name, op.pattern, op.status, _cells(op, columns, repeated)) for op in spec.operations)
+        headings = tuple(h for h, _ in columns) + ((SPREAD_HEADING,) if repeated else ())
+        caption = spec.caption + ("; figures are medians of the samples" if repeated else "")
+        tables.append(OperationsTable(title, spec.pattern_heading, headings, rows, caption))
     return tables
 
 
@@ -295,7 +331,9 @@ def layout_cells(matrix, phase: str) -> list[str]:
         reference = matrix.reference_layout(phase)
         base = matrix.values.get((phase, reference or ""))
         against = base is not None and base[0] == figure and layout != reference
-        cells.append(shown + (f" ({relative_speed(value, base[1])})" if against and base else ""))
+        samples = (matrix.operations[(phase, layout)].sample_values(figure),
+                   matrix.operations[(phase, reference)].sample_values(figure)) if against and reference else None
+        cells.append(shown + (f" ({relative_speed(*samples)})" if samples else ""))
     return cells
 
 

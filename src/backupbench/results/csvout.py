@@ -6,7 +6,9 @@ pandas pivots them as it likes. Values are written exactly (Python's shortest re
 stored float), units as in the run document (results/document.py); beside them the same value
 in its base unit (`base_value`, `base_unit`: B, B/s, s, a 0-1 ratio; results/base_units.py), one
 unit per quantity whatever each figure was stored in. `phase_status` is the phase's own status
-(a phase whose every request failed is `failed`, whatever its figures).
+(a phase whose every request failed is `failed`, whatever its figures). A phase measured several
+times has its median in `value`, its sample count in `n`, min/max, CV, the 95% interval and
+`unstable` (CV over 10%) beside it and its samples in `samples` (';'-separated); one sample: n 1.
 """
 
 from __future__ import annotations
@@ -15,11 +17,22 @@ import csv
 from typing import Any, Iterable, Iterator, TextIO
 
 from backupbench.results.base_units import base_unit
-from backupbench.results.document import figure_unit
+from backupbench.results.document import figure_unit, spread_keys
 from backupbench.results.model import RunRecord, split_device
 
 COLUMNS = ("run_id", "label", "run_kind", "run_status", "started_at", "phase", "phase_status",
-           "figure", "device", "value", "unit", "base_value", "base_unit")
+           "figure", "device", "value", "unit", "base_value", "base_unit", "n", "min", "max", "cv", "ci95_low",
+           "ci95_high", "unstable", "samples")
+
+
+def _spread_columns(op, name: str) -> dict[str, Any]:
+    """n (1 for one sample, the other spread columns then empty); samples joined by ';'."""
+    found = spread_keys(op, name)
+    if not found:
+        return {"n": 1}
+    return {"n": len(found["samples"]), "min": found["min"], "max": found["max"], "cv": found["cv"],
+            "ci95_low": found["interval"]["low"], "ci95_high": found["interval"]["high"],
+            "unstable": "yes" if found["unstable"] else "no", "samples": ";".join(map(repr, found["samples"]))}
 
 
 def figure_rows(runs: Iterable[RunRecord]) -> Iterator[dict[str, Any]]:
@@ -34,7 +47,7 @@ def figure_rows(runs: Iterable[RunRecord]) -> Iterator[dict[str, Any]]:
                 yield {"run_id": run.run_id, "label": run.label, "run_kind": run.kind, "run_status": run.status,
                        "started_at": run.started_at, "phase": op.name, "phase_status": op.status,
                        "figure": figure, "device": device or "", "value": float(value), "unit": unit,
-                       "base_value": float(value) * base.factor, "base_unit": base.unit}
+                       "base_value": float(value) * base.factor, "base_unit": base.unit, **_spread_columns(op, name)}
 
 
 def write_figures(runs: Iterable[RunRecord], stream: TextIO) -> None:

@@ -70,8 +70,18 @@ def figure_list(op: OperationRecord) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"name": figure}
         if device is not None:
             entry["device"] = device
-        figures.append({**entry, "value": float(value), "unit": figure_unit(op, name)})
+        figures.append({**entry, "value": float(value), "unit": figure_unit(op, name), **spread_keys(op, name)})
     return figures
+
+
+def spread_keys(op: OperationRecord, name: str) -> dict[str, Any]:
+    """A figure measured several times: its samples, min/max, CV, 95% interval and whether it
+    is unstable (results/document_models.Figure); nothing for one sample."""
+    figure = op.spread(name) if op.sample_count > 1 else None
+    if figure is None or figure.one_sample:
+        return {}
+    return {"samples": list(figure.samples), "min": figure.minimum, "max": figure.maximum, "cv": figure.cv,
+            "interval": {"low": figure.low, "high": figure.high}, "unstable": figure.unstable}
 
 
 def phase_figures(phase: dict[str, Any]) -> dict[str, float]:

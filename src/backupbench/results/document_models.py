@@ -61,11 +61,26 @@ class Run(Shape):
     notes: list[str]
 
 
+class Interval(Shape):
+    """The 95% confidence interval of the samples' mean (Student's t; stats.py)."""
+
+    low: float
+    high: float
+
+
 class Figure(Shape):
     name: str = Field(min_length=1, description="the figure, without a device: mon.w_await.p95, effective_bw")
     device: str = sometimes("the block device (or snapshot LV) the figure was measured on", min_length=1)
-    value: float
+    value: float = Field(description="the figure; for a phase measured several times, the median of its samples")
     unit: Unit
+    samples: list[float] = sometimes("each sample, in the order measured (--repeat, a recipe's repeat); absent for "
+                                     "a phase measured once", min_length=2)
+    min: float = sometimes("the smallest sample (absent for one sample)")
+    max: float = sometimes("the largest sample (absent for one sample)")
+    cv: float = sometimes("the coefficient of variation: sample standard deviation / mean (absent for one sample)",
+                          ge=0)
+    interval: Interval = sometimes("the 95% confidence interval of the mean (absent for one sample)")
+    unstable: bool = sometimes("true when the CV is over 10% (absent for one sample)")
 
 
 class Phase(Shape):

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import secrets
+import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from backupbench import process
 from backupbench.monitor.metrics import DISK_METRICS
+from backupbench.stats import Spread, spread
 
 # Run and operation states.
 RUNNING = "running"
@@ -132,12 +134,38 @@ class OperationRecord:
     detail: dict[str, Any] = field(default_factory=dict)
     # Units of figures whose names are not in FIGURE_UNITS (monitor figures, for one).
     units: dict[str, str] = field(default_factory=dict)
+    # A phase measured several times (--repeat, a recipe's `repeat`): each sample's figures, in
+    # the order measured; `figures` then holds each figure's median. Empty: measured once.
+    samples: list[dict[str, float]] = field(default_factory=list)
 
     def unit(self, name: str) -> str:
         return self.units.get(name) or known_unit(name)
 
     def figure(self, name: str) -> float | None:
         return self.figures.get(name)
+
+    @property
+    def sample_count(self) -> int:
+        return len(self.samples) or 1
+
+    def sample_values(self, name: str) -> list[float]:
+        """Every sample of one figure (the one stored value of a phase measured once)."""
+        if self.samples:
+            return [sample[name] for sample in self.samples if sample.get(name) is not None]
+        value = self.figures.get(name)
+        return [] if value is None else [value]
+
+    def spread(self, name: str) -> Spread | None:
+        """The figure's median, min/max, CV and 95% interval (stats.spread); None if not measured."""
+        values = self.sample_values(name)
+        return spread(values) if values else None
+
+
+def medians(samples: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over the samples that have it, in the order first measured."""
+    names = dict.fromkeys(name for sample in samples for name in sample)
+    return {name: statistics.median(s[name] for s in samples if s.get(name) is not None)
+            for name in names if any(s.get(name) is not None for s in samples)}
 
 
 @dataclass

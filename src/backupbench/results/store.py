@@ -17,7 +17,8 @@ from backupbench.results.model import INTERRUPTED, RUNNING, OperationRecord, Run
 
 # PRAGMA user_version; docs/results.md describes every table and column of each version.
 # 1: runs, operations, figures. 2: runs.owner (the process a run belongs to). 3: runs.label.
-SCHEMA_VERSION = 3
+# 4: samples (each sample of a phase measured several times; made on open in an older store).
+SCHEMA_VERSION = 4
 # Columns later versions added to a table, oldest first: an older store gets them on open.
 ADDED_COLUMNS = (
     ("runs", "owner", "TEXT NOT NULL DEFAULT ''"),
@@ -56,6 +57,15 @@ CREATE TABLE IF NOT EXISTS figures (
     value REAL NOT NULL,
     unit TEXT NOT NULL,
     PRIMARY KEY (run_id, operation, name),
+    FOREIGN KEY (run_id, operation) REFERENCES operations(run_id, name) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS samples (
+    run_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (run_id, operation, sample, name),
     FOREIGN KEY (run_id, operation) REFERENCES operations(run_id, name) ON DELETE CASCADE
 );
 """
@@ -146,6 +156,14 @@ class Store:
                 [(run_id, op.name, name, float(value), op.unit(name))
                  for name, value in op.figures.items() if value is not None],
             )
+            # A phase measured once keeps its one sample in `figures` alone.
+            db.execute("DELETE FROM samples WHERE run_id = ? AND operation = ?", (run_id, op.name))
+            db.executemany(
+                "INSERT INTO samples VALUES (?,?,?,?,?)",
+                [(run_id, op.name, number, name, float(value))
+                 for number, sample in enumerate(op.samples if len(op.samples) > 1 else [], start=1)
+                 for name, value in sample.items() if value is not None],
+            )
 
     def finish_run(self, run: RunRecord) -> None:
         with self._connect() as db:
@@ -225,6 +243,11 @@ class Store:
         # In the order they were stored: the workload's own first, as in the run's --json.
         figures = db.execute("SELECT operation, name, value, unit FROM figures WHERE run_id = ? ORDER BY rowid",
                              (run.run_id,)).fetchall()
+        samples = db.execute("SELECT operation, sample, name, value FROM samples WHERE run_id = ? "
+                             "ORDER BY sample, rowid", (run.run_id,)).fetchall()
+        samples_by_op: dict[str, dict[int, dict[str, float]]] = {}
+        for row in samples:
+            samples_by_op.setdefault(row["operation"], {}).setdefault(row["sample"], {})[row["name"]] = row["value"]
         by_op: dict[str, dict[str, float]] = {}
         units_by_op: dict[str, dict[str, str]] = {}
         for fig in figures:
@@ -237,6 +260,7 @@ class Store:
                 started_at=op["started_at"], finished_at=op["finished_at"],
                 figures=by_op.get(op["name"], {}), detail=json.loads(op["detail_json"]),
                 units=units_by_op.get(op["name"], {}),
+                samples=list(samples_by_op.get(op["name"], {}).values()),
             )
             for op in ops
         ]

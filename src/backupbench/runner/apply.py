@@ -142,7 +142,7 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
         with SnapshotWatch(layout.watched_snapshots) as watch, ThinPoolWatch(thin_pool_vgs(layout)) as pools:
             session.measure(build_workload(spec, server, layout.name), target, group=group,
                             storage=layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ()),
-                            layout=base, state=state)
+                            layout=base, state=state, repeat=spec.repeat)
         if watch.snapshots or pools.vgs:
             session.annotate(session.run.operations[before:], {**watch.figures(), **pools.figures()})
         session.run.notes.extend(f"{group}: {note}" for note in (*watch.notes(), *pools.notes()))

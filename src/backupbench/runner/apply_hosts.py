@@ -44,6 +44,7 @@ class RemoteJob:
     group: str
     workload: RemoteWorkload
     machines: str     # how a message names them: "fio servers 10.0.0.5, 10.0.0.6"
+    repeat: int = 1   # the entry's `repeat`
 
 
 def agent_trust(hosts: HostsSpec) -> Trust:
@@ -76,9 +77,9 @@ def _job(recipe: Recipe, hosts: HostsSpec, index: int) -> RemoteJob:
         machines = "fio servers " + ", ".join(host.name for host in on_servers.hosts)
         if on_servers.agents:
             machines += " and their agents"
-        return RemoteJob(group, on_servers, machines)
+        return RemoteJob(group, on_servers, machines, entry.repeat)
     remote = on_agents(entry.kind, built, ",".join(hosts.agents), token_file, agent_trust(hosts))
-    return RemoteJob(group, remote, "agents " + ", ".join(hosts.agents))
+    return RemoteJob(group, remote, "agents " + ", ".join(hosts.agents), entry.repeat)
 
 
 def refusals(recipe: Recipe) -> list[str]:
@@ -122,7 +123,7 @@ def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, *, announce: C
         with session:
             for job in jobs:
                 try:
-                    session.measure(job.workload, None, group=job.group, checked=True)
+                    session.measure(job.workload, None, group=job.group, checked=True, repeat=job.repeat)
                 finally:
                     session.run.notes += [note for note in job.workload.notes if note not in session.run.notes]
         return session.run

@@ -7,6 +7,10 @@ With the target's storage known (MonitorPlan.storage) each phase is also held ag
 cache guard (monitor/cache_guard.py): the share of the moved bytes the disks saw is stored as
 `storage_bytes_pct`, and a phase they saw under half of is marked detail["cached"] (the cause)
 with a note on the run.
+
+A phase measured several times (`sample` > 1: RunSession.measure's repeats) adds a sample to
+the operation its first sample opened: `samples` keeps each sample's figures, `figures` their
+medians (results/model.py), and the phase keeps its place among the run's operations.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from backupbench.monitor import DeviceStack, Sampler, Thresholds
 from backupbench.monitor import cache_guard
 from backupbench.monitor.zfs import PoolGauge
 from backupbench.recipe import naming
-from backupbench.results.model import COMPLETE, FAILED, MONITOR_PREFIX, OperationRecord, RunRecord, now_iso
+from backupbench.results.model import COMPLETE, FAILED, MONITOR_PREFIX, RUNNING, OperationRecord, RunRecord, medians, now_iso
 from backupbench.results.store import Store
 
 
@@ -85,7 +89,7 @@ class PhaseRecorder:
 
     def __init__(self, run: RunRecord, store: Store, folder: Path, reporter: Reporter,
                  monitor: MonitorPlan | None, *, group: str = "", run_root: Path | None = None,
-                 journal: Journal | None = None, layout: str = "", state: str = ""):
+                 journal: Journal | None = None, layout: str = "", state: str = "", sample: int = 1):
         self.run = run
         self.journal = journal
         self.store = store
@@ -102,6 +106,8 @@ class PhaseRecorder:
         self._disk_bytes_at_start: int | None = None
         self._ramp_timer: threading.Timer | None = None
         self._seq = 0
+        self.sample = sample  # which sample of each phase this recorder measures (1: the first)
+        self._earlier: list[dict[str, float]] | None = None  # the phase's earlier samples' figures
 
     def will_create(self, artefact: dict[str, Any]) -> int | None:
         """Write an artefact into the run's journal before creating it (see journal.py)."""
@@ -119,19 +125,15 @@ class PhaseRecorder:
         self.reporter.stage_started(full, title)
         if not measured:
             return
-        record = OperationRecord(name=full, pattern=pattern)
-        if self.layout:
-            record.detail["layout"] = self.layout
-        if self.state:
-            record.detail["state"] = self.state
+        record = self._open(full, pattern)
         self._current = record
-        self._seq = len(self.run.operations)
-        self.store.save_operation(self.run.run_id, self._seq, record)
         if self.monitor is not None:
             csv_path = self.folder / f"{name}.monitor.csv"
             self._sampler = self.monitor.sampler(csv_path, warmup_s).start()
             self._count_disk_bytes_after(warmup_s)
             record.detail["monitor_csv"] = str(csv_path.relative_to(self.run_root))
+            if self._earlier is not None and "monitor_csv_samples" in record.detail:
+                record.detail["monitor_csv_samples"].append(record.detail["monitor_csv"])
             gauge = self.monitor.pool_gauge()
             self._gauge = gauge.start() if gauge is not None else None
 
@@ -152,6 +154,27 @@ class PhaseRecorder:
         self._ramp_timer = threading.Timer(warmup_s, mark)
         self._ramp_timer.daemon = True
         self._ramp_timer.start()
+
+    def _open(self, full: str, pattern: str) -> OperationRecord:
+        """The phase's record: a new one, or for a later sample the one its first sample opened."""
+        earlier = next((op for op in self.run.operations if op.name == full), None) if self.sample > 1 else None
+        if earlier is not None:
+            self._earlier = earlier.samples or [dict(earlier.figures)]
+            self._seq = self.run.operations.index(earlier)
+            if "monitor_csv" in earlier.detail:  # each sample's monitor file, the first's first
+                earlier.detail.setdefault("monitor_csv_samples", [earlier.detail["monitor_csv"]])
+            earlier.figures, earlier.samples = {}, []
+            earlier.status, earlier.finished_at = RUNNING, None
+            return earlier
+        self._earlier = None
+        record = OperationRecord(name=full, pattern=pattern)
+        if self.layout:
+            record.detail["layout"] = self.layout
+        if self.state:
+            record.detail["state"] = self.state
+        self._seq = len(self.run.operations)
+        self.store.save_operation(self.run.run_id, self._seq, record)
+        return record
 
     def progress(self, name: str, fraction: float, detail: str) -> None:
         self.reporter.stage_progress(self.qualified(name), fraction, detail)
@@ -178,12 +201,20 @@ class PhaseRecorder:
         if record is None:
             return
         self._stop_monitor(record)
+        if self._earlier is not None:
+            record.figures = {}  # a sample cut short is no sample: the phase keeps the earlier ones
         record.status, record.finished_at = status, now_iso()
         self._save(record)
 
     def _save(self, record: OperationRecord) -> None:
+        earlier, self._earlier = self._earlier, None
+        if earlier is None:
+            self.run.operations.append(record)
+        else:
+            samples = earlier + ([dict(record.figures)] if record.figures else [])
+            record.figures = medians(samples) if len(samples) > 1 else dict(samples[0])
+            record.samples = samples if len(samples) > 1 else []
         self.store.save_operation(self.run.run_id, self._seq, record)
-        self.run.operations.append(record)
         self._current = None
 
     def _stop_monitor(self, record: OperationRecord) -> None:

@@ -51,6 +51,7 @@ class RunRequest:
     # Told the moment the run is stored as closed (a stop signal after that still counts).
     on_closed: Callable[[RunRecord], None] | None = None
     label: str = ""  # --label: the user's name for the run
+    repeat: int = 1  # --repeat: how many times each phase is measured
 
 
 def check_target(target: Path, workload: Workload, journal: Journal | None = None,
@@ -157,11 +158,14 @@ class RunSession:
         return self
 
     def measure(self, workload: Workload, target: Path | None, group: str = "", checked: bool = False,
-                storage: tuple[Path, ...] = (), layout: str = "", state: str = "") -> None:
+                storage: tuple[Path, ...] = (), layout: str = "", state: str = "", repeat: int = 1) -> None:
         """Run `workload` in `target`; its phases are stored as operations of this run.
         checked: the caller already ran workload.check(target). storage: where a workload that
         works on no directory of its own (S3 through a layout's MinIO) lands its data; the
-        monitor follows those paths down to their disks. layout, state: see PhaseRecorder."""
+        monitor follows those paths down to their disks. layout, state: see PhaseRecorder.
+        repeat: the workload is executed that many times, whole (its preparation included, so
+        each sample starts as the first did), its phases in turn: write, read, write, read...,
+        so drift hits every phase alike; each sample's raw files in `sample-<n>/`."""
         key = layout or group or "target"
         if workload.needs_directory:
             found = check_target(target, workload, self.journal, self.run_id)
@@ -181,15 +185,18 @@ class RunSession:
                 "describe": monitor.stack.describe(), "devices": monitor.stack.all_names,
                 "members": list(monitor.stack.members)}
         self._guard_caches(workload, target, monitor)
-        folder = self.folder / group if group else self.folder
-        folder.mkdir(parents=True, exist_ok=True)
-        self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group=group,
-                                       run_root=self.folder, journal=self.journal, layout=layout, state=state)
-        try:
-            workload.execute(target, folder, self.run_id, self._recorder)
-        finally:
-            with stopping.held():
-                workload.cleanup(target, self.run_id, self._recorder)
+        base = self.folder / group if group else self.folder
+        for sample in range(1, repeat + 1):
+            folder = base / f"sample-{sample}" if repeat > 1 else base
+            folder.mkdir(parents=True, exist_ok=True)
+            self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group=group,
+                                           run_root=self.folder, journal=self.journal, layout=layout, state=state,
+                                           sample=sample)
+            try:
+                workload.execute(target, folder, self.run_id, self._recorder)
+            finally:
+                with stopping.held():
+                    workload.cleanup(target, self.run_id, self._recorder)
 
     def _guard_caches(self, workload: Workload, target: Path | None, monitor: MonitorPlan | None) -> None:
         """Where the target's bytes land, for each phase's cache check; and a caution now when
@@ -285,6 +292,11 @@ class RunSession:
             self.on_closed(self.run)
 
 
+def with_repeat(settings: dict[str, Any], repeat: int) -> dict[str, Any]:
+    """The settings stored with a run: `repeat` beside them when phases were measured more than once."""
+    return {**settings, "repeat": repeat} if repeat > 1 else settings
+
+
 def _scratch_directory(parent: Path, run_id: str, journal: Journal) -> Path:
     scratch = (parent / f"bb-scratch-{run_id}").resolve()
     journal.will_create(artefacts.folder(scratch, run_id, "scratch folder"))
@@ -314,10 +326,11 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
             check_target(target, workload, journal, run_id)
         workload.check(target)
         session = RunSession(results=request.results, kind=workload.kind, target=workload.target_label(target),
-                             settings=workload.settings(), host=host, reporter=reporter, monitor=request.monitor,
+                             settings=with_repeat(workload.settings(), request.repeat), host=host, reporter=reporter,
+                             monitor=request.monitor,
                              run_id=run_id, journal=journal, on_closed=request.on_closed, label=request.label)
         with session:
-            session.measure(workload, target, checked=True)
+            session.measure(workload, target, checked=True, repeat=request.repeat)
         return session.run
 
 
@@ -339,11 +352,12 @@ def execute_remote(request: RunRequest, workload: RemoteWorkload, reporter: Repo
         workload.check(None)
         monitor = request.monitor.model_copy(update={"no_monitor": True})
         session = RunSession(results=request.results, kind=workload.kind, target=workload.target_label(None),
-                             settings=workload.settings(), host=host, reporter=reporter, monitor=monitor,
+                             settings=with_repeat(workload.settings(), request.repeat), host=host, reporter=reporter,
+                             monitor=monitor,
                              run_id=run_id, journal=journal, on_closed=request.on_closed, label=request.label)
         with session:
             try:
-                session.measure(workload, None, checked=True)
+                session.measure(workload, None, checked=True, repeat=request.repeat)
             finally:
                 session.run.notes += [note for note in workload.notes if note not in session.run.notes]
         return session.run

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from backupbench.artefacts import Remover
 from backupbench.engines import fio_client
@@ -124,6 +124,20 @@ class Definition:
 
 
 Options = TypeVar("Options", bound=BaseModel)
+
+
+# How many times a phase may be measured in one run (--repeat, a recipe's `repeat`).
+MAX_REPEAT = 100
+
+
+class RepeatKey(BaseModel):
+    """The key every recipe workload entry has beside its options (not a workload option: it is
+    how often the pipeline runs the workload, the same for every kind)."""
+
+    repeat: int = Field(1, ge=1, le=MAX_REPEAT,
+                        description="Measure each phase this many times (the whole workload, that many times in "
+                                    "turn, on each layout): the figure shown is the median, with min/max, CV and "
+                                    "a 95% interval (like `run --repeat N`).")
 
 
 def narrowed(model: type[Options], options: BaseModel) -> Options:

@@ -37,7 +37,7 @@ from backupbench.errors import RefusedError
 from backupbench.paths import Syntax, for_program
 from backupbench.schema import Duration, PositiveSize, Size
 from backupbench.workloads.content_options import ContentOptions
-from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
+from backupbench.workloads.base import Definition, RepeatKey, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads.fio_workload import base_figures
 
 KIND = "block-clone"
@@ -360,7 +360,7 @@ def workload(options: BlockCloneOptions, served: ServedBy | None = None,
     return BlockCloneWorkload(narrowed(BlockCloneOptions, options), engine or FioEngine())
 
 
-class BlockCloneEntry(BlockCloneOptions):
+class BlockCloneEntry(BlockCloneOptions, RepeatKey):
     """A recipe's `[[workload]] kind = "block-clone"` entry."""
 
     kind: Literal["block-clone"]

@@ -16,7 +16,7 @@ from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
 from backupbench.paths import Syntax
 from backupbench.units import MiB
-from backupbench.workloads.base import Definition, ServedBy, narrowed
+from backupbench.workloads.base import Definition, RepeatKey, ServedBy, narrowed
 from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
 from backupbench.workloads.kb2014 import SuiteOptions
@@ -65,7 +65,7 @@ def workload(options: SuiteOptions, served: ServedBy | None = None, engine: FioE
     return FioWorkload.of("first-write", options, phases, engine)
 
 
-class FirstWriteEntry(SuiteOptions):
+class FirstWriteEntry(SuiteOptions, RepeatKey):
     """A recipe's `[[workload]] kind = "first-write"` entry."""
 
     kind: Literal["first-write"]

@@ -23,7 +23,7 @@ from backupbench.engines.fio_job import FioJob
 from backupbench.paths import Syntax
 from backupbench.schema import BlockSize, Duration, PositiveSize, Size, comma_list, no_repeats, validate
 from backupbench.units import KiB
-from backupbench.workloads.base import Definition, ServedBy, narrowed
+from backupbench.workloads.base import Definition, RepeatKey, ServedBy, narrowed
 from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
@@ -319,7 +319,7 @@ def workload(options: Kb2014Options, served: ServedBy | None = None, engine: Fio
     return FioWorkload.of("kb2014", options, phases, engine)
 
 
-class Kb2014Entry(Kb2014Options):
+class Kb2014Entry(Kb2014Options, RepeatKey):
     """A recipe's `[[workload]] kind = "kb2014"` entry."""
 
     kind: Literal["kb2014"]

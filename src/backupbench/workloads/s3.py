@@ -35,7 +35,7 @@ from backupbench.engines.s3 import BINARY, PhaseRun, Probe, Removal, S3Engine, S
 from backupbench.engines.s3_credentials import DEFAULT_REGION, Credentials, resolve
 from backupbench.engines.s3_hints import hint_for, phase_lines
 from backupbench.errors import BackupbenchError, EngineError, RefusedError, S3Error
-from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
+from backupbench.workloads.base import Definition, RepeatKey, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads import s3_lock
 from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.s3_options import PHASE_TITLES, S3Options, normalise_endpoint, run_prefix
@@ -336,7 +336,7 @@ def remove_bucket(artefact: Artefact, run_id: str, environ: Mapping[str, str] | 
     return Outcome(REMOVED, "removed")
 
 
-class S3Entry(S3Options):
+class S3Entry(S3Options, RepeatKey):
     """A recipe's `[[workload]] kind = "s3"` entry; without endpoint, the layout's MinIO."""
 
     kind: Literal["s3"]

@@ -35,7 +35,7 @@ from backupbench.engines.smallfiles import FOLDER_PREFIX, SmallFilesEngine
 from backupbench.engines.smallfiles_job import SmallFilesJob, phase_names
 from backupbench.engines.smallfiles_results import PhaseResult
 from backupbench.schema import Pattern, Size, comma_list, parse_byte
-from backupbench.workloads.base import Definition, PhaseHooks, ServedBy, narrowed
+from backupbench.workloads.base import Definition, RepeatKey, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads.content_options import ContentOptions
 
 Flush = Literal["none", "fsync", "sync-end"]  # engines.smallfiles_job.FLUSH_POLICIES
@@ -251,7 +251,7 @@ def tagged_folder(target: Path, run_id: str) -> Path:
     return target / f"{FOLDER_PREFIX}{run_id}"
 
 
-class SmallFilesEntry(SmallFilesSpec):
+class SmallFilesEntry(SmallFilesSpec, RepeatKey):
     """A recipe's `[[workload]] kind = "smallfiles"` entry; `preset` picks a starting point."""
 
     kind: Literal["smallfiles"]

@@ -1,0 +1,164 @@
+"""Phases measured several times (--repeat): each sample kept by the PhaseRecorder and the
+store, the medians shown, and the spread (min/max, CV, 95% interval, unstable) carried by the
+tables, the --json document (checked against its schema model) and the CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sqlite3
+from contextlib import closing
+
+import pytest
+from pydantic import ValidationError
+
+from backupbench.cli.documents import checked
+from backupbench.report.tables import SPREAD_HEADING, run_tables, spread_cell
+from backupbench.results import document
+from backupbench.results.csvout import write_figures
+from backupbench.results.model import COMPLETE, FAILED, OperationRecord, RunRecord, medians
+from backupbench.results.store import Store
+from backupbench.runner.phases import PhaseRecorder
+from backupbench.workloads.registry import WORKLOADS
+
+MiB = 1024 * 1024
+
+
+class Silent:
+    """A Reporter that keeps the stage names it was told of."""
+
+    def __init__(self):
+        self.finished: list[str] = []
+
+    def run_started(self, run): pass
+    def stage_started(self, name, description): pass
+    def stage_progress(self, name, fraction, detail): pass
+    def stage_finished(self, name, record): self.finished.append(name)
+    def caution(self, text): pass
+
+
+def measured_three_times(tmp_path, bandwidths=(100 * MiB, 120 * MiB, 110 * MiB)) -> tuple[Store, RunRecord]:
+    store = Store(tmp_path / "results.db")
+    run = RunRecord(run_id="r1", kind="kb2014", target="/srv", settings={})
+    store.create_run(run)
+    for sample, bandwidth in enumerate(bandwidths, start=1):
+        recorder = PhaseRecorder(run, store, tmp_path, Silent(), None, sample=sample)
+        for phase, scale in (("active-full", 1.0), ("restore-random", 0.5)):
+            recorder.started(phase, phase, "write qd1")
+            recorder.finished(phase, {"effective_bw": bandwidth * scale, "write_bw": bandwidth * scale})
+    run.status = COMPLETE
+    store.finish_run(run)
+    return store, run
+
+
+def test_each_sample_is_kept_in_the_phases_place_and_the_figure_is_their_median(tmp_path):
+    store, run = measured_three_times(tmp_path)
+    assert [op.name for op in run.operations] == ["active-full", "restore-random"]  # one record each
+    full = run.operations[0]
+    assert [s["effective_bw"] for s in full.samples] == [100 * MiB, 120 * MiB, 110 * MiB]
+    assert full.figures["effective_bw"] == 110 * MiB and full.status == COMPLETE
+    loaded = store.load_run("r1").operations
+    assert [op.name for op in loaded] == ["active-full", "restore-random"]
+    assert loaded[0].samples == full.samples and loaded[0].figures == full.figures
+    assert loaded[1].figures["effective_bw"] == 55 * MiB and loaded[1].sample_count == 3
+    with closing(sqlite3.connect(tmp_path / "results.db")) as db:
+        assert db.execute("SELECT count(*) FROM samples WHERE name = 'effective_bw'").fetchone() == (6,)
+
+
+def test_a_phase_measured_once_stores_no_samples_and_spreads_as_one_sample(tmp_path):
+    store, _ = measured_three_times(tmp_path, bandwidths=(100 * MiB,))
+    op = store.load_run("r1").operations[0]
+    assert op.samples == [] and op.sample_count == 1
+    assert op.spread("effective_bw").one_sample and op.spread("read_bw") is None
+    with closing(sqlite3.connect(tmp_path / "results.db")) as db:
+        assert db.execute("SELECT count(*) FROM samples").fetchone() == (0,)
+    assert spread_cell(op) == "one sample"
+    table = run_tables(store.load_run("r1"))[0]
+    assert SPREAD_HEADING not in table.headings  # no column of "one sample" for a run measured once
+
+
+def test_a_sample_cut_short_is_no_sample(tmp_path):
+    store, run = measured_three_times(tmp_path, bandwidths=(100 * MiB, 140 * MiB))
+    recorder = PhaseRecorder(run, store, tmp_path, Silent(), None, sample=3)
+    recorder.started("active-full", "active-full", "write qd1")
+    recorder.abort(FAILED)
+    op = store.load_run("r1").operations[0]
+    assert op.status == FAILED and [s["effective_bw"] for s in op.samples] == [100 * MiB, 140 * MiB]
+    assert op.figures["effective_bw"] == 120 * MiB
+
+
+def test_medians_over_the_samples_that_have_the_figure():
+    assert medians([{"a": 1.0, "b": 5.0}, {"a": 3.0}, {"a": 2.0, "b": 7.0}]) == {"a": 2.0, "b": 6.0}
+
+
+def test_the_table_shows_interval_cv_and_marks_an_unstable_figure(tmp_path):
+    _, steady = measured_three_times(tmp_path / "a", bandwidths=(100 * MiB, 102 * MiB, 101 * MiB))
+    table = run_tables(steady)[0]
+    assert table.headings[-1] == SPREAD_HEADING and "medians of the samples" in table.caption
+    # mean 101, s 1, t(2) 4.303: 101 +- 2.48 MiB/s; CV 1/101
+    assert table.rows[0].cells[-1] == "3: 98.5–103.5, CV 1.0%"
+    _, noisy = measured_three_times(tmp_path / "b", bandwidths=(100 * MiB, 150 * MiB, 60 * MiB))
+    cell = run_tables(noisy)[0].rows[0].cells[-1]
+    assert cell.endswith("unstable") and cell.style == "yellow"
+
+
+def test_the_document_and_the_csv_carry_samples_interval_and_flag(tmp_path):
+    _, run = measured_three_times(tmp_path, bandwidths=(100 * MiB, 150 * MiB, 60 * MiB))
+    data = checked(document.run_document(run))  # the schema model accepts the new keys
+    figure = next(f for f in data["phases"][0]["figures"] if f["name"] == "effective_bw")
+    assert figure["value"] == 100 * MiB and figure["samples"] == [100 * MiB, 150 * MiB, 60 * MiB]
+    assert (figure["min"], figure["max"], figure["unstable"]) == (60 * MiB, 150 * MiB, True)
+    assert figure["interval"]["low"] == 0.0 and figure["interval"]["high"] == pytest.approx(
+        (310 / 3 + 4.302652730 * 45.092497528 / 3 ** 0.5) * MiB)
+    assert figure["cv"] == pytest.approx(45.092497528 / (310 / 3))
+    stream = io.StringIO()
+    write_figures([run], stream)
+    rows = [row for row in csv.DictReader(io.StringIO(stream.getvalue())) if row["figure"] == "effective_bw"]
+    assert rows[0]["n"] == "3" and rows[0]["unstable"] == "yes" and rows[0]["ci95_low"] == "0.0"
+    assert [float(v) for v in rows[0]["samples"].split(";")] == [100 * MiB, 150 * MiB, 60 * MiB]
+
+
+def test_a_phase_measured_once_has_no_spread_keys_in_the_document_and_n_1_in_the_csv(tmp_path):
+    _, run = measured_three_times(tmp_path, bandwidths=(100 * MiB,))
+    figure = checked(document.run_document(run))["phases"][0]["figures"][0]
+    assert set(figure) == {"name", "value", "unit"}
+    stream = io.StringIO()
+    write_figures([run], stream)
+    row = next(csv.DictReader(io.StringIO(stream.getvalue())))
+    assert row["n"] == "1" and row["cv"] == "" and row["samples"] == ""
+
+
+@pytest.mark.parametrize("kind", sorted(WORKLOADS))
+def test_every_recipe_workload_entry_takes_repeat(kind):
+    entry = WORKLOADS[kind].recipe_entry
+    assert entry.model_fields["repeat"].default == 1
+    with pytest.raises(ValidationError) as refused:
+        entry.model_validate({"kind": kind, "repeat": 0})
+    assert ("repeat",) in [error["loc"] for error in refused.value.errors()]
+
+
+def test_gates_hold_the_median_print_the_interval_and_hold_a_bound_when_asked(tmp_path):
+    from backupbench.analysis import gates
+    from backupbench.errors import InputError
+
+    _, run = measured_three_times(tmp_path, bandwidths=(100 * MiB, 102 * MiB, 101 * MiB))
+    judged = {r.expectation.text: r for r in gates.evaluate(gates.parse_all(
+        ["active-full>=100MiB/s", "active-full>=100MiB/s@low", "active-full>=103MiB/s@high",
+         "active-full>=104MiB/s@high"]), run)}
+    median = judged["active-full>=100MiB/s"]
+    assert median.met and median.measured == 101 * MiB
+    assert median.measured_text == ("101.0 MiB/s (median of 3, 95% interval 98.5 MiB/s-103.5 MiB/s, CV 1.0%)")
+    low = judged["active-full>=100MiB/s@low"]
+    assert not low.met and low.measured_text.startswith("low end 98.5 MiB/s of 101.0 MiB/s (median of 3")
+    assert judged["active-full>=103MiB/s@high"].met and not judged["active-full>=104MiB/s@high"].met
+    with pytest.raises(InputError, match="unknown bound @lowest"):
+        gates.parse("active-full>=100MiB/s@lowest")
+
+
+def test_a_bound_on_one_sample_is_missed_and_asks_for_repeats(tmp_path):
+    from backupbench.analysis import gates
+
+    _, run = measured_three_times(tmp_path, bandwidths=(100 * MiB,))
+    [plain, bound] = gates.evaluate(gates.parse_all(["active-full>=50MiB/s", "active-full>=50MiB/s@low"]), run)
+    assert plain.met and plain.measured_text == "100.0 MiB/s"  # one sample: as it always read
+    assert not bound.met and bound.measured_text.endswith("measure with --repeat 3")
