@@ -264,7 +264,7 @@ def test_each_host_gets_a_line_of_its_whole_disks_over_the_phase_only(tmp_path):
 
 def test_html_report_draws_one_line_per_host_in_its_colour(tmp_path):
     pytest.importorskip("matplotlib")
-    from backupbench.report import charts, html
+    from backupbench.report import html, palette
 
     run = _timeline_run(tmp_path / "runs" / "r2", lost={"10.0.0.8": "connection refused (3 calls in a row)",
                                                         "10.0.0.6": "no answer in time"})
@@ -272,12 +272,13 @@ def test_html_report_draws_one_line_per_host_in_its_colour(tmp_path):
     section = page[page.index("Per-host timelines (1 s samples from each host"):]
     assert 'aria-label="Per-host timeline of active-full: 10.0.0.5, 10.0.0.6"' in section
     svg = section[section.index("<svg "):section.index("</svg>")]
-    # One line per host, in the colour the hosts chart gives it (10.0.0.5 first, 10.0.0.6 second).
-    for colour in charts.PALETTE[:2]:
+    # One line per host, in the colour the page gives it (report/palette.py: hosts first).
+    for colour in palette.THINGS[:2]:
         assert f"stroke: {colour.lower()}" in svg
-    assert f"stroke: {charts.PALETTE[2].lower()}" not in svg
+    assert f"stroke: {palette.THINGS[2].lower()}" not in svg
     caption = section[section.index("<figcaption>"):section.index("</figcaption>")]
-    assert "10.0.0.5: mean 105.5, peak 110.0 MiB/s over sda (10 samples; raw: monitor.10.0.0.5.csv)" in caption
+    assert ("10.0.0.5: mean 105.5, peak 110.0 MiB/s over its whole disks: sda (10 samples; raw: monitor.10.0.0.5.csv)"
+            in caption)
     assert "no line for 10.0.0.8: its agent stopped answering: connection refused" in caption
     assert "10.0.0.6&#x27;s agent stopped answering (no answer in time): its line ends there" in caption
     assert page.count("<svg ") == 4   # speed, latency, hosts and the one phase with samples
