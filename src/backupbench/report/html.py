@@ -209,8 +209,8 @@ def timelines_html(run: RunRecord, folder: Path, colours: Colours | None = None)
 def _too_short(count: int) -> str:
     if not count:
         return "no monitor samples (the phase ended within one interval)"
-    return (f"no timeline: {count} monitor sample{'s' * (count != 1)}, fewer than {charts.MIN_TIMELINE_SAMPLES}, "
-            "show no shape over time (the phase's averages are in the table above)")
+    return (f"no timeline: only {count} monitor sample{'s' * (count != 1)} (fewer than {charts.MIN_TIMELINE_SAMPLES} "
+            "show no shape over time; the phase's averages are in the table above)")
 
 
 HOST_KEYS = ("hostname", "os", "kernel", "machine", "cpus", "memory_bytes", "python", "fio", "s3load")

@@ -149,7 +149,8 @@ def _kind_rows(op: OperationRecord, columns: list[Column]) -> list[Row]:
     total = op.figures.get("ops") or sum(own["ops"] for _, own in request_kinds(op.figures))
     rows = []
     for kind, own in request_kinds(op.figures):
-        cells = tuple(f"{own['ops']:,.0f} requests" if heading == S3_DETAIL_COLUMN[0] else cell(own)
+        count = f"{own['ops']:,.0f} request" + ("s" if own["ops"] != 1 else "")
+        cells = tuple(count if heading == S3_DETAIL_COLUMN[0] else cell(own)
                       for heading, cell in columns)
         share = f"{own['ops'] / total:.0%} of its requests" if total else ""
         rows.append(Row(f"  ↳ {kind.upper()}", share, COMPLETE, cells))
