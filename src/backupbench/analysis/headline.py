@@ -71,7 +71,7 @@ def layouts_sentence(calls: Sequence[LayoutCall]) -> str:
     if unknown:
         first = unknown[0]
         return (f"No layout can be named the fastest: {first.leader} leads {first.phase} "
-                f"{first.verdict.text}" + (f" (and {len(unknown) - 1} more phases alike)" if len(unknown) > 1 else ""))
+                f"{first.verdict.text}" + (f" (and {len(unknown) - 1} more phase{'s' * (len(unknown) > 2)} alike)" if len(unknown) > 1 else ""))
     return f"No difference beyond noise between the layouts in the {len(calls)} phases compared"
 
 
