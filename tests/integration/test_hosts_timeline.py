@@ -96,7 +96,7 @@ def test_per_host_timeline_is_drawn_and_visible_in_chromium(cli, tmp_path):
     import matplotlib.image
     import numpy
 
-    from backupbench.report import charts
+    from backupbench.report import palette
 
     run_id = "20261125T000000-71e11e00"
     folder = cli.results / "runs" / run_id
@@ -114,7 +114,8 @@ def test_per_host_timeline_is_drawn_and_visible_in_chromium(cli, tmp_path):
             sampled.started("active-full", "write", "write qd1")
             time.sleep(1.5)
             _busy_disk(tmp_path)
-            time.sleep(2.5)
+            # Past 5 samples: a shorter phase gets no timeline (report/charts.MIN_TIMELINE_SAMPLES).
+            time.sleep(4.5)
             sampled.finished("active-full", {})
     finally:
         for agent in agents:
@@ -137,10 +138,10 @@ def test_per_host_timeline_is_drawn_and_visible_in_chromium(cli, tmp_path):
     browser.chromium(tmp_path, page.as_uri() + "#host-timelines", f"--screenshot={shot}",
                      f"--window-size={browser.WIDTH},{chromium_height}")
     pixels = matplotlib.image.imread(shot)[:, :, :3]
-    # host-b's line is orange (the hosts chart's second colour), drawn nowhere else on the page;
-    # both agents sample this one machine, so it lies on host-a's blue line.
-    orange = tuple(int(charts.PALETTE[1][i:i + 2], 16) / 255 for i in (1, 3, 5))
-    assert (numpy.abs(pixels - numpy.array(orange)) < 0.08).all(axis=2).sum() > 200, "no per-host line drawn"
+    # host-b's line is in the page's second colour of things (report/palette.py), drawn nowhere
+    # else on the page; both agents sample this one machine, so it lies on host-a's line.
+    green = tuple(int(palette.THINGS[1][i:i + 2], 16) / 255 for i in (1, 3, 5))
+    assert (numpy.abs(pixels - numpy.array(green)) < 0.08).all(axis=2).sum() > 200, "no per-host line drawn"
 
     net_log = tmp_path / "net.json"
     browser.chromium(tmp_path, page.as_uri(), "--dump-dom", f"--log-net-log={net_log}",
@@ -165,7 +166,7 @@ def _run(args: list[str], results: Path, cwd: Path) -> subprocess.CompletedProce
 
 def _run_args(made: Hosts, target: Path) -> list[str]:
     return ["run", "--hosts", ",".join(made.addresses.values()), str(target), "--operations",
-            "active-full,restore-random", "--size", "32MiB", "--runtime", "3s", "--quiet"]
+            "active-full,restore-random", "--size", "32MiB", "--runtime", "6s", "--quiet"]
 
 
 def _stored(results: Path) -> dict:
@@ -253,7 +254,7 @@ def test_an_agent_killed_mid_run_is_noted_and_the_run_completes(hosts, tmp_path)
     target.mkdir()
     env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
     args = _run_args(hosts, target)
-    args[args.index("3s")] = "8s"
+    args[args.index("6s")] = "8s"
     child = subprocess.Popen([sys.executable, "-m", "backupbench", *args, "--agent-token-file", str(token),
                               *hosts.trust_args],
                              cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -41,8 +41,15 @@ def test_report_renders_fully_in_chromium_offline(written_report, tmp_path):
     dom = chromium(tmp_path, url, "--dump-dom").stdout
     assert "<table" in dom and "active-full" in dom and "restore-random" in dom
     assert "Backup windows for 10 TiB" in dom
-    # speed + latency + a monitor timeline per phase, all inline
-    assert dom.count("<svg ") == 4, dom.count("<svg ")
+    # The headline first: the slower of the two phases, the figure a backup waits on.
+    headline = re.search(r'<p class="run-headline"><strong>The slowest phase is (active-full|restore-random) at ', dom)
+    assert headline and headline.start() < dom.index("<table")
+    # speed + latency, inline; a phase of 1 s (and 2 s ramp) has under 5 monitor samples as a rule:
+    # no timeline then, and the page says why in its place (a slow host may sample a phase longer)
+    drawn = dom.count('aria-label="Monitor timeline of')
+    assert dom.count("<svg ") == 2 + drawn, dom.count("<svg ")
+    short = re.findall(r": no timeline: only \d monitor samples? \(fewer than 5 show no shape over time", dom)
+    assert len(short) == 2 - drawn
     assert re.search(r"<path[^>]+d=\"M ", dom)
     assert "<script" not in dom and "<link" not in dom
 
@@ -53,7 +60,7 @@ def test_report_renders_fully_in_chromium_offline(written_report, tmp_path):
     white = (pixels > 0.97).all(axis=2)
     dark = (pixels < 0.3).all(axis=2)                       # text and table rules
     r, g, b = pixels[:, :, 0], pixels[:, :, 1], pixels[:, :, 2]
-    bars = (r < 0.15) & (g > 0.35) & (g < 0.55) & (b > 0.6)  # the charts' blue (#0072B2)
+    bars = (r < 0.15) & (g > 0.35) & (g < 0.55) & (b > 0.6)  # reads' blue (#0072B2): restore-random's p99
     assert white.mean() < 0.97, "the screenshot is (almost) blank"
     assert dark.sum() > 5_000, "no text drawn"
     assert bars.sum() > 5_000, "no chart drawn"
@@ -89,8 +96,9 @@ def test_report_makes_no_network_request(written_report, tmp_path):
 
 MiB = 2**20
 SLOW_RED = (0xC6 / 255, 0x28 / 255, 0x28 / 255)       # report/hosts.py: slow rows and bar edges
-# The third host's bars (charts.PALETTE[2]): no other chart of this run draws a third series.
-HOST_GREEN = (0x00 / 255, 0x9E / 255, 0x73 / 255)
+# The third host's bars (report/palette.py THINGS[2]): hosts take the page's colours of things
+# first, and no other chart of this run draws a third thing.
+HOST_PURPLE = (0xCC / 255, 0x79 / 255, 0xA7 / 255)
 
 
 def _host(mib: float, p99_ms: float, way: str) -> dict[str, float]:
@@ -161,7 +169,7 @@ def test_multi_host_report_shows_hosts_slow_host_and_chart_in_chromium(multi_hos
     chromium(tmp_path, path.as_uri(), f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT * 2}")
     pixels = matplotlib.image.imread(shot)[:, :, :3]
     assert _near(pixels, SLOW_RED).sum() > 300, "the slow host is not marked in red"
-    assert _near(pixels, HOST_GREEN).sum() > 3_000, "no per-host bars drawn"
+    assert _near(pixels, HOST_PURPLE).sum() > 3_000, "no per-host bars drawn"
 
     net_log = tmp_path / "hosts-net.json"
     chromium(tmp_path, path.as_uri(), "--dump-dom", f"--log-net-log={net_log}", "--net-log-capture-mode=Everything",
@@ -285,3 +293,102 @@ def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(cli, tmp_path
     chromium(tmp_path, path.as_uri(), "--dump-dom", f"--log-net-log={net_log}", "--net-log-capture-mode=Everything",
              name="plan-profile")
     assert page_requests(net_log) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 26's report edges: a mixed S3 phase per request kind, the headline, one colour per meaning.
+
+ACCENT = (0x0B / 255, 0x5C / 255, 0xAD / 255)        # html_page.py --accent: the headline's edge
+
+
+def _store(cli, run) -> None:
+    from backupbench.results.store import Store
+
+    store = Store(cli.results / "results.db")
+    store.create_run(run)
+    for seq, op in enumerate(run.operations):
+        store.save_operation(run.run_id, seq, op)
+    store.finish_run(run)
+
+
+def _mixed_s3_run():
+    from backupbench.engines.s3_records import OpRecord, mixed_figures, multipart_objects
+    from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+    records = ([OpRecord("put", k, 0, 0, 0, 400_000_000, 80 * MiB, 200, "") for k in range(3)]
+               + [OpRecord("get", 10 + k, 1, 0, 1_000_000, 2_000_000 + k * 100_000, MiB, 200, "") for k in range(9)])
+    figures = {**mixed_figures(records), "multipart_objects": float(multipart_objects(records, 64 * MiB))}
+    run = RunRecord("20261126T000000-5353aaaa", "s3", "http://127.0.0.1:9000/bucket",
+                    {"multipart_threshold": 64 * MiB, "part_size": 16 * MiB}, status=COMPLETE,
+                    started_at="2026-11-26T00:00:00+00:00", finished_at="2026-11-26T00:01:00+00:00")
+    run.operations = [OperationRecord("mixed", "PUT 25% GET 75%", COMPLETE, "2026-11-26T00:00:00+00:00",
+                                      "2026-11-26T00:00:30+00:00", figures)]
+    return run
+
+
+def test_mixed_s3_phase_shows_each_request_kind_under_a_headline_in_chromium(cli, tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
+    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
+    import matplotlib.image
+
+    run = _mixed_s3_run()
+    _store(cli, run)
+    done = report(cli, run.run_id, "--html", str(tmp_path / "s3.html"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    url = (tmp_path / "s3.html").as_uri()
+    dom = chromium(tmp_path, url, "--dump-dom").stdout
+    assert dom.index('<p class="run-headline"><strong>mixed ran at ') < dom.index("<table")
+    put = re.search(r"<td>  ↳ PUT</td><td>25% of its requests</td>(.*?)</tr>", dom)
+    get = re.search(r"<td>  ↳ GET</td><td>75% of its requests</td>(.*?)</tr>", dom)
+    assert put and "400.00 ms" in put.group(1) and "3 requests" in put.group(1)
+    assert get and "2.80 ms" in get.group(1) and "400.00 ms" not in get.group(1)
+    assert "3 objects went up as multipart (over 64 MiB, 16 MiB parts)" in dom
+
+    shot = tmp_path / "s3.png"
+    chromium(tmp_path, url, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
+    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    assert _near(pixels, ACCENT, 0.04).sum() > 60, "the headline is not drawn"
+
+
+def _layouts_run():
+    from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+    run = RunRecord("20261126T010000-1a1a0000", "recipe", "two-layouts", {"recipe": {"name": "two-layouts"}},
+                    status=COMPLETE, started_at="2026-11-26T01:00:00+00:00", finished_at="2026-11-26T01:05:00+00:00")
+    for layout, speed in (("linear", 50.0), ("striped", 200.0)):
+        for phase, way in (("active-full", "write"), ("restore-random", "read")):
+            run.operations.append(OperationRecord(
+                f"{layout}/{phase}", f"{way} qd1", COMPLETE, "2026-11-26T01:00:00+00:00", "2026-11-26T01:00:30+00:00",
+                {"effective_bw": speed * MiB, f"{way}_bw": speed * MiB, f"{way}_p99_lat": 2e6}, {"layout": layout}))
+    return run
+
+
+def test_layouts_and_kinds_of_figure_keep_their_colours_in_chromium(cli, tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
+    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
+    import matplotlib.image
+    from backupbench.report import palette
+
+    run = _layouts_run()
+    _store(cli, run)
+    done = report(cli, run.run_id, "--html", str(tmp_path / "layouts.html"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    url = (tmp_path / "layouts.html").as_uri()
+    dom = chromium(tmp_path, url, "--dump-dom").stdout
+    # One sample each: the headline says no layout can be named, and how to find out.
+    assert '<p class="run-headline"><strong>No layout can be named the fastest: striped leads active-full' in dom
+    assert "--repeat 3" in dom[:dom.index("</header>")]
+
+    shot = tmp_path / "layouts.png"
+    chromium(tmp_path, url + "#charts", f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
+    pixels = matplotlib.image.imread(shot)[:, :, :3]
+
+    def rgb(colour: str) -> tuple[float, ...]:
+        return tuple(int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+
+    # The speed chart in the layouts' colours, the latency chart in reads' and writes'.
+    for what, colour in (("linear", palette.THINGS[0]), ("striped", palette.THINGS[1]),
+                         ("read", palette.READ), ("write", palette.WRITE)):
+        assert _near(pixels, rgb(colour)).sum() > 1_000, f"no {what} bars in {colour}"

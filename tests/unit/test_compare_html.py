@@ -39,7 +39,7 @@ def write_samples(results: Path, run: RunRecord) -> None:
     folder.mkdir(parents=True)
     for op in run.operations:
         rows = [CSV_HEADER] + [f"2026-11-24T00:00:0{i},{i}.0,5.0,100.0,0.0,{op.figures['members_util']},100.0,0.0,"
-                               f"{op.figures['members_util']}" for i in range(1, 4)]
+                               f"{op.figures['members_util']}" for i in range(1, 7)]
         (folder / op.detail["monitor_csv"]).write_text("\n".join(rows) + "\n")
 
 

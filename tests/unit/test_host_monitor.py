@@ -340,3 +340,39 @@ def test_a_restarted_agent_is_noted_and_read_from_its_first_sample_even_past_sin
     assert read_after[:len(first_walls)] == first_walls   # none of its early samples skipped
     _, rows = _rows(tmp_path / "monitor.host-a.csv")
     assert len(rows) == len(feed.points)
+
+
+def _wire(seq: int, mib: dict[str, float]) -> dict:
+    from dataclasses import asdict, fields
+
+    from backupbench.monitor.rates import DiskRates
+
+    rates = {name: asdict(DiskRates(**{**{f.name: 0.0 for f in fields(DiskRates)}, "wMB_s": value}))
+             for name, value in mib.items()}
+    return {"seq": seq, "wall": 1000.0 + seq, "elapsed_s": float(seq), "interval_s": 1.0, "cpu": None,
+            "memory": None, "load": None, "disks": rates}
+
+
+class _FakeAgent:
+    """An agent's monitor answers, passed in as the feed's client: whole disks sda, sdb; its root on sdb."""
+
+    def __init__(self, target: list[str]):
+        self.target, self.calls = target, 0
+
+    def monitor(self, since: int) -> dict:
+        self.calls += 1
+        samples = [] if self.calls == 1 else [_wire(2, {"sda": 300.0, "sdb": 40.0, "dm-0": 40.0})]
+        return {"samples": samples, "last": 2, "dropped": 0, "devices": ["sda", "sdb", "dm-0"],
+                "disks": ["sda", "sdb"], "target_disks": self.target, "interval_s": 1.0, "instance": "i",
+                "target": "/srv/agent: xfs on dm-0; members sdb" if self.target else "root /srv on no sampled disk"}
+
+
+@pytest.mark.parametrize("target, disks, mib", [(["sdb"], ["sdb"], 40.0), ([], ["sda", "sdb"], 340.0)])
+def test_a_hosts_line_sums_the_disks_under_its_agents_root_else_its_whole_disks(tmp_path, target, disks, mib):
+    feed = host_monitor.HostFeed("host-a", _FakeAgent(target), tmp_path / "monitor.host-a.csv")
+    feed.poll()                 # reached
+    feed.poll()                 # one sample
+    feed.close()
+    assert feed.disks == disks and feed.of_target == bool(target)
+    assert [point[2] for point in feed.points] == [mib]
+    assert feed.stack.startswith("/srv/agent: xfs on dm-0" if target else "root /srv")

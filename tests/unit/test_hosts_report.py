@@ -271,7 +271,7 @@ def test_each_host_gets_a_line_of_its_whole_disks_over_the_phase_only(tmp_path):
 
 def test_html_report_draws_one_line_per_host_in_its_colour(tmp_path):
     pytest.importorskip("matplotlib")
-    from backupbench.report import charts, html
+    from backupbench.report import html, palette
 
     run = _timeline_run(tmp_path / "runs" / "r2", lost={"10.0.0.8": "connection refused (3 calls in a row)",
                                                         "10.0.0.6": "no answer in time"})
@@ -279,12 +279,13 @@ def test_html_report_draws_one_line_per_host_in_its_colour(tmp_path):
     section = page[page.index("Per-host timelines (1 s samples from each host"):]
     assert 'aria-label="Per-host timeline of active-full: 10.0.0.5, 10.0.0.6"' in section
     svg = section[section.index("<svg "):section.index("</svg>")]
-    # One line per host, in the colour the hosts chart gives it (10.0.0.5 first, 10.0.0.6 second).
-    for colour in charts.PALETTE[:2]:
+    # One line per host, in the colour the page gives it (report/palette.py: hosts first).
+    for colour in palette.THINGS[:2]:
         assert f"stroke: {colour.lower()}" in svg
-    assert f"stroke: {charts.PALETTE[2].lower()}" not in svg
+    assert f"stroke: {palette.THINGS[2].lower()}" not in svg
     caption = section[section.index("<figcaption>"):section.index("</figcaption>")]
-    assert "10.0.0.5: mean 105.5, peak 110.0 MiB/s over sda (10 samples; raw: monitor.10.0.0.5.csv)" in caption
+    assert ("10.0.0.5: mean 105.5, peak 110.0 MiB/s over its whole disks: sda (10 samples; raw: monitor.10.0.0.5.csv)"
+            in caption)
     assert "no line for 10.0.0.8: its agent stopped answering: connection refused" in caption
     assert "10.0.0.6&#x27;s agent stopped answering (no answer in time): its line ends there" in caption
     assert page.count("<svg ") == 4   # speed, latency, hosts and the one phase with samples
@@ -300,3 +301,23 @@ def test_without_agents_no_per_host_timeline_section(tmp_path):
     page = html.render(run, results_dir=tmp_path)
     assert 'id="host-timelines"' not in page and "Per-host timeline of" not in page
     assert "no per-host samples were fetched" in page
+
+
+def test_a_per_host_line_sums_the_agent_roots_disks_and_a_short_one_is_not_drawn(tmp_path):
+    pytest.importorskip("matplotlib")
+    from backupbench.report import html
+
+    folder = tmp_path / "runs" / "r4"
+    run = _timeline_run(folder)
+    # 10.0.0.6 has only three samples in the phase: no shape over time to draw.
+    _host_csv(folder / "monitor.10.0.0.6.csv", {1.0: 50.0, 2.0: 50.0, 3.0: 50.0})
+    hosts = run.operations[0].detail["host_timeline"]["hosts"]
+    for host in ("10.0.0.5", "10.0.0.6"):
+        hosts[host].update(disks=["sda"], of_target=True, stack="/srv/agent: xfs on dm-0; members sda")
+    page = html.render(run, results_dir=tmp_path)
+    section = page[page.index("Per-host timelines (1 s samples from each host"):]
+    assert 'aria-label="Per-host timeline of active-full: 10.0.0.5"' in section
+    caption = section[section.index("<figcaption>"):section.index("</figcaption>")]
+    assert ("10.0.0.5: mean 105.5, peak 110.0 MiB/s over the disks under its agent&#x27;s root "
+            "(/srv/agent: xfs on dm-0; members sda): sda (10 samples" in caption)
+    assert "10.0.0.6: mean 50.0" in caption and "(3 samples; raw: monitor.10.0.0.6.csv), not drawn: fewer than 5" in caption

@@ -137,3 +137,16 @@ def test_the_drives_of_an_erasure_coded_minio_are_followed_together(host):
     assert both.reason is None and not both.empty
     assert both.describe().count(" | ") == 2 and "tmpfs" in both.describe()
     assert combined([one]) is one
+
+
+def test_an_agent_names_the_disks_under_its_root_and_why_when_there_are_none(host):
+    """agent/feed.py: a per-host timeline sums the disks the agent's root stands on, not the host's others."""
+    from backupbench.agent.feed import target_disks
+
+    sampled = ["md0", "vde", "vdf", "vdg", "vdh", "vda", "dm-0", "dm-7"]
+    disks, stack = target_disks(Path("/mnt/md/agent-root"), host, sampled)
+    assert disks == ["vde", "vdf", "vdg", "vdh"] and stack == device_stack("/mnt/md", host).describe()
+    # Only sampled members count: a member the sampler does not see has no rates to add.
+    assert target_disks(Path("/mnt/md"), host, ["md0", "vde"])[0] == ["vde"]
+    none, why = target_disks(Path("/mnt/ram/agent-root"), host, sampled)
+    assert none == [] and why.startswith("root /mnt/ram/agent-root is on no sampled disk: ")

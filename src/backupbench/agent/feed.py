@@ -11,6 +11,10 @@ restart would otherwise skip its first N samples without knowing.
 Each answer also names the host's whole disks (`disks`): the sampled devices built on no other
 (no sysfs slaves), loop and zram devices left out. Only this host can tell, and a controller
 adding up the host's disk throughput must not count an LVM volume and the disk under it twice.
+And the disks under the agent's root (`target_disks`: the members of its device stack,
+monitor/stack.py, that are sampled; `target`: that stack in one line, or why there is none):
+the workload runs there, so its timeline sums those and not the host's other disks. A root
+on no block device (tmpfs, NFS) has none: `target` says why and the whole disks stand in.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 from backupbench.agent.protocol import MAX_SAMPLES_PER_ANSWER, sample_dict
 from backupbench.hostfiles import HostFiles
 from backupbench.monitor import sysfs
+from backupbench.monitor.stack import device_stack
 from backupbench.monitor.rates import Sample
 from backupbench.monitor.sampler import Sampler
 
@@ -39,20 +45,36 @@ def whole_disks(host: HostFiles, devices: list[str]) -> list[str]:
     return [name for name in bottom if not name.startswith(NOT_DISKS)] or bottom
 
 
+def target_disks(root: Path, host: HostFiles, devices: list[str]) -> tuple[list[str], str]:
+    """The sampled member disks of the device stack under `root`, and that stack in one line
+    (or why it has none: then no disks)."""
+    stack = device_stack(root, host)
+    found = [name for name in stack.members if name in devices]
+    if not found:
+        why = stack.reason or "its devices are not sampled"
+        return [], f"root {root} is on no sampled disk: {why}"
+    return found, stack.describe()
+
+
 class SampleFeed:
-    def __init__(self, interval: float = INTERVAL_S, host: HostFiles | None = None):
+    def __init__(self, interval: float = INTERVAL_S, host: HostFiles | None = None, root: Path | None = None):
         self._lock = threading.Lock()
         self._samples: deque[dict[str, Any]] = deque(maxlen=KEEP)
         self._seq = 0
         self._host = host or HostFiles()
         self._sampler = Sampler(interval, on_sample=self._add, host=self._host)
         self._disks: list[str] = []
+        self._root = root
+        self._target_disks: list[str] = []
+        self._target = ""
         self.instance = secrets.token_hex(8)
 
     def start(self) -> "SampleFeed":
         self._sampler.start()
         # The sampler's devices are fixed at its start: its disks are worked out once.
         self._disks = whole_disks(self._host, self.devices)
+        if self._root is not None:
+            self._target_disks, self._target = target_disks(self._root, self._host, self.devices)
         return self
 
     def stop(self) -> None:
@@ -82,4 +104,5 @@ class SampleFeed:
         dropped = max(0, first_held - seq - 1) if seq < last else 0
         new = [s for s in held if s["seq"] > seq][:MAX_SAMPLES_PER_ANSWER]
         return {"samples": new, "last": last, "dropped": dropped, "devices": self.devices, "disks": self.disks,
+                "target_disks": list(self._target_disks), "target": self._target,
                 "interval_s": self._sampler.interval, "instance": self.instance}

@@ -62,7 +62,7 @@ class AgentServer:
         family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.token, self.root, self.tls = token, root, tls
         self.jobs = JobSlot()
-        self.feed = feed or SampleFeed()
+        self.feed = feed or SampleFeed(root=root)
         _raise_open_file_limit()
         self._listener = socket.create_server(address, family=family, backlog=LISTEN_BACKLOG)
         self._queue: queue.Queue[tuple[socket.socket, str, bytes]] = queue.Queue(MAX_QUEUED)

@@ -155,6 +155,8 @@ class HostLine:
     mib_s: tuple[float, ...]
     disks: tuple[str, ...]
     csv: str
+    of_target: bool = False      # the disks under the agent's root (agent/feed.py), not the host's whole disks
+    stack: str = ""              # that device stack in one line, or why the whole disks stand in
 
     @property
     def mean(self) -> float:
@@ -199,7 +201,7 @@ def _walls(text: str) -> list[float]:
 
 
 def host_line(host: str, text: str, disks: Sequence[str], start: float, end: float, *, interval_s: float = 1.0,
-              csv_name: str = "") -> HostLine | None:
+              csv_name: str = "", of_target: bool = False, stack: str = "") -> HostLine | None:
     """The host's samples whose interval's middle falls in [start, end] (the rule of
     runner/host_monitor.in_span), summed over `disks` (those in the CSV; all of its devices if
     none is); None when no sample falls in."""
@@ -220,7 +222,7 @@ def host_line(host: str, text: str, disks: Sequence[str], start: float, end: flo
         values.append(sum(c[index] for c in columns if not math.isnan(c[index])))
     if not ends:
         return None
-    return HostLine(host, tuple(ends), tuple(values), tuple(chosen), csv_name)
+    return HostLine(host, tuple(ends), tuple(values), tuple(chosen), csv_name, of_target, stack)
 
 
 def phase_timeline(op: OperationRecord, texts: Mapping[str, str | None]) -> PhaseTimeline | None:
@@ -237,8 +239,10 @@ def phase_timeline(op: OperationRecord, texts: Mapping[str, str | None]) -> Phas
     missing = {host: f"its agent stopped answering: {why}" for host, why in lost.items() if host not in sources}
     for host, name in sources.items():
         text = texts.get(name)
-        disks = timeline["hosts"][host].get("disks") or []
-        line = host_line(host, text, disks, start, end, interval_s=interval, csv_name=name) if text is not None else None
+        where = timeline["hosts"][host]
+        line = host_line(host, text, where.get("disks") or [], start, end, interval_s=interval, csv_name=name,
+                         of_target=bool(where.get("of_target")), stack=str(where.get("stack") or "")
+                         ) if text is not None else None
         if line is not None:
             lines.append(line)
         else:

@@ -13,7 +13,7 @@ import click
 
 from backupbench.analysis.options import ShowOptions
 from backupbench.cli import options as cli_options
-from backupbench.cli.common import open_store, results_option
+from backupbench.cli.common import Gate, expect_option, open_store, results_option
 from backupbench.analysis.compare import require_common_phase, run_name
 from backupbench.errors import InputError, ToolMissingError
 from backupbench.paths import check_length
@@ -57,10 +57,11 @@ def _target_file(html_file: Path | None, runs: list[RunRecord]) -> Path:
               help="Where to write the page (default: report-<run>.html in the current folder).")
 @click.option("--baseline", "baseline_ref", default=None, metavar="RUN",
               help="Add each phase against this earlier run, x faster / x slower (one RUN only).")
+@expect_option
 @cli_options.click_options(ShowOptions)
 @results_option
 def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_ref: str | None,
-                   results: Path | None, **values: object) -> None:
+                   results: Path | None, expectations: list, **values: object) -> None:
     """Write a self-contained HTML report (tables + charts, no remote resources) of a stored run.
 
     RUN: an id, a unique prefix of one, a --label, or 'latest' (the default). Several RUNs: a comparison
@@ -82,8 +83,12 @@ def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_r
         require_common_phase([op.name for op in runs[0].operations], f"run {run_name(runs[0])}", baseline)
     path = _target_file(html_file, runs)
     html, compare_html, html_page = _renderer()
+    if expectations and len(runs) > 1:
+        raise InputError("--expect applies to one RUN", "report each run on its own to check it")
+    gate = Gate.check(expectations, runs[0]) if expectations else None
     if len(runs) == 1:
-        page = html.render(runs[0], results_dir=directory, baseline=baseline, backup_size=size)
+        missed = [f"{r.expectation.text} (measured {r.measured_text})" for r in (gate.results if gate else []) if not r.met]
+        page = html.render(runs[0], results_dir=directory, baseline=baseline, backup_size=size, missed=missed)
     else:
         page = compare_html.render_comparison(runs, backup_size=size, results_dir=directory)
     try:
@@ -91,3 +96,6 @@ def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_r
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}", "choose another --html path") from exc
     click.echo(str(written.resolve()))
+    if gate is not None:
+        gate.print_table()
+        gate.finish()

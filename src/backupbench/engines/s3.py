@@ -37,8 +37,8 @@ from backupbench import process, units
 from backupbench.engines.base import ProgressCallback, no_progress
 from backupbench.engines.s3_credentials import Credentials
 from backupbench.engines.s3_errors import Asking, error_for
-from backupbench.engines.s3_records import (OpRecord, errors_by_kind, mixed_figures, phase_figures, read_records,
-                                           records_file, retried_by_kind)
+from backupbench.engines.s3_records import (OpRecord, errors_by_kind, mixed_figures, multipart_objects, phase_figures,
+                                           read_records, records_file, retried_by_kind)
 from backupbench.errors import EngineError, Interrupted, ProcessTimeout, S3InputError
 from backupbench.redaction import redact
 
@@ -289,6 +289,9 @@ class S3Engine:
             raise EngineError(f"{BINARY} failed in phase {op} (exit {result.returncode}): {tail[0]}")
         records = read_records(folder / files["records"])
         figures = mixed_figures(records) if op == "mixed" else phase_figures(records, op)
+        threshold = int(spec.objects_config.get("multipart_threshold") or 0)
+        if op in ("put", "mixed") and threshold:
+            figures["multipart_objects"] = float(multipart_objects(records, threshold))
         run = PhaseRun(op, records, figures, errors_by_kind(records), files,
                        interrupted=bool(done[-1].get("interrupted")), started_wall=_start_wall(done[-1]),
                        retried=retried_by_kind(records))

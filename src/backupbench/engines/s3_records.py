@@ -133,6 +133,12 @@ def phase_figures(records: list[OpRecord], op: str) -> dict[str, float]:
     return figures
 
 
+def multipart_objects(records: Iterable[OpRecord], threshold: int) -> int:
+    """How many objects went up as multipart uploads: the loader splits a PUT over `threshold`
+    bytes (native/s3load: 0 never splits)."""
+    return sum(1 for r in records if r.op == "put" and r.ok and threshold > 0 and r.bytes > threshold)
+
+
 def written_keys(records: Iterable[OpRecord]) -> set[int]:
     """Object numbers a PUT phase wrote successfully."""
     return {r.key for r in records if r.ok}

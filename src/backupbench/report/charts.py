@@ -31,10 +31,13 @@ from matplotlib.figure import Figure
 from backupbench import units
 from backupbench.analysis.compare import layout_matrix, run_names
 from backupbench.monitor.csvlog import MonitorSeries
+from backupbench.report import palette
+from backupbench.report.palette import Colours
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
-# Okabe-Ito: tells colours apart for colour-blind readers and stays distinct in greyscale print.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000")
+# Colours: report/palette.py, the one owner (a kind of figure, a named thing: one colour each).
+# Fewer samples than this over a phase draw noise, not a shape: no timeline is drawn.
+MIN_TIMELINE_SAMPLES = 5
 WIDTH_IN = 7.5
 
 STYLE = {
@@ -49,7 +52,7 @@ STYLE = {
     "axes.axisbelow": True,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.prop_cycle": matplotlib.cycler(color=list(PALETTE)),
+    "axes.prop_cycle": matplotlib.cycler(color=list(palette.THINGS)),
     "grid.color": "#dddddd",
     "grid.linewidth": 0.6,
     "legend.fontsize": 8.0,
@@ -150,9 +153,9 @@ def _label_bars(ax, container, fmt: str) -> None:
 
 
 def _hbar_groups(title: str, xlabel: str, groups: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]],
-                 fmt: str) -> Figure:
+                 fmt: str, colours: Sequence[str]) -> Figure:
     """Horizontal bars: one row per group (top to bottom), one bar per series that has a value
-    in that row, centred in the row; a series keeps its colour in every row."""
+    in that row, centred in the row; a series keeps its colour (`colours`, one per series) in every row."""
     count = len(series)
     present = [[i for i, (_, values) in enumerate(series) if _usable(values[row])] for row in range(len(groups))]
     slots = max([len(p) for p in present] or [1]) or 1
@@ -168,7 +171,7 @@ def _hbar_groups(title: str, xlabel: str, groups: Sequence[str], series: Sequenc
                     positions.append(row + (slot - (len(members) - 1) / 2) * thickness)
                     numbers.append(float(values[row]))  # type: ignore[arg-type]
             bars = ax.barh(positions, numbers, height=thickness * 0.92, label=name or None,
-                           color=PALETTE[index % len(PALETTE)])
+                           color=colours[index])
             _label_bars(ax, bars, fmt)
         ax.set_yticks(range(len(groups)), labels=list(groups))
         ax.set_ylim(len(groups) - 0.5, -0.5)   # first row on top
@@ -200,13 +203,16 @@ def speed_series(run: RunRecord) -> tuple[list[str], list[tuple[str, list[float 
     return [op.name for op in ops], [("", [_mib(op.figures["effective_bw"]) for op in ops])]
 
 
-def speed_figure(run: RunRecord) -> Figure | None:
+def speed_figure(run: RunRecord, colours: Colours | None = None) -> Figure | None:
+    """Bars in each layout's colour of the page (`colours`), or all in the speed colour."""
     rows, series = speed_series(run)
     if not rows:
         return None
     grouped = len(series) > 1
+    colours = colours or Colours()
     title = "Effective speed by layout" if grouped else "Effective speed per operation"
-    return _hbar_groups(title, "effective speed (MiB/s, higher is better)", rows, series, "{:,.1f}")
+    return _hbar_groups(title, "effective speed (MiB/s, higher is better)", rows, series, "{:,.1f}",
+                        [colours.of(name) if grouped else palette.SPEED for name, _ in series])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,6 +225,8 @@ LATENCY_FIGURES = (
     ("file_p99_lat", "per-file p99"),
     ("lat_p99_ns", "request p99"),
 )
+LATENCY_COLOURS = {"read p99": palette.READ, "write p99": palette.WRITE, "per-file p99": palette.PER_FILE,
+                   "request p99": palette.REQUEST}
 
 
 def latency_series(run: RunRecord) -> tuple[list[str], list[tuple[str, list[float | None]]]]:
@@ -236,7 +244,8 @@ def latency_figure(run: RunRecord) -> Figure | None:
     rows, series = latency_series(run)
     if not rows:
         return None
-    return _hbar_groups("p99 latency per operation", "p99 latency (ms, lower is better)", rows, series, "{:,.2f}")
+    return _hbar_groups("p99 latency per operation", "p99 latency (ms, lower is better)", rows, series, "{:,.2f}",
+                        [LATENCY_COLOURS[name] for name, _ in series])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,12 +263,14 @@ def comparison_series(runs: Sequence[RunRecord]) -> tuple[list[str], list[tuple[
                    for name, table in zip(run_names(runs), speeds)]
 
 
-def comparison_figure(runs: Sequence[RunRecord]) -> Figure | None:
+def comparison_figure(runs: Sequence[RunRecord], colours: Colours | None = None) -> Figure | None:
+    """A bar per run in the run's colour of the page (`colours`)."""
     rows, series = comparison_series(runs)
     if not rows:
         return None
+    colours = colours or Colours()
     return _hbar_groups("Effective speed across runs", "effective speed (MiB/s, higher is better)",
-                        rows, series, "{:,.1f}")
+                        rows, series, "{:,.1f}", [colours.of(name) for name, _ in series])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,18 +309,21 @@ def _member_rate(series: MonitorSeries, device: str) -> list[float]:
     return [(0.0 if math.isnan(r) else r) + (0.0 if math.isnan(w) else w) for r, w in zip(read, write)]
 
 
-def timeline_figure(title: str, series: MonitorSeries, devices: Sequence[str]) -> Figure | None:
-    """Read+write MiB/s of each device stacked over the phase (one band per member disk: one
-    busy band for linear, four equal ones for a 4-way stripe), and CPU %iowait below it."""
-    if not series.elapsed:
+def timeline_figure(title: str, series: MonitorSeries, devices: Sequence[str],
+                    colours: Colours | None = None) -> Figure | None:
+    """Read+write MiB/s of each device stacked over the phase (one band per member disk, in its
+    colour of the page: one busy band for linear, four equal ones for a 4-way stripe), and CPU
+    %iowait below it. None for fewer than MIN_TIMELINE_SAMPLES samples: too few to show a shape."""
+    if len(series.elapsed) < MIN_TIMELINE_SAMPLES:
         return None
+    colours = colours or Colours()
     elapsed = list(series.elapsed)
     with style():
         fig = _new_figure(3.9)
         disk_ax, cpu_ax = fig.subplots(2, 1, sharex=True, height_ratios=(2.4, 1.0))
         if devices:
             bands = [_steps(elapsed, _member_rate(series, device)) for device in devices]
-            colors = [PALETTE[i % len(PALETTE)] for i in range(len(devices))]
+            colors = [colours.of(device) for device in devices]
             disk_ax.stackplot(bands[0][0], *[ys for _, ys in bands], labels=list(devices), colors=colors,
                               edgecolor="white", linewidth=0.6)
             handles, labels = disk_ax.get_legend_handles_labels()
@@ -322,8 +336,8 @@ def timeline_figure(title: str, series: MonitorSeries, devices: Sequence[str]) -
         iowait = series.column("%iowait")
         if iowait is not None:
             xs, ys = _steps(elapsed, iowait)
-            cpu_ax.plot(xs, ys, color="#555555", linewidth=1.2)
-            cpu_ax.fill_between(xs, ys, color="#555555", alpha=0.15, linewidth=0)
+            cpu_ax.plot(xs, ys, color=palette.IOWAIT, linewidth=1.2)
+            cpu_ax.fill_between(xs, ys, color=palette.IOWAIT, alpha=0.15, linewidth=0)
         cpu_ax.set_ylabel("CPU %iowait")
         top = max([v for v in (iowait or ()) if not math.isnan(v)] or [0.0])
         cpu_ax.set_ylim(0, max(5.0, top * 1.15))
@@ -342,19 +356,24 @@ def _mean_util(series: MonitorSeries, devices: Sequence[str]) -> list[float]:
     return means
 
 
-def runs_timeline_figure(title: str, runs: Sequence[tuple[str, MonitorSeries | None, Sequence[str]]]) -> Figure | None:
+def runs_timeline_figure(title: str, runs: Sequence[tuple[str, MonitorSeries | None, Sequence[str]]],
+                         colours: Colours | None = None) -> Figure | None:
     """One phase in several runs, one line per run (a run keeps its colour of the other charts,
-    None for a run without samples): its member disks' read+write MiB/s summed, and their mean
-    %util below (striped: all disks a little busy; linear: one disk saturated)."""
-    if not any(series is not None and series.elapsed for _, series, _ in runs):
+    None for a run without samples, or with fewer than MIN_TIMELINE_SAMPLES): its member disks'
+    read+write MiB/s summed, and their mean %util below (striped: all disks a little busy;
+    linear: one disk saturated)."""
+    runs = [(name, series if series is not None and len(series.elapsed) >= MIN_TIMELINE_SAMPLES else None, devices)
+            for name, series, devices in runs]
+    if not any(series is not None for _, series, _ in runs):
         return None
+    colours = colours or Colours()
     with style():
         fig = _new_figure(3.9)
         rate_ax, util_ax = fig.subplots(2, 1, sharex=True, height_ratios=(1.6, 1.0))
-        for index, (name, series, devices) in enumerate(runs):
-            if series is None or not series.elapsed:
+        for name, series, devices in runs:
+            if series is None:
                 continue
-            color = PALETTE[index % len(PALETTE)]
+            color = colours.of(name)
             rates = [_member_rate(series, device) for device in devices]
             total = [sum(values) for values in zip(*rates)] if rates else [0.0] * len(series.elapsed)
             rate_ax.plot(*_steps(series.elapsed, total), color=color, linewidth=1.4, label=name)

@@ -16,6 +16,7 @@ from backupbench.analysis.compare import (
 )
 from backupbench.analysis.settings_diff import differing_names, settings_differences
 from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effective_speeds, restore_range
+from backupbench.report.palette import Colours
 from backupbench.report import charts
 from backupbench.report import html_page as page
 from backupbench.report.html_page import e
@@ -146,9 +147,15 @@ def timelines_html(runs: Sequence[RunRecord], names: Sequence[str], operations: 
             series = samples.series if samples else None
             lines.append((label, series, charts.phase_devices(run, op, series) if op and series else []))
             missing += [label] if series is None else []
-        figure = charts.runs_timeline_figure(f"{name}: member disks over time", lines)
+        short = [label for label, series, _ in lines if series is not None
+                 and len(series.elapsed) < charts.MIN_TIMELINE_SAMPLES]
+        figure = charts.runs_timeline_figure(f"{name}: member disks over time", lines, Colours(names))
         caption = (f"{name}: the read+write MiB/s of each run's member disks (summed) and their mean %util, "
-                   "1 s samples" + (f"; no samples for {', '.join(missing)}" if missing else ""))
+                   "1 s samples" + (f"; no samples for {', '.join(missing)}" if missing else "")
+                   + (f"; not drawn for {', '.join(short)}: fewer than {charts.MIN_TIMELINE_SAMPLES} samples "
+                      "show no shape over time" if short else ""))
+        if figure is None and short:
+            parts.append(f"<p>{e(caption)}.</p>\n")
         parts.append(_chart(figure, f"compare-timeline-{index}", f"Timeline of {name} in every run", caption))
     return "".join(parts) or "<p>No monitor samples in these runs' folders.</p>\n"
 
@@ -187,7 +194,7 @@ def _sections(runs: Sequence[RunRecord], names: list[str], backup_size: int | No
         ("Verdict", lambda: verdict_html(runs, names, operations), "verdict"),
         ("Effective speed", lambda: _table_or(_speed_rows(runs, operations), ["operation", *names], "Effective MiB/s",
                                               speed_note, "No completed operation with an effective speed.")
-         + _chart(charts.comparison_figure(runs), "compare", "Effective speed across runs"), "speed"),
+         + _chart(charts.comparison_figure(runs, Colours(names)), "compare", "Effective speed across runs"), "speed"),
         ("p99 latency", lambda: _table_or(_p99_rows(runs, operations), ["operation", *names], "p99 latency (ms)",
                                           "marked: the lowest of the row (within 2% counts as the same)",
                                           "No p99 latency recorded in these runs."), "latency"),

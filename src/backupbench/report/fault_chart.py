@@ -13,7 +13,9 @@ from matplotlib.figure import Figure
 from backupbench import units
 from backupbench.monitor.rebuild import read_csv
 from backupbench.recipe import naming
-from backupbench.report.charts import PALETTE, _new_figure, style
+from backupbench.report import palette
+from backupbench.report.charts import _new_figure, style
+from backupbench.report.palette import Colours
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
 
@@ -56,7 +58,11 @@ def rebuild_points(csv_path: Path) -> tuple[list[float], list[float]]:
 
 
 def fault_timeline(title: str, segments: Sequence[tuple[str, float, float, float]],
-                   rebuild: tuple[list[float], list[float]], phases: Sequence[Sequence]) -> Figure | None:
+                   rebuild: tuple[list[float], list[float]], phases: Sequence[Sequence],
+                   colours: Colours | None = None) -> Figure | None:
+    """Each phase's MiB/s as a flat segment in its colour of the page, the rebuild's percent in
+    the reference colour, dashed lines where the array changed state."""
+    colours = colours or Colours()
     if not segments and not rebuild[0]:
         return None
     with style():
@@ -64,10 +70,10 @@ def fault_timeline(title: str, segments: Sequence[tuple[str, float, float, float
         ax = fig.subplots()
         operations = list(dict.fromkeys(naming.phase_of(name) for name, *_ in segments))
         for name, start, end, mib in segments:
-            color = PALETTE[operations.index(naming.phase_of(name)) % len(PALETTE)]
+            color = colours.of(naming.phase_of(name))
             ax.plot([start, end], [mib, mib], color=color, linewidth=3, solid_capstyle="butt")
-        for index, operation in enumerate(operations):
-            ax.plot([], [], color=PALETTE[index % len(PALETTE)], linewidth=3, label=operation)
+        for operation in operations:
+            ax.plot([], [], color=colours.of(operation), linewidth=3, label=operation)
         ax.set_ylabel("workload MiB/s")
         ax.set_ylim(bottom=0)
         ax.set_xlabel("time since the healthy phase began (s)")
@@ -77,7 +83,7 @@ def fault_timeline(title: str, segments: Sequence[tuple[str, float, float, float
                         va="top", ha="right", fontsize=7, color="#555555")
         if rebuild[0]:
             twin = ax.twinx()
-            twin.plot(rebuild[0], rebuild[1], color="#000000", linewidth=1.2, label="rebuild %")
+            twin.plot(rebuild[0], rebuild[1], color=palette.REFERENCE, linewidth=1.2, label="rebuild %")
             twin.set_ylim(0, 105)
             twin.set_ylabel("rebuild %")
             twin.legend(loc="lower right", fontsize=8)

@@ -4,7 +4,8 @@ hosts' median.
 
 Per-host timelines (HTML only): when each host ran `backupbench agent` and the run was given
 its token, the controller fetched every host's 1 s samples (runner/host_monitor.py); each measured
-phase then gets one chart, one line per host: its whole disks' read+write MiB/s over the phase
+phase then gets one chart, one line per host: the read+write MiB/s of the disks under its agent's
+root (agent/feed.py names them; the host's whole disks when the root is on no block device) over the phase
 (analysis/hosts.py cuts them out of the hosts' CSVs). Without agents there are only whole-phase
 figures, and no timeline is made up from them.
 """
@@ -19,8 +20,9 @@ from rich.text import Text
 
 from backupbench import units
 from backupbench.recipe import naming
-from backupbench.report import html_page as page
+from backupbench.report import html_page as page, palette
 from backupbench.report.html_page import e
+from backupbench.report.palette import Colours
 from backupbench.analysis.hosts import (SLOW_FRACTION, OperationHosts, PhaseTimeline, host_breakdown, lost_hosts,
                                         phase_timeline, run_hosts, slow_hosts, timeline_sources)
 from backupbench.results.model import RunRecord
@@ -144,11 +146,11 @@ def hosts_html(run: RunRecord) -> str:
     return table + f'<p class="table-note">{e(caption(run, breakdown))}</p>\n' + slow
 
 
-def hosts_chart_html(run: RunRecord) -> str:
+def hosts_chart_html(run: RunRecord, colours: Colours | None = None) -> str:
     from backupbench.report import charts
 
     breakdown = host_breakdown(run)
-    figure = hosts_figure(breakdown) if breakdown else None
+    figure = hosts_figure(breakdown, colours) if breakdown else None
     if figure is None:
         return ""
     over_time = ("each host over time: Per-host timelines below" if any(timeline_sources(op) for op in run.operations)
@@ -160,10 +162,10 @@ def hosts_chart_html(run: RunRecord) -> str:
                        caption_text)
 
 
-def hosts_figure(breakdown: list[OperationHosts]):
+def hosts_figure(breakdown: list[OperationHosts], colours: Colours | None = None):
     """Horizontal bars: one row per operation, one bar per host that reported (a host keeps
-    its colour throughout), a dashed median across each row, slow hosts hatched with a red
-    edge. None when no host reported anything."""
+    its colour of the page throughout), a dashed median across each row, slow hosts hatched with
+    a red edge. None when no host reported anything."""
     from backupbench.report import charts
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -176,6 +178,7 @@ def hosts_figure(breakdown: list[OperationHosts]):
     # among MiB/s) are left to the table.
     ops = [op for op in ops if op.figure == ops[0].figure]
     hosts = list(dict.fromkeys(row.host for op in ops for row in op.hosts))
+    colours = colours or Colours(hosts)
     divisor = HEADINGS.get(ops[0].figure, ("", 1.0))[1]
     slots = max(len(op.hosts) for op in ops)
     thickness = 0.8 / slots
@@ -185,22 +188,22 @@ def hosts_figure(breakdown: list[OperationHosts]):
         ax = fig.add_subplot()
         for y, op in enumerate(ops):
             for slot, row in enumerate(op.hosts):
-                colour = charts.PALETTE[hosts.index(row.host) % len(charts.PALETTE)]
+                colour = colours.of(row.host)
                 bar = ax.barh(y + (slot - (len(op.hosts) - 1) / 2) * thickness, row.value / divisor,
                               height=thickness * 0.92, color=colour, hatch="//" if row.slow else None,
-                              edgecolor="#c62828" if row.slow else colour, linewidth=1.4 if row.slow else 0)
+                              edgecolor=palette.BAD if row.slow else colour, linewidth=1.4 if row.slow else 0)
                 text = f"{row.value / divisor:,.1f}" + (f" (-{row.under_median:.0%})" if row.slow else "")
                 # On white: the median line may run through a label.
                 ax.bar_label(bar, labels=[text], padding=3, fontsize=7.5, zorder=4,
                              bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6})
             if op.median is not None:
-                ax.vlines(op.median / divisor, y - 0.45, y + 0.45, colors="#000000", linestyles="dashed",
+                ax.vlines(op.median / divisor, y - 0.45, y + 0.45, colors=palette.REFERENCE, linestyles="dashed",
                           linewidth=1.2, zorder=3)
         # Drawn apart from the bars: the legend shows each host's colour, not its first bar's
         # (which may be hatched as slow).
-        handles = [Line2D([], [], color="#000000", linestyle="dashed", label="median of hosts"),
-                   *[Patch(color=charts.PALETTE[i % len(charts.PALETTE)], label=h) for i, h in enumerate(hosts)],
-                   Patch(facecolor="white", edgecolor="#c62828", hatch="//", label="slow host")]
+        handles = [Line2D([], [], color=palette.REFERENCE, linestyle="dashed", label="median of hosts"),
+                   *[Patch(color=colours.of(h), label=h) for h in hosts],
+                   Patch(facecolor="white", edgecolor=palette.BAD, hatch="//", label="slow host")]
         # A host lost in the operation has no bar: the row says so rather than leave a gap unexplained.
         ax.set_yticks(range(len(ops)), labels=[op.operation + "".join(f"\n({h} lost)" for h in op.lost) for op in ops])
         ax.set_ylim(len(ops) - 0.5, -0.5)   # first operation on top
@@ -249,54 +252,74 @@ def host_timelines(run: RunRecord, folder: Path) -> list[PhaseTimeline]:
     return found
 
 
-def host_timeline_figure(timeline: PhaseTimeline, order: list[str]):
-    """One line per host (a host keeps its colour of the hosts chart); None when no host has one."""
+def drawn_lines(timeline: PhaseTimeline) -> list:
+    """The hosts' lines long enough to draw (charts.MIN_TIMELINE_SAMPLES samples or more)."""
+    from backupbench.report import charts
+
+    return [line for line in timeline.lines if len(line.ends) >= charts.MIN_TIMELINE_SAMPLES]
+
+
+def host_timeline_figure(timeline: PhaseTimeline, colours: Colours | None = None):
+    """One line per host with enough samples (a host keeps its colour of the page); None when
+    no host has one."""
     from backupbench.report import charts
     from matplotlib.figure import Figure
 
-    if not timeline.lines:
+    lines = drawn_lines(timeline)
+    if not lines:
         return None
+    colours = colours or Colours()
     with charts.style():
         fig = Figure(figsize=(charts.WIDTH_IN, 3.2), layout="constrained")
         ax = fig.add_subplot()
-        for line in timeline.lines:
-            slot = order.index(line.host) if line.host in order else len(order)
+        for line in lines:
             xs, ys = charts._steps(line.ends, line.mib_s)
-            ax.plot(xs, ys, color=charts.PALETTE[slot % len(charts.PALETTE)], linewidth=1.6,
+            ax.plot(xs, ys, color=colours.of(line.host), linewidth=1.6,
                     label=f"{line.host} (mean {line.mean:,.1f}, peak {line.peak:,.1f} MiB/s)")
         ax.set_xlim(0, max(timeline.duration_s, 1.0))
         ax.set_ylim(bottom=0)
-        ax.set_ylabel("read+write MiB/s\n(the host's whole disks)")
+        ax.set_ylabel("read+write MiB/s\n(" + ("the target's disks" if all(line.of_target for line in lines)
+                                                 else "each host's disks") + ")")
         ax.set_xlabel("time into the phase (s)")
         ax.set_title(f"{timeline.operation}: each host's disks over time", loc="left")
-        fig.legend(loc="outside lower center", ncols=min(len(timeline.lines), 3))
+        fig.legend(loc="outside lower center", ncols=min(len(lines), 3))
         return fig
 
 
+def _line_text(line) -> str:
+    from backupbench.report import charts
+
+    over = (f"the disks under its agent's root ({line.stack})" if line.of_target
+            else f"its whole disks{f' ({line.stack})' if line.stack else ''}")
+    text = (f"{line.host}: mean {line.mean:,.1f}, peak {line.peak:,.1f} MiB/s over {over}: "
+            f"{', '.join(line.disks) or 'no disk'} ({len(line.ends)} samples; raw: {line.csv})")
+    if len(line.ends) < charts.MIN_TIMELINE_SAMPLES:
+        text += f", not drawn: fewer than {charts.MIN_TIMELINE_SAMPLES} samples show no shape over time"
+    return text
+
+
 def _timeline_caption(timeline: PhaseTimeline) -> str:
-    hosts = "; ".join(f"{line.host}: mean {line.mean:,.1f}, peak {line.peak:,.1f} MiB/s over "
-                      f"{', '.join(line.disks) or 'no disk'} ({len(line.ends)} samples; raw: {line.csv})"
-                      for line in timeline.lines)
+    hosts = "; ".join(_line_text(line) for line in timeline.lines)
     missing = "".join(f"; no line for {host}: {why}" for host, why in timeline.missing.items())
     missing += "".join(f"; {line.host}'s agent stopped answering ({timeline.lost[line.host]}): its line ends there"
                        for line in timeline.lines if line.host in timeline.lost)
-    return (f"{timeline.operation}: read+write MiB/s of each host's whole disks, 1 s samples from its backupbench "
-            f"agent over the phase's time by this machine's clock (the hosts' clocks are taken to agree). "
-            f"{hosts}{missing}")
+    return (f"{timeline.operation}: read+write MiB/s of each host's disks under its agent's root (its whole disks "
+            f"when the root is on none), 1 s samples from its backupbench agent over the phase's time by this "
+            f"machine's clock (the hosts' clocks are taken to agree). {hosts}{missing}")
 
 
-def host_timelines_html(run: RunRecord, folder: Path) -> str:
+def host_timelines_html(run: RunRecord, folder: Path, colours: Colours | None = None) -> str:
     """A chart per measured phase with per-host samples; "" for a run without any."""
     from backupbench.report import charts
 
-    order = run_hosts(run)
+    colours = colours or Colours(run_hosts(run))
     parts = []
     for index, timeline in enumerate(host_timelines(run, folder)):
-        figure = host_timeline_figure(timeline, order)
+        figure = host_timeline_figure(timeline, colours)
         if figure is None:
             parts.append(f"<p>{e(_timeline_caption(timeline))}</p>\n")
             continue
-        label = f"Per-host timeline of {timeline.operation}: {', '.join(line.host for line in timeline.lines)}"
+        label = f"Per-host timeline of {timeline.operation}: {', '.join(line.host for line in drawn_lines(timeline))}"
         parts.append(page.figure(charts.inline_svg(figure, f"host-timeline-{index}", label),
                                  _timeline_caption(timeline)))
     return "".join(parts)

@@ -9,7 +9,7 @@ notes, commands, settings) is escaped. No clock is read: the same run renders th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from backupbench import units
 from backupbench.report.fault_analysis import fault_reports
@@ -17,6 +17,7 @@ from backupbench.report.fault_chart import fault_timeline, rebuild_points, workl
 from backupbench.report.faults import comparison_rows, headings as fault_headings, rebuild_line
 from backupbench.report.faults import rows as fault_rows, title as fault_title
 from backupbench.analysis.compare import first_write_penalty, layout_matrix, run_name, speed_changes, speed_text
+from backupbench.analysis.headline import run_headline
 from backupbench.analysis.windows import backup_windows, restore_range
 from backupbench.report import charts
 from backupbench.report import html_page as page
@@ -26,6 +27,8 @@ from backupbench.report.hosts import host_timelines_html, hosts_chart_html, host
 from backupbench.report.repository_html import plan_html
 from backupbench.errors import InputError
 from backupbench.sizing.recipe_plan import plan_of_run
+from backupbench.report.palette import Colours
+from backupbench.analysis.hosts import run_hosts
 from backupbench.report.tables import OperationsTable, layout_cells, restore_range_text, run_tables, target_text
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
@@ -36,7 +39,7 @@ from backupbench.workloads import capabilities
 # One run
 
 
-def _header(run: RunRecord) -> str:
+def _header(run: RunRecord, missed: Sequence[str] = ()) -> str:
     facts = [
         ("label", run.label),
         ("kind", run.kind),
@@ -49,11 +52,21 @@ def _header(run: RunRecord) -> str:
     buffered = " (BUFFERED: results include the page cache)" if run.settings.get("buffered") else ""
     dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts if v)
     out = (f"<header>\n<h1>backupbench run {e(run.run_id)}</h1>\n"
-           f'<p class="subtitle">{e(run.target)}{e(buffered)}</p>\n<dl class="facts">{dl}</dl>\n</header>\n')
+           f'<p class="subtitle">{e(run.target)}{e(buffered)}</p>\n{headline_html(run, missed)}'
+           f'<dl class="facts">{dl}</dl>\n</header>\n')
     if run.status != COMPLETE:
         out += page.callout([f"run {run.status}" + (f": {run.error}" if run.error else "")],
                         "This run did not complete; its figures may be partial or void.", bad=True)
     return out
+
+
+def headline_html(run: RunRecord, missed: Sequence[str] = ()) -> str:
+    """The run in one sentence (analysis/headline.py), first on the page."""
+    found = run_headline(run, missed)
+    if found is None:
+        return ""
+    css = "run-headline bad" if found.bad else "run-headline"
+    return f'<p class="{css}"><strong>{e(found.text)}.</strong></p>\n'
 
 
 def _ops_table(model: OperationsTable) -> str:
@@ -123,9 +136,10 @@ def baseline_html(run: RunRecord, baseline: RunRecord) -> str:
               '(measure with --repeat 3)</p>\n')
 
 
-def faults_html(run: RunRecord, folder: Path) -> str:
+def faults_html(run: RunRecord, folder: Path, colours: Colours | None = None) -> str:
     """Per layout with a fault: its table, the rebuild line, model warnings and the timeline."""
     parts = []
+    colours = colours or Colours()
     for index, report in enumerate(fault_reports(run)):
         parts.append(page.table(fault_headings(report), [[e(c) for c in cells] for cells in fault_rows(report)],
                                 caption=fault_title(report)))
@@ -137,7 +151,7 @@ def faults_html(run: RunRecord, folder: Path) -> str:
         csv_path = folder / report.csv if report.csv else None
         points = rebuild_points(csv_path) if csv_path is not None and csv_path.is_file() else ([], [])
         figure = fault_timeline(f"{report.layout}: workloads and rebuild over time",
-                                workload_segments(run, rebuild), points, rebuild.detail.get("phases") or [])
+                                workload_segments(run, rebuild), points, rebuild.detail.get("phases") or [], colours)
         parts.append(_chart(figure, f"fault-{index}", f"Fault timeline of {report.layout}",
                             f"{report.layout}: each phase's effective MiB/s over the time it ran, the rebuild's "
                             f"percent (1 s samples of the array's own state; raw: {report.csv}), dashed: the "
@@ -158,22 +172,24 @@ def _kb2014_operations(run: RunRecord) -> bool:
     return any(found.kb2014_operations for found in capabilities.of_run(run).values())
 
 
-def charts_html(run: RunRecord) -> str:
+def charts_html(run: RunRecord, colours: Colours | None = None) -> str:
     grouped = layout_matrix(run) is not None
-    speed = _chart(charts.speed_figure(run), "speed", "Effective speed" + (" by layout" if grouped else ""),
+    colours = colours or Colours()
+    speed = _chart(charts.speed_figure(run, colours), "speed", "Effective speed" + (" by layout" if grouped else ""),
                    "Effective speed: the rate of backup data each job moves (KB2014 rules: synthetic full "
                    "counts read+write/2, reverse incremental /3)." if _kb2014_operations(run) else "")
     latency = _chart(charts.latency_figure(run), "latency", "p99 latency per operation",
                      "p99 of fio's total latency (submission + completion), per-file or per-request "
                      "latency for small-file and S3 phases.")
-    hosts = hosts_chart_html(run)
+    hosts = hosts_chart_html(run, colours)
     if not (speed or latency or hosts):
         return "<p>No completed operation to chart.</p>\n"
     return speed + latency + hosts
 
 
-def timelines_html(run: RunRecord, folder: Path) -> str:
+def timelines_html(run: RunRecord, folder: Path, colours: Colours | None = None) -> str:
     parts = []
+    colours = colours or Colours()
     for index, op in enumerate(run.operations):
         if not op.detail.get("monitor_csv"):
             continue
@@ -183,15 +199,22 @@ def timelines_html(run: RunRecord, folder: Path) -> str:
             parts.append(f"<p>{e(op.name)}: {e(samples.problem)}.</p>\n")
             continue
         devices = charts.phase_devices(run, op, series)
-        figure = charts.timeline_figure(f"{op.name}: disks and CPU over time", series, devices)
+        figure = charts.timeline_figure(f"{op.name}: disks and CPU over time", series, devices, colours)
         if figure is None:
-            parts.append(f"<p>{e(op.name)}: no monitor samples (the phase ended within one interval).</p>\n")
+            parts.append(f'<p class="no-timeline">{e(op.name)}: {e(_too_short(len(series.elapsed)))}.</p>\n')
             continue
         relative = path.relative_to(folder.resolve())
         caption = (f"{op.name} ({op.pattern}): read+write MiB/s per member disk, stacked: {', '.join(devices) or 'no device'} "
                    f"(iostat rMB/s + wMB/s) and CPU %iowait, {len(series.elapsed)} samples; raw: {relative}")
         parts.append(_chart(figure, f"timeline-{index}", f"Monitor timeline of {op.name}", caption))
     return "".join(parts)
+
+
+def _too_short(count: int) -> str:
+    if not count:
+        return "no monitor samples (the phase ended within one interval)"
+    return (f"no timeline: only {count} monitor sample{'s' * (count != 1)} (fewer than {charts.MIN_TIMELINE_SAMPLES} "
+            "show no shape over time; the phase's averages are in the table above)")
 
 
 HOST_KEYS = ("hostname", "os", "kernel", "machine", "cpus", "memory_bytes", "python", "fio", "s3load")
@@ -249,27 +272,31 @@ def repository_plan_html(run: RunRecord) -> str:
 
 
 def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = None,
-           backup_size: int | None = None) -> str:
+           backup_size: int | None = None, missed: Sequence[str] = ()) -> str:
     """The whole page for one run. results_dir: where the run folder (monitor CSVs,
-    commands.txt) lives; backup_size (bytes) adds backup windows; baseline adds slowdowns."""
+    commands.txt) lives; backup_size (bytes) adds backup windows; baseline adds slowdowns;
+    missed: the expectations (`--expect`) the run missed, for the headline."""
     folder = run_folder(Path(results_dir), run.run_id)
-    body = [_header(run)]
+    matrix = layout_matrix(run)
+    # Layouts and hosts first: each keeps one colour in every chart, whichever draws it first.
+    colours = Colours([*(matrix.layouts if matrix else ()), *run_hosts(run)])
+    body = [_header(run, missed)]
     results = (operations_html(run) + hosts_html(run) + layouts_html(run) + notes_html(run)
                + summary_html(run, backup_size))
     body.append(page.section("Results", results, "results"))
-    faults = faults_html(run, folder)
+    faults = faults_html(run, folder, colours)
     if faults:
         body.append(page.section("Degraded and rebuilding", faults, "faults"))
-    body.append(page.section("Charts", charts_html(run), "charts"))
+    body.append(page.section("Charts", charts_html(run, colours), "charts"))
     plan = repository_plan_html(run)
     if plan:
         body.append(page.section("Repository plan ([policy] at this run's speeds)", plan, "repository-plan"))
     if baseline is not None:
         body.append(page.section(f"Against baseline {run_name(baseline)}", baseline_html(run, baseline), "baseline"))
-    timelines = timelines_html(run, folder) if folder.is_dir() else ""
+    timelines = timelines_html(run, folder, colours) if folder.is_dir() else ""
     if timelines:
         body.append(page.section("Monitor timelines (1 s samples per phase)", timelines, "monitor"))
-    per_host = host_timelines_html(run, folder) if folder.is_dir() else ""
+    per_host = host_timelines_html(run, folder, colours) if folder.is_dir() else ""
     if per_host:
         body.append(page.section("Per-host timelines (1 s samples from each host's agent)", per_host,
                                  "host-timelines"))

@@ -52,6 +52,9 @@ tbody tr:nth-child(even) td { background: var(--soft); }
 .callout ul { margin: 4px 0 0; padding-left: 20px; }
 .callout li { overflow-wrap: anywhere; }
 .headline { font-size: 15px; }
+.run-headline { font-size: 16px; margin: 0 0 14px; padding: 8px 12px; border-left: 4px solid var(--accent);
+                background: var(--soft); }
+.run-headline.bad { border-color: var(--bad-line); background: var(--bad-bg); }
 figure { margin: 12px 0 20px; }
 figcaption { color: var(--muted); font-size: 12.5px; margin-top: 2px; overflow-wrap: anywhere; }
 svg.chart { display: block; width: 100%; max-width: 860px; height: auto; }

@@ -16,7 +16,7 @@ from backupbench.analysis.windows import RestoreRange
 from backupbench.engines.content import settings_label
 from backupbench.monitor.thresholds import FillThresholds
 from backupbench.recipe import naming
-from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+from backupbench.results.model import COMPLETE, S3_REQUEST_KINDS, OperationRecord, RunRecord
 from backupbench.workloads import capabilities
 from backupbench.workloads.kb2014 import timing_label
 
@@ -130,8 +130,50 @@ def _s3_detail(f: dict[str, float]) -> str:
     if "lock_delete_refused" in f:
         passed = f.get("lock_delete_refused") == 1 and f.get("lock_overwrite_kept") == 1 and f.get("lock_applied") == 1
         return Styled("immutable: PASS" if passed else "immutable: FAIL", "green" if passed else "bold red")
-    kinds = [(k, f[f"{k}_ops"]) for k in ("put", "get", "list", "delete") if f.get(f"{k}_ops")]
-    return ", ".join(f"{k} {n:,.0f}" for k, n in kinds) or "-"
+    kinds = [(k, f[f"{k}_ops"]) for k in S3_REQUEST_KINDS if f.get(f"{k}_ops")]
+    parts = [f"{k} {n:,.0f}" for k, n in kinds]
+    if f.get("multipart_objects"):
+        parts.append(f"multipart {f['multipart_objects']:,.0f}")
+    return ", ".join(parts) or "-"
+
+
+def request_kinds(figures: dict[str, float]) -> list[tuple[str, dict[str, float]]]:
+    """A mixed S3 phase's request kinds that ran, each with its own figures (the stored
+    'put_lat_p50_ns' as 'lat_p50_ns'), so the S3 columns read them as a phase's."""
+    found = []
+    for kind in S3_REQUEST_KINDS:
+        own = {name[len(kind) + 1:]: value for name, value in figures.items() if name.startswith(f"{kind}_")}
+        if own.get("ops"):
+            found.append((kind, own))
+    return found
+
+
+def _kind_rows(op: OperationRecord, columns: list[Column]) -> list[Row]:
+    """Under a complete mixed phase, a row per request kind: one p50/p99 over PUT, GET, LIST and
+    DELETE together says little about any of them."""
+    if op.status != COMPLETE:
+        return []
+    total = op.figures.get("ops") or sum(own["ops"] for _, own in request_kinds(op.figures))
+    rows = []
+    for kind, own in request_kinds(op.figures):
+        count = f"{own['ops']:,.0f} request" + ("s" if own["ops"] != 1 else "")
+        cells = tuple(count if heading == S3_DETAIL_COLUMN[0] else cell(own)
+                      for heading, cell in columns)
+        share = f"{own['ops'] / total:.0%} of its requests" if total else ""
+        rows.append(Row(f"  ↳ {kind.upper()}", share, COMPLETE, cells))
+    return rows
+
+
+def multipart_text(run: RunRecord) -> str:
+    """'12 objects went up as multipart (over 64 MiB, 16 MiB parts)', or '' when none did."""
+    counts = [op.figures["multipart_objects"] for op in run.operations if op.figures.get("multipart_objects")]
+    if not counts:
+        return ""
+    settings = run.settings
+    sizes = [f"over {units.format_size(settings['multipart_threshold'])}" if settings.get("multipart_threshold") else "",
+             f"{units.format_size(settings['part_size'])} parts" if settings.get("part_size") else ""]
+    shape = ", ".join(part for part in sizes if part)
+    return f"{sum(counts):,.0f} objects went up as multipart" + (f" ({shape})" if shape else "")
 
 
 S3_DETAIL_COLUMN: Column = ("check / mix", _s3_detail)
@@ -233,9 +275,13 @@ def table_specs(run: RunRecord) -> list[TableSpec]:
     if file_ops:
         specs.append(TableSpec(file_ops, FILE_COLUMNS, "files", _files_caption(run)))
     if s3_ops:
-        detailed = any("lock_delete_refused" in op.figures or "put_ops" in op.figures for op in s3_ops)
+        detailed = any(name in op.figures for op in s3_ops
+                       for name in ("lock_delete_refused", "put_ops", "get_ops", "multipart_objects"))
+        caption = (settings_label(run.settings), run.target, multipart_text(run),
+                   "↳: a mixed phase's requests of one kind, rates over the phase's whole time" if any(
+                       _kind_rows(op, S3_COLUMNS) for op in s3_ops) else "")
         specs.append(TableSpec(s3_ops, S3_COLUMNS + ([S3_DETAIL_COLUMN] if detailed else []), "requests",
-                               ", ".join(p for p in (settings_label(run.settings), run.target) if p)))
+                               ", ".join(p for p in caption if p)))
     return specs
 
 
@@ -301,7 +347,10 @@ def run_tables(run: RunRecord) -> list[OperationsTable]:
     for spec in table_specs(run):
         columns = spec.columns + monitor_columns(spec.operations)
         repeated = any(op.sample_count > 1 for op in spec.operations)
-        rows = tuple(Row(op.name, op.pattern, op.status, _cells(op, columns, repeated)) for op in spec.operations)
+        spacer = ("",) if repeated else ()
+        rows = tuple(row for op in spec.operations for row in (
+            Row(op.name, op.pattern, op.status, _cells(op, columns, repeated)),
+            *(Row(kind.operation, kind.pattern, kind.status, kind.cells + spacer) for kind in _kind_rows(op, columns))))
         headings = tuple(h for h, _ in columns) + ((SPREAD_HEADING,) if repeated else ())
         caption = spec.caption + ("; figures are medians of the samples" if repeated else "")
         tables.append(OperationsTable(title, spec.pattern_heading, headings, rows, caption))

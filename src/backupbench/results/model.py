@@ -53,6 +53,7 @@ FIGURE_UNITS = {
     "ttfb_p50_ns": "ns",
     "ttfb_p99_ns": "ns",
     "objects_checked": "objects",
+    "multipart_objects": "objects",
     # Per device: the device is a label, not a part of the name (split_device).
     "snapshot.data_pct_max": "%",
     "snapshot.invalid": "1",

@@ -36,7 +36,9 @@ def merge_phase(op: str, phases: dict[str, dict[str, Any]]) -> tuple[dict[str, f
                            "launch_s": float(phase.get("launch_s", 0.0))}
     runtimes = [f["runtime"] for f in per_host.values()]
     wall = max(max(f["start_offset_s"] + f["runtime"] for f in per_host.values()), max(runtimes))
-    merged = {name: sum(f.get(name, 0.0) for f in per_host.values()) for name in ("ops", "errors", "retried", "retries", "bytes")}
+    multipart = any("multipart_objects" in f for f in per_host.values())
+    counted = ("ops", "errors", "retried", "retries", "bytes", *(("multipart_objects",) if multipart else ()))
+    merged = {name: sum(f.get(name, 0.0) for f in per_host.values()) for name in counted}
     merged.update(runtime=wall, effective_bw=merged["bytes"] / wall if wall > 0 else 0.0,
                   objects_per_s=merged["ops"] / wall if wall > 0 else 0.0, hosts_reporting=float(len(phases)))
     latencies = list(heapq.merge(*(unpack_sorted(p["lat_ns"]) for p in phases.values())))

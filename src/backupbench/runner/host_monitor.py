@@ -15,7 +15,7 @@ calls in a row, or refuses the token, is named in the run's notes and left alone
 restarted (another feed instance in its answer) is noted and read again from its first sample.
 
 Each measured phase gets detail["host_timeline"]: its span by this machine's clock and each
-host's CSV and whole disks. The report cuts each host's line out of its CSV by that span, which
+host's CSV and the disks its line sums: those under the agent's root, else the host's whole disks. The report cuts each host's line out of its CSV by that span, which
 takes the hosts' clocks to agree with this one (NTP keeps them within milliseconds), as
 runner/agents.py does for its common wall time.
 """
@@ -175,6 +175,9 @@ class HostFeed:
     lost: str = ""
     devices: list[str] = field(default_factory=list)
     disks: list[str] = field(default_factory=list)
+    # Whether `disks` are the device stack under the agent's root (agent/feed.py), and that stack.
+    of_target: bool = False
+    stack: str = ""
     # (end of interval, interval, whole-disk MiB/s) of every sample: the phases' figures.
     points: list[tuple[float, float, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -215,7 +218,9 @@ class HostFeed:
     def _write(self, answer: Mapping[str, Any], samples: list[dict[str, Any]]) -> None:
         if self.csv is None:
             self.devices = [str(d) for d in answer.get("devices") or []]
-            self.disks = [str(d) for d in answer.get("disks") or self.devices]
+            target = [str(d) for d in answer.get("target_disks") or []]
+            self.disks = target or [str(d) for d in answer.get("disks") or self.devices]
+            self.of_target, self.stack = bool(target), str(answer.get("target") or "")
             self.csv = CsvLog(self.path, self.devices)
         for wire in samples:
             sample = sample_from_wire(wire)
@@ -303,7 +308,8 @@ class HostSampler:
         end = time.time()
         self.spans[name] = (start, end)
         return {"from_wall": start, "to_wall": end, "interval_s": self.interval,
-                "hosts": {feed.name: {"csv": feed.path.name, "disks": list(feed.disks)}
+                "hosts": {feed.name: {"csv": feed.path.name, "disks": list(feed.disks), "of_target": feed.of_target,
+                                      "stack": feed.stack}
                           for feed in self.feeds if feed.csv is not None},
                 "lost": {feed.name: feed.lost for feed in self.feeds if feed.lost}}
 
