@@ -16,7 +16,7 @@ from backupbench.cli.documents import checked
 from backupbench.report.tables import SPREAD_HEADING, run_tables, spread_cell
 from backupbench.results import document
 from backupbench.results.csvout import write_figures
-from backupbench.results.model import COMPLETE, FAILED, OperationRecord, RunRecord, medians
+from backupbench.results.model import COMPLETE, FAILED, RunRecord, medians
 from backupbench.results.store import Store
 from backupbench.runner.phases import PhaseRecorder
 from backupbench.workloads.registry import WORKLOADS

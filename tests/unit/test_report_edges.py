@@ -22,7 +22,7 @@ from backupbench.results.model import COMPLETE, FAILED, OperationRecord, RunReco
 from backupbench.runner.agents_merge import merge_phase  # noqa: E402
 from backupbench.agent.protocol import pack_sorted  # noqa: E402
 
-from test_report_html import fio_op, kb_run, monitor_csv, recipe_run  # noqa: E402
+from report_support import fio_op, kb_run, monitor_csv, recipe_run  # noqa: E402
 
 MiB = 2**20
 
@@ -181,7 +181,7 @@ def test_a_single_run_speed_chart_is_drawn_in_the_speed_colour_not_a_things(tmp_
 
 def test_report_expect_puts_a_missed_expectation_in_the_headline_and_fails(tmp_path):
     from backupbench.errors import ExpectationMissed
-    from test_report_html import invoke, stored
+    from report_support import invoke, stored
 
     results = stored(tmp_path / "results", kb_run(tmp_path / "results"))
     out = tmp_path / "r.html"

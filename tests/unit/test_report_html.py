@@ -4,114 +4,24 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("matplotlib", reason="the HTML report's charts need matplotlib (make test installs it)")
 
 import matplotlib  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
 
-from backupbench.cli.report_cmd import default_file_name, report_command  # noqa: E402
+from backupbench.cli.report_cmd import default_file_name  # noqa: E402
 from backupbench.errors import InputError, NotFoundError  # noqa: E402
 from backupbench.monitor import csvlog  # noqa: E402
 from backupbench.report import charts, html, html_page  # noqa: E402
 from backupbench.results.runfiles import monitor_csv_path  # noqa: E402
 from backupbench.results.location import run_folder  # noqa: E402
 from backupbench.results.model import COMPLETE, FAILED, OperationRecord, RunRecord  # noqa: E402
-from backupbench.results.store import Store  # noqa: E402
 
 MiB = 2**20
 TiB = 2**40
-HOSTILE = '<script>alert("x")</script>'
-CSV_HEADER = ("timestamp,elapsed_s,%user,%system,%iowait,%steal,%idle,mem_used_MiB,%memused,swap_used_MiB,"
-              "ldavg-1,ldavg-5,ldavg-15")
-DISK_COLUMNS = ("r/s", "w/s", "rMB/s", "wMB/s", "r_await", "w_await", "aqu-sz", "%util")
-
-
-def monitor_csv(devices: list[str], busy: dict[str, float], samples: int = 5, read: bool = False) -> str:
-    """A monitor CSV as monitor/csvlog.py writes it: `busy` MiB/s per device, others idle."""
-    header = CSV_HEADER + "".join(f",{d}:{c}" for d in devices for c in DISK_COLUMNS)
-    rows = [header]
-    for i in range(1, samples + 1):
-        cells = [f"2026-11-22T00:00:{i:02d}.000+00:00", f"{i:.3f}", "3.00", "4.00", f"{10 + i:.2f}", "0.00",
-                 "80.00", "1500.00", "6.00", "0.00", "1.00", "1.00", "1.00"]
-        for device in devices:
-            mb = busy.get(device, 0.0)
-            rmb, wmb = (mb, 0.0) if read else (0.0, mb)
-            cells += [f"{rmb * 2:.2f}", f"{wmb * 2:.2f}", f"{rmb:.2f}", f"{wmb:.2f}", "1.00", "150.00", "1.00",
-                      f"{min(100.0, mb * 2):.2f}"]
-        if i == 3 and devices:
-            cells[-1] = ""  # a missing value, as the monitor writes for an absent device
-        rows.append(",".join(cells))
-    return "\n".join(rows) + "\n"
-
-
-def fio_op(name: str, pattern: str, read: float, write: float, effective: float, p99_ms: float, **detail) -> OperationRecord:
-    figures = {"effective_bw": effective * MiB, "runtime": 10.0}
-    if read:
-        figures.update(read_bw=read * MiB, read_iops=read * 2, read_p99_lat=p99_ms * 1e6)
-    if write:
-        figures.update(write_bw=write * MiB, write_iops=write * 2, write_p99_lat=p99_ms * 1.5e6)
-    figures.update(members_util=55.5, members_w_await=1.25)
-    return OperationRecord(name=name, pattern=pattern, status=COMPLETE, figures=figures,
-                           detail={"monitor_csv": f"{name}.monitor.csv", **detail},
-                           started_at="2026-11-22T00:00:00+00:00", finished_at="2026-11-22T00:00:10+00:00")
-
-
-def kb_run(results: Path, run_id: str = "20261122T000000-aaaa", target: str = "/srv/backups",
-           scale: float = 1.0) -> RunRecord:
-    run = RunRecord(
-        run_id=run_id, kind="kb2014", target=target, status=COMPLETE,
-        started_at="2026-11-22T00:00:00+00:00", finished_at="2026-11-22T00:01:00+00:00",
-        settings={"size": 1 * 2**30, "file_size": 1 * 2**30, "runtime": 10.0, "block_size": 512 * 1024,
-                  "buffered": False, "engine": "libaio", "jobs": 1, "backup_size": None,
-                  "monitor": {"monitor_interval": 1.0}},
-        host={"hostname": "repo01", "kernel": "6.1.0-18-amd64", "cpus": 2, "memory_bytes": 8 * 2**30,
-              "fio": "fio-3.33",
-              "targets": {"target": {"path": target, "fs_type": "xfs", "block_device": "sdb"}},
-              "device_stacks": {"target": {"describe": "/srv: xfs on sdb", "devices": ["sdb"], "members": ["sdb"]}}},
-        notes=["The test file (1 GiB) is small for this storage: caches may serve it."],
-    )
-    run.operations = [
-        fio_op("active-full", "write qd1", 0, 1728.7 * scale, 1728.7 * scale, 0.47),
-        fio_op("synthetic-full", "randrw w50% qd4", 1448.1 * scale, 1450.6 * scale, 1449.4 * scale, 1.43),
-        fio_op("restore-sequential", "read qd1", 2504.9 * scale, 0, 2504.9 * scale, 0.30),
-        fio_op("restore-random", "randread qd1", 2603.7 * scale, 0, 2603.7 * scale, 0.25),
-    ]
-    folder = run_folder(results, run_id)
-    folder.mkdir(parents=True)
-    for op in run.operations:
-        (folder / op.detail["monitor_csv"]).write_text(
-            monitor_csv(["sdb"], {"sdb": op.figures["effective_bw"] / MiB}, read="read" in op.pattern))
-    (folder / "commands.txt").write_text(
-        f"fio --output-format=json --output={folder}/active-full.json {folder}/active-full.fio\n")
-    return run
-
-
-def recipe_run(results: Path, run_id: str = "20261122T010000-bbbb") -> RunRecord:
-    """Field note A: linear keeps one of four disks busy, striped all four."""
-    disks = ["vda", "vdb", "vdc", "vdd"]
-    run = RunRecord(run_id=run_id, kind="recipe", target="field-note-a", status=COMPLETE,
-                    started_at="2026-11-22T01:00:00+00:00", finished_at="2026-11-22T01:05:00+00:00",
-                    settings={"recipe": {"name": "field-note-a", "devices": ["/dev/" + d for d in disks],
-                                         "layout": [{"name": "linear", "kind": "lvm-linear"},
-                                                    {"name": "striped", "kind": "lvm-striped", "stripes": 4}]}},
-                    host={"hostname": "lab", "device_stacks": {
-                        name: {"describe": f"/run/backupbench/x/{name}: xfs on dm-0", "devices": ["dm-0", *disks],
-                               "members": disks} for name in ("linear", "striped")}})
-    folder = run_folder(results, run_id)
-    for layout, speed, busy in (("linear", 50.3, {"vda": 50.0}), ("striped", 201.0, {d: 50.0 for d in disks})):
-        (folder / layout).mkdir(parents=True)
-        op = fio_op(f"{layout}/active-full", "write qd16 x4", 0, speed, speed, 759.17 if layout == "linear" else 189.79,
-                    layout=layout)
-        op.detail["monitor_csv"] = f"{layout}/active-full.monitor.csv"
-        run.operations.append(op)
-        (folder / op.detail["monitor_csv"]).write_text(monitor_csv(["dm-0", *disks], {"dm-0": speed, **busy}))
-        (folder / layout / "commands.txt").write_text(f"fio {layout}/active-full.fio\n")
-    return run
-
+from report_support import CSV_HEADER, HOSTILE, fio_op, invoke, kb_run, monitor_csv, recipe_run, stored  # noqa: E402,F401
 
 class ResourceScan(HTMLParser):
     """Every tag and every attribute that could make a browser fetch something."""
@@ -349,20 +259,6 @@ def test_write_replaces_the_file(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # The command
-
-
-def stored(tmp_path: Path, *runs: RunRecord) -> Path:
-    store = Store(tmp_path / "results.db")
-    for run in runs:
-        store.create_run(run)
-        for seq, op in enumerate(run.operations):
-            store.save_operation(run.run_id, seq, op)
-        store.finish_run(run)
-    return tmp_path
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(report_command, list(args), standalone_mode=False, catch_exceptions=True)
 
 
 def test_report_command_writes_the_latest_run_to_the_current_folder(tmp_path, monkeypatch):

@@ -23,9 +23,10 @@ PER_FILE = "#8C6D31"     # a small-file phase's per-file latency
 REQUEST = "#332288"      # an S3 phase's per-request latency
 IOWAIT = "#888888"
 REFERENCE = "#000000"    # a median, the rebuild's percent: what the others are read against
-BAD = "#c62828"          # a slow host's edge; the page's CSS --bad-line
+BAD = "#c62828"          # a slow host's edge, a plan's fill past 100%; the page's CSS --bad-line
+FILL = "#2F4B7C"         # a repository plan's fill over time, while it fits
 MEANINGS = {"read": READ, "write": WRITE, "speed": SPEED, "per-file": PER_FILE, "request": REQUEST,
-            "iowait": IOWAIT, "reference": REFERENCE, "bad": BAD}
+            "iowait": IOWAIT, "reference": REFERENCE, "bad": BAD, "fill": FILL}
 THINGS = ("#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#117733", "#882255", "#999933", "#44AA99")
 
 

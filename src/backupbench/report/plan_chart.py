@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from backupbench.report.charts import PALETTE, _new_figure, style
+from backupbench.report.charts import _new_figure, style
+from backupbench.report.palette import BAD, FILL
 from backupbench.sizing.plan_model import CandidatePlan
 from backupbench.sizing.verdict import size_text
 
@@ -17,7 +18,7 @@ def fill_figure(candidate: CandidatePlan, years: list[int]) -> Figure:
         figure = _new_figure(2.4)
         ax = figure.add_subplot()
         fill = candidate.fill_percent
-        colour = PALETTE[0] if max(fill) <= 100 else PALETTE[3]
+        colour = FILL if max(fill) <= 100 else BAD
         ax.plot(years, fill, marker="o", color=colour, label="restore points + workspace")
         ax.axhline(100, color="#444444", linewidth=0.8, linestyle="--", label="usable capacity")
         for year, value in zip(years, fill):
