@@ -13,7 +13,7 @@ from backupbench.agent.protocol import ProtocolError, pack_sorted, parse_request
 from backupbench.engines.s3 import Probe
 from backupbench.errors import EngineError, InputError, RefusedError
 from backupbench.runner.agents import AgentsWorkload, agent_prefix, on_agents, parse_agents
-from backupbench.runner.agents_merge import errors_by_kind, merge_phase, split
+from backupbench.runner.agents_merge import errors_by_kind, every_request_failed, merge_phase, split
 from backupbench.stats import nearest_rank
 from backupbench.workloads.s3 import S3Workload
 from backupbench.workloads.s3_options import S3Options, run_prefix
@@ -235,3 +235,9 @@ def test_objects_that_could_not_be_deleted_stay_journalled_and_are_named_in_the_
     assert events[-1] == ("delete_prefix", f"backupbench/{RUN_ID}/")
     assert not any(e[0] == "removed" for e in events)
     assert any(f"backupbench/{RUN_ID}/" in note and "bench" in note for note in workload.notes)
+
+
+@pytest.mark.parametrize("ops, errors, failed", [(0, 12, True), (3, 12, False), (0, 0, False), (40, 0, False)])
+def test_a_phase_from_agents_fails_when_no_request_succeeded(ops, errors, failed):
+    # Merged over the agents, as merge_phase sums them: stored `failed`, not `complete` at 0 B/s.
+    assert every_request_failed({"ops": float(ops), "errors": float(errors)}) is failed

@@ -35,7 +35,7 @@ from backupbench.agent.tls import Trust
 from backupbench.errors import BackupbenchError, EngineError, InputError, RefusedError
 from backupbench.results.model import RunRecord
 from backupbench.runner import host_monitor
-from backupbench.runner.agents_merge import MERGE_NOTE, errors_by_kind, merge_phase, split
+from backupbench.runner.agents_merge import MERGE_NOTE, errors_by_kind, every_request_failed, merge_phase, split
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunRequest, execute_remote
 from backupbench.workloads.base import PhaseHooks
@@ -323,7 +323,7 @@ class AgentsWorkload:
                   "prefixes": {ref.label: agent_prefix(self._run_id, ref.label) for ref in self.agents},
                   "credentials_from": creds.source, "merged": MERGE_NOTE,
                   "errors_by_kind": errors_by_kind(finished), "units": {"hosts_reporting": "hosts"}}
-        hooks.finished(op, figures, detail)
+        hooks.finished(op, figures, detail, failed=every_request_failed(figures))
 
     def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:
         """The run's prefix, every agent's below it, deleted from here: a lost or stopped agent

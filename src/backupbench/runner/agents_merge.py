@@ -53,3 +53,9 @@ def merge_phase(op: str, phases: dict[str, dict[str, Any]]) -> tuple[dict[str, f
 def errors_by_kind(finished: dict[str, dict[str, Any]]) -> dict[str, int]:
     """Every finished agent's failed requests, counted by kind (SlowDown, timeout, ...) together."""
     return dict(sum((Counter(phase.get("errors") or {}) for phase in finished.values()), Counter()))
+
+
+def every_request_failed(figures: dict[str, float]) -> bool:
+    """No agent's request succeeded and some failed: the phase failed, whatever its figures say
+    (as one host's s3 phase is stored)."""
+    return not figures.get("ops") and bool(figures.get("errors"))
