@@ -24,7 +24,7 @@ sizing guidance: "usually 2:1 or more ... be conservative").
 from __future__ import annotations
 
 import re
-from typing import Annotated, Callable, Literal
+from typing import Annotated, Callable, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -165,6 +165,16 @@ def contradiction(policy: BackupPolicy, spelled: Callable[..., str] = flag) -> t
     return None
 
 
+_Given = TypeVar("_Given", bound=BaseModel)
+
+
+def given_fields(source: BaseModel, model: type[_Given]) -> _Given:
+    """`model` made of only the fields `source` was given: the rest keep `model`'s defaults
+    (a table or the flags that set a few fields leave the others to the policy's own)."""
+    return model.model_validate({name: getattr(source, name) for name in model.model_fields
+                                 if name in source.model_fields_set})
+
+
 class PolicyTable(DiskModel, BackupPolicy):
     """A recipe's [policy]: the policy, and the disks its layouts are planned on (the lab's
     layouts measured on small disks; the plan is for the repository's own)."""
@@ -182,9 +192,7 @@ class PolicyTable(DiskModel, BackupPolicy):
         return self
 
     def policy(self) -> BackupPolicy:
-        return BackupPolicy.model_validate({name: getattr(self, name) for name in BackupPolicy.model_fields
-                                            if name in self.model_fields_set})
+        return given_fields(self, BackupPolicy)
 
     def disk(self) -> DiskModel:
-        return DiskModel.model_validate({name: getattr(self, name) for name in DiskModel.model_fields
-                                         if name in self.model_fields_set})
+        return given_fields(self, DiskModel)

@@ -21,7 +21,8 @@ from pydantic import Field
 
 from backupbench.errors import InputError
 from backupbench.recipe.policy import (DEFAULT_REDUCTION, METHODS, PERIODIC_FULLS, TRANSFORMS,  # noqa: F401
-                                       BackupPolicy, DiskModel, Method, contradiction, parse_ratio)
+                                       BackupPolicy, DiskModel, Method, contradiction, given_fields,
+                                       parse_ratio)
 from backupbench.sizing.options import LayoutOptions, Names, Sizes
 
 def reduction_source(policy: BackupPolicy) -> str:
@@ -64,9 +65,7 @@ class RepositoryOptions(DiskModel, LayoutOptions, BackupPolicy):
         "several (an id, a unique prefix, or 'latest').", json_schema_extra={"metavar": "[LAYOUT=]RUN[,...]"})
 
     def policy(self) -> BackupPolicy:
-        return BackupPolicy.model_validate({name: getattr(self, name) for name in BackupPolicy.model_fields
-                                            if name in self.model_fields_set})
+        return given_fields(self, BackupPolicy)
 
     def disk(self) -> DiskModel:
-        return DiskModel.model_validate({name: getattr(self, name) for name in DiskModel.model_fields
-                                         if name in self.model_fields_set})
+        return given_fields(self, DiskModel)
