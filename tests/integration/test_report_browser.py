@@ -249,6 +249,7 @@ def test_compare_report_shows_the_verdict_in_chromium(cli, tmp_path):
 # A recipe run with a [policy] (issue 27): the plan at the run's own speeds, a fill chart per candidate.
 
 PLAN_FILL = (0x2F / 255, 0x4B / 255, 0x7C / 255)   # report/palette.py FILL: a fill that fits
+PLAN_OVER = (0xC6 / 255, 0x28 / 255, 0x28 / 255)   # report/palette.py BAD: a fill past 100%
 
 
 def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(cli, tmp_path):
@@ -288,7 +289,8 @@ def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(cli, tmp_path
     shot = tmp_path / "plan.png"
     chromium(tmp_path, path.as_uri() + "#repository-plan", f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT * 3}")
     pixels = matplotlib.image.imread(shot)[:, :, :3]
-    assert _near(pixels, PLAN_FILL).sum() > 500, "no fill line drawn"
+    # Each candidate's line is drawn in one of the two colours no other chart of this page uses.
+    assert _near(pixels, PLAN_FILL).sum() + _near(pixels, PLAN_OVER).sum() > 500, "no fill line drawn"
     net_log = tmp_path / "plan-net.json"
     chromium(tmp_path, path.as_uri(), "--dump-dom", f"--log-net-log={net_log}", "--net-log-capture-mode=Everything",
              name="plan-profile")
