@@ -12,7 +12,7 @@ unexport PYTHONDONTWRITEBYTECODE
 CHECK_WORKERS ?= 3
 
 
-.PHONY: deps deps-run run check test bench bench-all dist clean
+.PHONY: deps deps-run run check test bench-smoke-lab bench bench-all dist clean
 
 # What `make run` needs and nothing more: fio, util-linux, the filesystem and LVM tools, a
 # Python >= 3.10 and the venv with backupbench (apt or dnf; docs/install.md).
@@ -48,8 +48,13 @@ test: deps
 	@failed=0; \
 	$(PYTEST) -n 2 --dist loadscope -m "not root and not vm" || failed=1; \
 	$(PYTEST) -m "root and not vm" || failed=1; \
-	$(PYTEST) -m vm || failed=1; \
+	$(PYTEST) -m "vm and not lab_bench" || failed=1; \
 	exit $$failed
+
+# The lab benches' smoke runs (tests/integration/test_benches.py, marked lab_bench): each boots
+# the lab VM once or twice, about 13 min together, which would take make test past CI's limit.
+bench-smoke-lab: deps
+	$(PYTEST) -m lab_bench tests/integration/test_benches.py
 
 bench: deps
 	$(BIN)/python bench/fio_overhead.py

@@ -87,7 +87,7 @@ def smoke_params() -> list:
         if smoke is not None and (smoke.root or smoke.vm):
             marks.append(pytest.mark.root)
         if smoke is not None and smoke.vm:
-            marks.append(pytest.mark.vm)
+            marks += [pytest.mark.vm, pytest.mark.lab_bench]   # make bench-smoke-lab, not make test
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 
