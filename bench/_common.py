@@ -87,3 +87,18 @@ def require_built(name: str, *tools: str) -> None:
             find_minio() if tool == "minio" else project_tool(tool)
         except ToolMissingError:
             cannot_run(name, f"{tool} is not built (scripts/install-minio.sh builds it; make deps runs it)")
+
+
+def alternated_pair(engine, reference, pair: int) -> dict[tuple[str, str], object]:
+    """One pair of PUT+GET measurements, engine and reference, the one going first alternating
+    with the pair's number so a drift of the machine favours neither: {(side name, op): figure}.
+    Each side has `name`, `measure(op)` and `cleanup()`; both are cleaned up however it ends."""
+    first, second = (engine, reference) if pair % 2 else (reference, engine)
+    got: dict[tuple[str, str], object] = {}
+    try:
+        for side, op in ((first, "put"), (second, "put"), (second, "get"), (first, "get")):
+            got[side.name, op] = side.measure(op)
+    finally:
+        engine.cleanup()
+        reference.cleanup()
+    return got

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from _common import ratio_line, require_built, spread
+from _common import alternated_pair, ratio_line, require_built, spread
 from backupbench import units
 from backupbench.engines.s3 import PhaseSpec, S3Engine, S3Target, find_tool
 from backupbench.engines.s3_credentials import Credentials
@@ -123,14 +123,7 @@ def main() -> int:
                     run += 1
                     engine = EngineSide(server, work, streams, args.objects, f"e{run}")
                     reference = ReferenceSide(server, work, streams, args.objects, f"r{run}")
-                    first, second = (engine, reference) if pair % 2 else (reference, engine)
-                    got: dict[tuple[str, str], tuple[float, float]] = {}
-                    try:
-                        for side, op in ((first, "put"), (second, "put"), (second, "get"), (first, "get")):
-                            got[side.name, op] = side.measure(op)
-                    finally:
-                        engine.cleanup()
-                        reference.cleanup()
+                    got = alternated_pair(engine, reference, pair)
                     for op in ("put", "get"):
                         cell = f"{op.upper()} x{streams}"
                         (eng, eng_cpu), (ref, ref_cpu) = got["engine", op], got["reference", op]

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from _common import cannot_run, ratio_line, require_built, spread
+from _common import alternated_pair, cannot_run, ratio_line, require_built, spread
 from pydantic import SecretStr
 
 from backupbench import process, units
@@ -131,14 +131,7 @@ def measure_server(server: str, endpoint: str, creds: Credentials, args, work: P
     for pair in range(1, args.pairs + 1):
         engine = Side("engine", endpoint, creds, args, f"{server}-e{pair}", work)
         reference = Side("reference", endpoint, creds, args, f"{server}-r{pair}", work)
-        first, second = (engine, reference) if pair % 2 else (reference, engine)
-        got: dict[tuple[str, str], float] = {}
-        try:
-            for side, op in ((first, "put"), (second, "put"), (second, "get"), (first, "get")):
-                got[side.name, op] = side.measure(op)
-        finally:
-            engine.cleanup()
-            reference.cleanup()
+        got = alternated_pair(engine, reference, pair)
         for op in ("put", "get"):
             eng, ref = got["engine", op], got["reference", op]
             rates.setdefault((server, op, "engine"), []).append(eng)
