@@ -85,9 +85,9 @@ def test_recipe_layouts_become_candidates_on_the_planned_disks():
         recipe_candidates([LAYOUTS[2]], 24, 16 * TB)
 
 
-def _run(speeds_by_layout: dict[str, tuple[int, int]]) -> RunRecord:
+def _run(speeds_by_layout: dict[str, tuple[int, int]], **policy) -> RunRecord:
     run = RunRecord(run_id="20261201T000000-abcd", kind="recipe", target="lab",
-                    settings={"recipe": recipe().model_dump(mode="json")}, status=COMPLETE)
+                    settings={"recipe": recipe(**policy).model_dump(mode="json")}, status=COMPLETE)
     for name, (full, synthetic) in speeds_by_layout.items():
         for operation, mb_s in (("active-full", full), ("synthetic-full", synthetic)):
             run.operations.append(OperationRecord(name=f"{name}/{operation}", pattern="", status=COMPLETE,
@@ -104,6 +104,13 @@ def test_a_run_with_a_policy_plans_at_its_own_speeds():
     assert raid6.speeds["active-full"].source == "model"  # the run did not measure r6: the table's disk_speed
     assert "layout lin (lvm-linear) is not a candidate: size does not model its kind" in plan.notes
     assert plan_of_run(RunRecord(run_id="x", kind="recipe", target="t", settings={"recipe": {}})) is None
+
+
+def test_a_stored_run_still_tells_the_default_reduction_from_a_written_one():
+    defaulted = plan_of_run(_run({"dr": (1500, 400)}))
+    written = plan_of_run(_run({"dr": (1500, 400)}, reduction="3:1"))
+    assert defaulted is not None and defaulted.reduction_source.startswith("default 2:1")
+    assert written is not None and written.reduction_source == "given" and written.policy.reduction == 3.0
 
 
 def test_several_runs_of_a_layout_give_an_interval():

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from backupbench.errors import RecipeError
 from backupbench.layouts.registry import LayoutSpec
@@ -45,6 +45,12 @@ class Recipe(BaseModel):
     monitor: MonitorOptions = Field(default_factory=MonitorOptions, description="Monitor settings.")
     policy: PolicyTable | None = Field(None, description="A backup policy: the repository plan of the layouts "
                                        "(`size repository --recipe`, and `report` of a run).")
+
+    @field_serializer("policy")
+    def _policy_as_written(self, policy: PolicyTable | None) -> dict[str, Any] | None:
+        # A run stores its recipe dumped; the plan rebuilt from it must still tell a default
+        # (say, the 2:1 reduction) from a value the user wrote, so only written fields are kept.
+        return None if policy is None else policy.model_dump(mode="json", exclude_unset=True)
 
     @model_validator(mode="after")
     def _consistent(self) -> "Recipe":
