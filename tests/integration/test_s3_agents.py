@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -23,6 +24,7 @@ import pytest
 
 from backupbench.journal import journal_dir
 from backupbench.results.document import phase_figures
+from netns_support import BACKUPBENCH
 from s3_agents_support import BUCKET
 from s3_agents_support import agents as _agents
 from s3_agents_support import run_argv as _run
@@ -73,6 +75,58 @@ def test_two_agents_give_one_merged_result_and_leave_no_object(lab):
     created = [e for e in entries if e["event"] == "create"]
     assert [e["artefact"]["prefix"] for e in created] == [f"backupbench/{run_id}/"]
     assert [e["how"] for e in entries if e["event"] == "removed"] == ["removed (0 left by the agents deleted here)"]
+
+
+def _stored(lab, run_id: str, *command: str) -> str:
+    """A stored run's output through the CLI (show, export, report), as a user reads it again."""
+    done = subprocess.run([BACKUPBENCH, "--debug", *command, run_id, "--results", str(lab[3] / "results")],
+                          env={**_env(lab), "COLUMNS": "240"}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_mixed_phase_from_two_agents_has_each_request_kinds_figures_in_every_output(lab):
+    """As a mixed phase from one host: a row per request kind (its own ops, bytes, p50/p99) and
+    how many objects went up as multipart, in the stored figures, terminal, CSV, Prometheus, HTML."""
+    with _agents(lab, None, None) as (agents, codes):
+        done = subprocess.run(_run(lab, agents, "--objects", "40", "--object-size", "6MiB", "--concurrency", "4",
+                                   "--multipart-threshold", "5MiB", "--part-size", "5MiB",
+                                   "--s3-phases", "put,mixed,delete", "--mix", "put=40,get=40,list=10,delete=10"),
+                              env=_env(lab), capture_output=True, text=True, timeout=600)
+    assert codes == [0, 0], [a.log.read_text() for a in agents]
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    mixed = _ops(document)["mixed"]
+    figures, hosts = mixed["figures"], mixed["detail"]["hosts"]
+    assert len(hosts) == 2 and mixed["status"] == "complete"
+    kinds = [kind for kind in ("put", "get", "list", "delete") if figures.get(f"{kind}_ops")]
+    assert {"put", "get"} <= set(kinds)
+    for kind in kinds:
+        # Counts and bytes summed over the agents; percentiles of both agents' requests together.
+        assert figures[f"{kind}_ops"] == sum(h.get(f"{kind}_ops", 0) for h in hosts.values()), kind
+        assert figures[f"{kind}_bytes"] == sum(h.get(f"{kind}_bytes", 0) for h in hosts.values()), kind
+        p99s = [h[f"{kind}_lat_p99_ns"] for h in hosts.values() if h.get(f"{kind}_ops")]
+        assert min(p99s) <= figures[f"{kind}_lat_p99_ns"] <= max(p99s), kind
+        assert 0 < figures[f"{kind}_lat_p50_ns"] <= figures[f"{kind}_lat_p99_ns"], kind
+    assert figures["ops"] == sum(figures[f"{kind}_ops"] for kind in kinds) == 40
+    assert figures["get_bytes"] == figures["get_ops"] * 6 * 1024 * 1024
+    # Every 6 MiB PUT is over the 5 MiB threshold: each went up as multipart, on both agents.
+    assert figures["multipart_objects"] == figures["put_ops"] == sum(h["multipart_objects"] for h in hosts.values())
+    assert _ops(document)["put"]["figures"]["multipart_objects"] == 40
+    assert lab[1].keys(BUCKET) == []
+
+    run_id = document["run"]["id"]
+    terminal = _stored(lab, run_id, "show")
+    for kind in kinds:
+        assert re.search(rf"↳ {kind.upper()}\s+│\s+\d+% of its requests", terminal), terminal
+    assert f"{40 + figures['multipart_objects']:,.0f} objects went up as multipart" in terminal
+    csv_text = _stored(lab, run_id, "show", "--csv")
+    assert all(f"{kind}_lat_p99_ns" in csv_text for kind in kinds)
+    prometheus = _stored(lab, run_id, "export", "--prometheus")
+    assert all(re.search(rf'backupbench_lat_p99_seconds{{[^}}]*op="{kind}"', prometheus) for kind in kinds)
+    page = lab[3] / f"report-{run_id}.html"
+    _stored(lab, run_id, "report", "--html", str(page))
+    assert all(f"<td>  ↳ {kind.upper()}</td>" in page.read_text() for kind in kinds)
 
 
 def _versions(admin: S3Admin, bucket: str) -> list[tuple[str, str, bool]]:

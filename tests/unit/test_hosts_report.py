@@ -121,6 +121,16 @@ def test_phase_without_bytes_is_judged_by_its_request_rate():
     assert found.figure == "objects_per_s" and [r.host for r in found.slow] == ["b"]
 
 
+def test_a_real_delete_from_two_agents_is_judged_by_its_request_rate_not_its_zero_bytes():
+    # As agents store a DELETE: effective_bw 0.0 on every host (it moves no bytes), not absent.
+    agents = {"a": {"effective_bw": 0.0, "objects_per_s": 800.0}, "b": {"effective_bw": 0.0, "objects_per_s": 400.0}}
+    op = OperationRecord("delete", "DELETE", COMPLETE, figures={"effective_bw": 0.0, "objects_per_s": 1200.0},
+                         detail={"hosts": agents})
+    (found,) = host_breakdown(RunRecord("r", "s3", "bucket", {}, operations=[op]))
+    assert found.figure == "objects_per_s" and found.median == 600.0
+    assert found.note.startswith("delete: two hosts cannot name an outlier (b against a")
+
+
 def test_single_host_runs_have_no_breakdown():
     op = OperationRecord("active-full", "write qd1", COMPLETE, figures={"effective_bw": 100.0},
                          detail={"job_file": "x"})

@@ -122,6 +122,13 @@ def test_two_hosts_cannot_name_an_outlier():
     assert "h1 against h2: 2.00x slower)" in judge_hosts({"h1": SLOW, "h2": FAST}).note
 
 
+def test_two_hosts_at_zero_have_no_fraction_under_each_other():
+    # Two agents' phase that moved nothing (0 B/s each): no fraction of 0 exists, nor a division by it.
+    judged = judge_hosts({"h1": [0.0], "h2": [0.0]})
+    assert [call.under_others for call in judged.calls] == [None, None] and judged.slow == []
+    assert [call.under_others for call in judge_hosts({"h1": [0.0], "h2": [5.0]}).calls] == [1.0, None]
+
+
 def test_three_hosts_one_slow():
     judged = judge_hosts({"a": [100], "b": [98], "c": [50]})
     # c: the others' median 99, their MAD 1; allowed max(0.15 * 99, 3 * 1) = 14.85; 99 - 50 = 49 > 14.85.

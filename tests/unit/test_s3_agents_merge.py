@@ -102,7 +102,8 @@ def _workload(**options) -> S3Workload:
 
 
 @pytest.mark.parametrize("options, flag", [({"duration": 10, "objects": None}, "--duration"),
-                                           ({"s3_phases": "put,mixed"}, "mixed"),
+                                           ({"s3_phases": "put,lock-check", "object_lock": "governance",
+                                             "retention": "1d"}, "lock-check"),
                                            ({"object_size": "1MiB-2MiB"}, "range"),
                                            ({"create_bucket": True}, "--create-bucket")])
 def test_what_an_agent_cannot_run_is_refused_in_one_line(tmp_path, options, flag):

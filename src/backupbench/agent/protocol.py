@@ -39,6 +39,7 @@ from backupbench import units
 from backupbench.engines.content import DataContent, DataKind
 from backupbench.engines.smallfiles_job import FLUSH_POLICIES, SmallFilesJob
 from backupbench.errors import InputError
+from backupbench.workloads.s3_options import MIN_PART
 
 API_PATH = "/v1"
 PROTOCOL_VERSION = 1
@@ -141,7 +142,8 @@ class SmallFilesRun(_Content):
                              verify=self.verify, content=self.content())
 
 
-S3Op = Literal["put", "get", "delete"]
+S3Op = Literal["put", "get", "mixed", "delete"]
+MixOp = Literal["put", "get", "list", "delete"]
 
 
 class S3Run(_Content):
@@ -153,9 +155,15 @@ class S3Run(_Content):
     # resume: the job works on a prefix this agent kept (see keep below), so its ops need not
     # start with put; any other prefix is refused. Declared before ops, which it governs.
     resume: bool = False
-    ops: tuple[S3Op, ...] = Field(("put", "get"), min_length=1, max_length=3)
+    ops: tuple[S3Op, ...] = Field(("put", "get"), min_length=1, max_length=4)
     objects: int = Field(ge=1, le=1_000_000)
     object_size: int = Field(ge=1, le=5 * units.GiB)
+    # Objects over the threshold go up in parts of part_size (0: never in parts).
+    multipart_threshold: int = Field(0, ge=0, le=5 * units.GiB)
+    part_size: int = Field(0, ge=0, le=5 * units.GiB)
+    # The mixed phase's shares of requests (empty: the loader's default).
+    mix: dict[MixOp, Annotated[int, Field(ge=0, le=1_000_000)]] = Field(default_factory=dict, max_length=4,
+                                                                        validate_default=True)
     concurrency: int = Field(8, ge=1, le=256)
     request_timeout: float = Field(60.0, gt=0, le=600)
     connect_timeout: float = Field(3.0, gt=0, le=60)
@@ -191,6 +199,21 @@ class S3Run(_Content):
             raise ValueError("must name each op once and start with put (a resumed job: without put)")
         if "delete" in value and value[-1] != "delete":
             raise ValueError("delete must be the last op")
+        return value
+
+
+    @field_validator("part_size")
+    @classmethod
+    def _part_size(cls, value: int, info: ValidationInfo) -> int:
+        if info.data.get("multipart_threshold") and value < MIN_PART:
+            raise ValueError(f"must be at least {MIN_PART:,} bytes (S3's smallest part) with a multipart_threshold")
+        return value
+
+    @field_validator("mix")
+    @classmethod
+    def _mix(cls, value: dict[str, int], info: ValidationInfo) -> dict[str, int]:
+        if "mixed" in (info.data.get("ops") or ()) and sum(value.values()) <= 0:
+            raise ValueError("must give the mixed phase's shares (put, get, list, delete), adding up to more than 0")
         return value
 
 

@@ -31,6 +31,7 @@ from backupbench.agent.jobs import Control
 from backupbench.agent.protocol import S3Run, SmallFilesRun, pack_sorted
 from backupbench.engines.s3 import PhaseRun, S3Engine, S3Target
 from backupbench.engines.s3_credentials import Credentials
+from backupbench.engines.s3_records import OpRecord
 from backupbench.engines.smallfiles import SmallFilesEngine
 from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.workloads.s3_phase import ObjectPlan, PutKeys, phase_spec
@@ -149,18 +150,28 @@ def _wait_start(began: float, request: S3Run, control: Control) -> None:
         time.sleep(min(left, 0.05))
 
 
+def _latencies(records: list[OpRecord], op: str) -> dict[str, str]:
+    """The exact latencies of the successful requests (and a GET's times to first byte), packed."""
+    ok = [r for r in records if r.ok]
+    packed = {"lat_ns": pack_sorted(sorted(r.end_ns - r.start_ns for r in ok))}
+    if op == "get":
+        packed["ttfb_ns"] = pack_sorted(sorted(r.first_byte_ns - r.start_ns for r in ok if r.first_byte_ns >= 0))
+    return packed
+
+
 def _phase_result(op: str, run: PhaseRun, launched: float) -> dict[str, Any]:
     """started_wall is the phase's time 0, from which its records and runtime count: the
     loader's own start, not `launched` (before its process started), which is used only from
     a loader that does not say. So the controller lines up N agents' phases by the moment each
-    began timing, and a slower process start on one agent is not counted as phase time."""
-    ok = [r for r in run.records if r.ok]
+    began timing, and a slower process start on one agent is not counted as phase time.
+    A mixed phase carries each request kind's latencies too ("kinds"), so the controller
+    merges each kind's percentiles as exactly as the phase's."""
     started = run.started_wall if run.started_wall is not None else launched
     result = {"op": op, "figures": run.figures, "errors": run.errors, "started_wall": started,
-              "launch_s": max(0.0, started - launched),
-              "lat_ns": pack_sorted(sorted(r.end_ns - r.start_ns for r in ok))}
-    if op == "get":
-        result["ttfb_ns"] = pack_sorted(sorted(r.first_byte_ns - r.start_ns for r in ok if r.first_byte_ns >= 0))
+              "launch_s": max(0.0, started - launched), **_latencies(run.records, op)}
+    if op == "mixed":
+        result["kinds"] = {kind: _latencies([r for r in run.records if r.op == kind], kind)
+                           for kind in sorted({r.op for r in run.records})}
     return result
 
 
@@ -177,7 +188,7 @@ def run_s3(request: S3Run, control: Control, engine: S3Engine | None = None) -> 
     try:
         _wait_start(began, request, control)
         with tempfile.TemporaryDirectory(prefix="backupbench-agent-s3-") as tmp:
-            objects = ObjectPlan.for_agent(request.object_size, request.content(), request.seed)
+            objects = ObjectPlan.for_agent(request)
             for op in request.ops:
                 # The same spec as the run from one host (workloads/s3_phase.py), with this agent's seed.
                 spec = phase_spec(op, request.prefix, objects, request.concurrency, request.objects, put=keys)

@@ -70,10 +70,12 @@ class OperationHosts:
 
 
 def _headline(hosts: dict[str, Any]) -> str | None:
-    for name in HEADLINE_FIGURES:
-        if any(isinstance(f, dict) and isinstance(f.get(name), (int, float)) for f in hosts.values()):
-            return name
-    return None
+    """The first headline figure the hosts have and not 0 on all of them (an S3 DELETE moves no
+    bytes: its hosts compare by objects/s); the first they have at all if every one is 0."""
+    present = [name for name in HEADLINE_FIGURES
+               if any(isinstance(f, dict) and isinstance(f.get(name), (int, float)) for f in hosts.values())]
+    moving = [name for name in present if any(isinstance(f, dict) and f.get(name) for f in hosts.values())]
+    return (moving or present or [None])[0]
 
 
 def is_multi_host(op: OperationRecord) -> bool:

@@ -121,8 +121,11 @@ def _under(value: float, reference: float, better: Better) -> float:
 
 def _two_hosts(spreads: dict[str, Spread], better: Better) -> HostsJudgement:
     (first, one), (second, other) = spreads.items()
-    calls = [HostCall(first, one.median, other.median, _under(one.median, other.median, better), False),
-             HostCall(second, other.median, one.median, _under(other.median, one.median, better), False)]
+    # Against a 0 (a phase that moved no bytes) no fraction exists: None, as with three hosts.
+    calls = [HostCall(first, one.median, other.median, _under(one.median, other.median, better) if other.median else None,
+                      False),
+             HostCall(second, other.median, one.median, _under(other.median, one.median, better) if one.median else None,
+                      False)]
     worse, ahead = (first, second) if calls[0].under_others and calls[0].under_others > 0 else (second, first)
     between = verdict(spreads[worse], spreads[ahead], better)
     return HostsJudgement(calls, f"two hosts cannot name an outlier ({worse} against {ahead}: {between.text}); "

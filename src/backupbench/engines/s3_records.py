@@ -149,16 +149,25 @@ def attempted_keys(records: Iterable[OpRecord]) -> set[int]:
     return {r.key for r in records}
 
 
+def kind_figures(kind: str, part: dict[str, float], runtime: float) -> dict[str, float]:
+    """One request kind's share of a mixed phase, named with its op (put_ops, get_effective_bw,
+    list_lat_p99_ns, ...): its figures, with rates over `runtime`, the whole phase's (shares of
+    one wall clock). The one form of a mixed phase's per-kind figures, from one host
+    (mixed_figures) and merged from N agents (runner/agents_merge.py)."""
+    rates = {"effective_bw": part["bytes"] / runtime if runtime > 0 else 0.0,
+             "objects_per_s": part["ops"] / runtime if runtime > 0 else 0.0}
+    return {f"{kind}_{name}": value for name, value in {**part, **rates}.items() if name != "runtime"}
+
+
+def of_kind(figures: dict[str, float], kind: str) -> dict[str, float]:
+    """kind_figures read back: a mixed phase's 'put_lat_p50_ns' as 'lat_p50_ns' ({} if none)."""
+    return {name[len(kind) + 1:]: value for name, value in figures.items() if name.startswith(f"{kind}_")}
+
+
 def mixed_figures(records: list[OpRecord]) -> dict[str, float]:
-    """A mixed phase: the figures of all its requests, then each kind's prefixed with its op
-    (put_ops, get_effective_bw, list_lat_p99_ns, ...) over the same runtime, the phase's."""
+    """A mixed phase: the figures of all its requests, then each kind's (kind_figures)."""
     figures = phase_figures(records, "mixed")
-    runtime = figures["runtime"]
     for kind in sorted({r.op for r in records}):
-        mine = [r for r in records if r.op == kind]
-        part = phase_figures(mine, kind)
-        part["runtime"] = runtime  # shares of one wall clock: rates over the whole phase
-        part["effective_bw"] = part["bytes"] / runtime if runtime > 0 else 0.0
-        part["objects_per_s"] = part["ops"] / runtime if runtime > 0 else 0.0
-        figures.update({f"{kind}_{name}": value for name, value in part.items() if name != "runtime"})
+        figures.update(kind_figures(kind, phase_figures([r for r in records if r.op == kind], kind),
+                                    figures["runtime"]))
     return figures

@@ -14,6 +14,7 @@ from backupbench import units
 from backupbench.analysis.compare import relative_speed, run_heading
 from backupbench.analysis.windows import RestoreRange
 from backupbench.engines.content import settings_label
+from backupbench.engines.s3_records import of_kind
 from backupbench.monitor.thresholds import FillThresholds
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, S3_REQUEST_KINDS, OperationRecord, RunRecord
@@ -142,7 +143,7 @@ def request_kinds(figures: dict[str, float]) -> list[tuple[str, dict[str, float]
     'put_lat_p50_ns' as 'lat_p50_ns'), so the S3 columns read them as a phase's."""
     found = []
     for kind in S3_REQUEST_KINDS:
-        own = {name[len(kind) + 1:]: value for name, value in figures.items() if name.startswith(f"{kind}_")}
+        own = of_kind(figures, kind)
         if own.get("ops"):
             found.append((kind, own))
     return found

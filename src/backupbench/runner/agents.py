@@ -44,7 +44,7 @@ from backupbench.workloads.s3 import S3Workload, objects_artefact
 from backupbench.workloads.s3_options import PHASE_TITLES, run_prefix
 from backupbench.workloads.s3_phase import content_seed
 
-AGENT_PHASES = ("put", "get", "delete")
+AGENT_PHASES = ("put", "get", "mixed", "delete")
 # Time every agent has to check the endpoint before the common start.
 START_LEAD_S = 2.0
 POLL_S = 0.5
@@ -97,13 +97,12 @@ def refuse_unsupported(workload: S3Workload) -> None:
     stray = [phase for phase in opts.s3_phases if phase not in AGENT_PHASES]
     checks = [(bool(stray), f"--s3-phases {','.join(stray)}"), (opts.duration is not None, "--duration"),
               (opts.object_lock is not None, "--object-lock"), (not opts.object_size.fixed, "a --object-size range"),
-              (opts.object_size.high > opts.multipart_threshold, "multipart (--object-size over the threshold)"),
               (opts.insecure_tls or opts.ca_file is not None, "--insecure-tls/--ca-file"),
               (opts.create_bucket, "--create-bucket")]
     for bad, name in checks:
         if bad:
             raise InputError(f"{name} does not apply to a run with --agents", "drop it (agents run put, get, "
-                             "delete of a fixed object count and size on an existing bucket over http)")
+                             "mixed, delete of a fixed object count and size on an existing bucket over http)")
     if (opts.object_count or 0) < 1:
         raise InputError("--agents needs an object count (--objects)")
 

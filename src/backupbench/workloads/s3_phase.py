@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol
 
 from backupbench.engines.content import DataContent
 from backupbench.engines.s3 import PhaseRun, PhaseSpec
@@ -36,6 +36,23 @@ def content_seed(run_id: str, agent: str = "") -> int:
     and different for every run and every agent of it."""
     name = f"{run_id}/{agent}" if agent else run_id
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") >> 1
+
+
+class AgentObjects(Protocol):
+    """What an agent's s3-run request says of the objects (agent/protocol.S3Run, a later stage)."""
+
+    @property
+    def object_size(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def multipart_threshold(self) -> int: ...
+    @property
+    def part_size(self) -> int: ...
+    @property
+    def mix(self) -> Mapping[str, int]: ...
+
+    def content(self) -> DataContent: ...
 
 
 @dataclass(frozen=True)
@@ -63,14 +80,17 @@ class ObjectPlan:
 
     def agent_fields(self) -> dict[str, Any]:
         """The objects as an agent's s3-run request carries them (agent/protocol.S3Run, which
-        takes fixed sizes only); the agent makes the same ObjectPlan of them (`for_agent`)."""
+        takes fixed sizes and no lock); the agent makes the same ObjectPlan of them (`for_agent`)."""
         content = self.content
         return {"object_size": self.size_low, "seed": self.seed, "data": content.kind, "compress": content.compress,
-                "dedupe": content.dedupe, "pattern": content.pattern}
+                "dedupe": content.dedupe, "pattern": content.pattern, "multipart_threshold": self.multipart_threshold,
+                "part_size": self.part_size, "mix": dict(self.mix)}
 
     @classmethod
-    def for_agent(cls, object_size: int, content: DataContent, seed: int) -> "ObjectPlan":
-        return cls(object_size, object_size, content, seed)
+    def for_agent(cls, fields: "AgentObjects") -> "ObjectPlan":
+        """The plan of an agent's s3-run request (agent/protocol.S3Run), as agent_fields sent it."""
+        return cls(fields.object_size, fields.object_size, fields.content(), fields.seed,
+                   fields.multipart_threshold, fields.part_size, mix=dict(fields.mix))
 
 
 @dataclass(frozen=True)
