@@ -241,6 +241,22 @@ def test_rebuild_figures_split_the_loaded_and_the_idle_part():
     assert rebuild_figures(samples, RebuildSpan(started=20, load_ended=30, ended=None)) == {}
 
 
+
+def test_a_rebuild_that_ended_with_the_workloads_has_no_idle_speed():
+    # Seen in the lab (md RAID6, 1022 MiB): 94% rebuilt when the workloads stopped, finished at
+    # the next sample 0.8 s later; the last 6% over 0.8 s read as 7,808 MiB/s "idle".
+    samples = [_sample(20, "rebuilding", 10.0, 100), _sample(100, "rebuilding", 94.0, 940),
+               _sample(100.8, "rebuilt", 100.0, 1000, finished=True)]
+    figures = rebuild_figures(samples, RebuildSpan(started=20, load_ended=100, ended=100.8))
+    assert "rebuild_bw_idle" not in figures and "rebuild_idle_seconds" not in figures
+    # What was seen is kept: 80.8 s, 940 bytes under load in its 80 s, 94% of the 1000.
+    assert figures["rebuild_seconds"] == pytest.approx(80.8)
+    assert figures["rebuild_bw_loaded"] == pytest.approx(940 / 80)
+    assert figures["rebuild_percent_loaded"] == pytest.approx(94)
+    # 2 s of idle is a measurement again: the last 60 bytes in 2 s.
+    later = samples[:2] + [_sample(102, "rebuilt", 100.0, 1000, finished=True)]
+    assert rebuild_figures(later, RebuildSpan(20, 100, 102))["rebuild_bw_idle"] == pytest.approx(60 / 2)
+
 def test_read_model_counts_the_disks_a_read_touches():
     member = 50.0
     raid6_64k = {"kind": "mdraid", "level": 6, "chunk": 65536, "devices": DISKS[:5]}
