@@ -257,6 +257,7 @@ def test_a_rebuild_that_ended_with_the_workloads_has_no_idle_speed():
     later = samples[:2] + [_sample(102, "rebuilt", 100.0, 1000, finished=True)]
     assert rebuild_figures(later, RebuildSpan(20, 100, 102))["rebuild_bw_idle"] == pytest.approx(60 / 2)
 
+
 def test_read_model_counts_the_disks_a_read_touches():
     member = 50.0
     raid6_64k = {"kind": "mdraid", "level": 6, "chunk": 65536, "devices": DISKS[:5]}
