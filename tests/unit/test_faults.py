@@ -258,6 +258,27 @@ def test_a_rebuild_that_ended_with_the_workloads_has_no_idle_speed():
     assert rebuild_figures(later, RebuildSpan(20, 100, 102))["rebuild_bw_idle"] == pytest.approx(60 / 2)
 
 
+def test_a_zfs_read_smaller_than_an_uncached_record_reads_the_whole_record():
+    # RAIDZ2 of 5 with recordsize=1M and primarycache=metadata (the degraded-rebuild example's
+    # properties): a 512 KiB restore read reads its 1 MiB record whole and keeps nothing, and
+    # the next 512 KiB reads it again: 3 data columns x 50 MiB/s x 512/1024 = 75.
+    member = 50.0
+    uncached = {**RAIDZ2, "properties": {"recordsize": "1M", "primarycache": "metadata"}}
+    model = speed_model.expected_read(uncached, member, 512 * 1024)
+    assert model.value == pytest.approx(75.0)
+    assert "whole 1024 KiB record" in model.why and "primarycache=metadata" in model.why
+    # The default recordsize (128 KiB) is under the read: nothing read twice.
+    assert speed_model.expected_read({**RAIDZ2, "properties": {"primarycache": "metadata"}}, member,
+                                     512 * 1024).value == 3 * member
+    # The ARC keeping data (primarycache=all, the default): the rest of the record is served from it.
+    assert speed_model.expected_read({**RAIDZ2, "properties": {"recordsize": "1M"}}, member,
+                                     512 * 1024).value == 3 * member
+    # dRAID2 3d likewise; md is not ZFS: no record.
+    assert speed_model.expected_read({**DRAID2, "properties": uncached["properties"]}, member,
+                                     512 * 1024).value == pytest.approx(75.0)
+    assert speed_model.record_read_share({"kind": "mdraid", "level": 6, "properties": {}}, 4096) == (1.0, "")
+
+
 def test_read_model_counts_the_disks_a_read_touches():
     member = 50.0
     raid6_64k = {"kind": "mdraid", "level": 6, "chunk": 65536, "devices": DISKS[:5]}
