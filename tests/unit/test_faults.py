@@ -376,6 +376,21 @@ def test_fault_report_sets_each_state_against_healthy_and_the_model():
                                                      ["restore during rebuild MiB/s", "40.0"]]
 
 
+def test_the_rebuild_line_says_what_its_bytes_count():
+    from backupbench.report.fault_analysis import fault_reports
+    from backupbench.report.faults import rebuild_line, rebuilt_counts
+
+    run = _fault_run()
+    run.operations[-1].detail["kind"] = "md"
+    [report] = fault_reports(run)
+    assert "rebuild 1.7 min (1 GiB: the member's whole size: md rebuilds every block)" in rebuild_line(report)
+    # A resilver counts what it wrote onto the new disk; dRAID's sequential rebuild its own
+    # 'rebuilt' count (issue 25: 96 MiB against 34 MiB for one fill); without a kind, nothing is claimed.
+    assert rebuilt_counts({"kind": "zfs", "target": "/dev/vdf"}).startswith("resilvered: written onto the new disk")
+    assert "sequential rebuild" in rebuilt_counts({"kind": "zfs", "target": "draid2-0-0 (distributed)"})
+    assert rebuilt_counts({"target": "/dev/vdf"}) == ""
+
+
 def test_fault_report_models_active_full_from_the_member_write():
     from backupbench.report.fault_analysis import fault_reports
     from backupbench.results.model import COMPLETE, OperationRecord
