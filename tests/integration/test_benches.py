@@ -64,6 +64,8 @@ SMOKE = {
                         ("engine/C files/s, tmpfs create", "engine/C files/s, disk update-1")),
     "lab": Smoke(("--boots", "1", "--fna-runs", "1", "--runtime", "2", "--work-dir", "{tmp}"),
                  ("field note A striped/linear",), vm=True, timeout=900),
+    "lab_ab": Smoke(("--pairs", "1", "--size", "64MiB", "--runtime", "1s", "--work-dir", "{tmp}"),
+                    ("fast/slow restore-sequential MiB/s",), vm=True, timeout=900),
     "field_note_d": Smoke(("--rate", "50MiB/s", "--objects", "8", "--concurrency", "4", "--rounds", "2",
                            "--work-dir", "{tmp}"), ("PUT / member ceiling, minio-ec", "GET / member ceiling, draid2"),
                           vm=True, timeout=2400),

@@ -241,6 +241,44 @@ def test_rebuild_figures_split_the_loaded_and_the_idle_part():
     assert rebuild_figures(samples, RebuildSpan(started=20, load_ended=30, ended=None)) == {}
 
 
+
+def test_a_rebuild_that_ended_with_the_workloads_has_no_idle_speed():
+    # Seen in the lab (md RAID6, 1022 MiB): 94% rebuilt when the workloads stopped, finished at
+    # the next sample 0.8 s later; the last 6% over 0.8 s read as 7,808 MiB/s "idle".
+    samples = [_sample(20, "rebuilding", 10.0, 100), _sample(100, "rebuilding", 94.0, 940),
+               _sample(100.8, "rebuilt", 100.0, 1000, finished=True)]
+    figures = rebuild_figures(samples, RebuildSpan(started=20, load_ended=100, ended=100.8))
+    assert "rebuild_bw_idle" not in figures and "rebuild_idle_seconds" not in figures
+    # What was seen is kept: 80.8 s, 940 bytes under load in its 80 s, 94% of the 1000.
+    assert figures["rebuild_seconds"] == pytest.approx(80.8)
+    assert figures["rebuild_bw_loaded"] == pytest.approx(940 / 80)
+    assert figures["rebuild_percent_loaded"] == pytest.approx(94)
+    # 2 s of idle is a measurement again: the last 60 bytes in 2 s.
+    later = samples[:2] + [_sample(102, "rebuilt", 100.0, 1000, finished=True)]
+    assert rebuild_figures(later, RebuildSpan(20, 100, 102))["rebuild_bw_idle"] == pytest.approx(60 / 2)
+
+
+def test_a_zfs_read_smaller_than_an_uncached_record_reads_the_whole_record():
+    # RAIDZ2 of 5 with recordsize=1M and primarycache=metadata (the degraded-rebuild example's
+    # properties): a 512 KiB restore read reads its 1 MiB record whole and keeps nothing, and
+    # the next 512 KiB reads it again: 3 data columns x 50 MiB/s x 512/1024 = 75.
+    member = 50.0
+    uncached = {**RAIDZ2, "properties": {"recordsize": "1M", "primarycache": "metadata"}}
+    model = speed_model.expected_read(uncached, member, 512 * 1024)
+    assert model.value == pytest.approx(75.0)
+    assert "whole 1024 KiB record" in model.why and "primarycache=metadata" in model.why
+    # The default recordsize (128 KiB) is under the read: nothing read twice.
+    assert speed_model.expected_read({**RAIDZ2, "properties": {"primarycache": "metadata"}}, member,
+                                     512 * 1024).value == 3 * member
+    # The ARC keeping data (primarycache=all, the default): the rest of the record is served from it.
+    assert speed_model.expected_read({**RAIDZ2, "properties": {"recordsize": "1M"}}, member,
+                                     512 * 1024).value == 3 * member
+    # dRAID2 3d likewise; md is not ZFS: no record.
+    assert speed_model.expected_read({**DRAID2, "properties": uncached["properties"]}, member,
+                                     512 * 1024).value == pytest.approx(75.0)
+    assert speed_model.record_read_share({"kind": "mdraid", "level": 6, "properties": {}}, 4096) == (1.0, "")
+
+
 def test_read_model_counts_the_disks_a_read_touches():
     member = 50.0
     raid6_64k = {"kind": "mdraid", "level": 6, "chunk": 65536, "devices": DISKS[:5]}
@@ -336,6 +374,21 @@ def test_fault_report_sets_each_state_against_healthy_and_the_model():
     assert not any("restore-random" in w for w in report.model_warnings())  # -20% is within 25%
     assert comparison_rows([report], ("raid6",)) == [["rebuild time", "1.7 min"],
                                                      ["restore during rebuild MiB/s", "40.0"]]
+
+
+def test_the_rebuild_line_says_what_its_bytes_count():
+    from backupbench.report.fault_analysis import fault_reports
+    from backupbench.report.faults import rebuild_line, rebuilt_counts
+
+    run = _fault_run()
+    run.operations[-1].detail["kind"] = "md"
+    [report] = fault_reports(run)
+    assert "rebuild 1.7 min (1 GiB: the member's whole size: md rebuilds every block)" in rebuild_line(report)
+    # A resilver counts what it wrote onto the new disk; dRAID's sequential rebuild its own
+    # 'rebuilt' count (issue 25: 96 MiB against 34 MiB for one fill); without a kind, nothing is claimed.
+    assert rebuilt_counts({"kind": "zfs", "target": "/dev/vdf"}).startswith("resilvered: written onto the new disk")
+    assert "sequential rebuild" in rebuilt_counts({"kind": "zfs", "target": "draid2-0-0 (distributed)"})
+    assert rebuilt_counts({"target": "/dev/vdf"}) == ""
 
 
 def test_fault_report_models_active_full_from_the_member_write():

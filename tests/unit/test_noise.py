@@ -8,7 +8,7 @@ import random
 import pytest
 from hypothesis import given, strategies as st
 
-from backupbench.analysis.noise import judge_bound, judge_hosts, split_bound, verdict
+from backupbench.analysis.noise import judge_bound, judge_hosts, ratio_interval, split_bound, verdict
 from backupbench.errors import InputError
 from backupbench.stats import spread
 
@@ -23,6 +23,22 @@ def test_two_times_faster_beyond_noise():
     # margin = (4.968275 + 2.484138) / 50 = 0.149048
     assert found.factor == pytest.approx(2.0) and found.margin == pytest.approx(0.149048, abs=1e-6)
     assert verdict(SLOW, FAST).text == "2.00x slower" and verdict(SLOW, FAST).outcome == "worse"
+
+
+def test_ratio_interval_is_what_the_two_intervals_allow():
+    # FAST [95.031725, 104.968275] over SLOW [47.515862, 52.484138]:
+    # 95.031725 / 52.484138 = 1.810675, 104.968275 / 47.515862 = 2.209121; the true 2.0 inside.
+    low, high = ratio_interval(FAST, SLOW)
+    assert low == pytest.approx(1.810675, abs=1e-6) and high == pytest.approx(2.209121, abs=1e-6)
+    # The other way round: 47.515862 / 104.968275 = 0.452669, 52.484138 / 95.031725 = 0.552280.
+    low, high = ratio_interval(SLOW, FAST)
+    assert low == pytest.approx(0.452669, abs=1e-6) and high == pytest.approx(0.552280, abs=1e-6)
+
+
+def test_ratio_interval_needs_an_interval_on_each_side():
+    assert ratio_interval([100], SLOW) is None and ratio_interval(FAST, [50]) is None
+    # [0, 1, 50] has a low end clamped at 0: no ratio has it as its denominator.
+    assert ratio_interval(FAST, [0, 1, 50]) is None
 
 
 def test_overlapping_intervals_are_no_difference_with_the_margin():

@@ -88,6 +88,18 @@ def verdict(current: Sequence[float] | Spread, reference: Sequence[float] | Spre
     return Verdict("same", factor, margin, f"no difference beyond noise (±{_percent(margin)})")
 
 
+def ratio_interval(current: Sequence[float] | Spread, reference: Sequence[float] | Spread) -> tuple[float, float] | None:
+    """The ratios current / reference the two 95% intervals allow: (current's low / reference's
+    high, current's high / reference's low); None with one sample on either side or a reference
+    interval reaching 0. Wider than an interval of the ratio itself: it is the verdict's rule
+    (both intervals) read as a range, so a true ratio outside it is a verdict that misled."""
+    mine = current if isinstance(current, Spread) else spread(current)
+    theirs = reference if isinstance(reference, Spread) else spread(reference)
+    if mine.low is None or mine.high is None or theirs.low is None or theirs.high is None or theirs.low <= 0:
+        return None
+    return mine.low / theirs.high, mine.high / theirs.low
+
+
 # ---- hosts ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

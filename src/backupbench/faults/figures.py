@@ -15,6 +15,11 @@ REBUILD_UNITS = {
     "copyback_seconds": "s", "copyback_bytes": "B", "copyback_bw": "B/s",
 }
 
+# A rebuild seen finished this soon after the workloads stopped ended while they ran, as far as
+# 1 s samples can tell: its idle part is no measurement (a few % "copied" in a fraction of a
+# second read as GB/s), so no idle speed is given (runner/faulted.py notes why).
+MIN_IDLE_SECONDS = 1.5
+
 
 @dataclass(frozen=True)
 class RebuildSpan:
@@ -65,7 +70,8 @@ def rebuild_figures(samples: Sequence[Sample], span: RebuildSpan) -> dict[str, f
     else:
         idle_from, idle_done = span.started, 0.0
     idle = span.ended - idle_from
-    if idle > 0 and total is not None:
+    long_enough = idle > (MIN_IDLE_SECONDS if span.load_ended is not None else 0.0)
+    if long_enough and total is not None:
         figures["rebuild_idle_seconds"] = idle
         figures["rebuild_bw_idle"] = max(0.0, total - idle_done) / idle
     return figures

@@ -47,6 +47,21 @@ def title(report: FaultReport) -> str:
     return f"{report.layout}: {', '.join(report.failed)} failed, {after} (faster/slower: against healthy)"
 
 
+def rebuilt_counts(detail: dict) -> str:
+    """What a rebuild's byte count is, by what reported it: each array counts something else,
+    so two layouts' figures are compared only knowing which."""
+    kind, target = detail.get("kind"), str(detail.get("target", ""))
+    if kind == "md":
+        return "the member's whole size: md rebuilds every block"
+    if kind == "zfs" and "distributed" in target:
+        return "zpool's 'rebuilt' count of the sequential rebuild onto the distributed spare"
+    if kind == "zfs":
+        return "resilvered: written onto the new disk (its share of the data and parity)"
+    if kind == "btrfs":
+        return "copied by btrfs replace"
+    return ""
+
+
 def rebuild_line(report: FaultReport) -> str:
     figures = report.rebuild
     seconds = figures.get("rebuild_seconds")
@@ -56,7 +71,8 @@ def rebuild_line(report: FaultReport) -> str:
         return f"{report.layout}: the rebuild did not finish ({report.record.status})"
     parts = [f"{report.layout}: rebuild {units.format_duration(seconds)}"]
     if figures.get("rebuild_bytes"):
-        parts[0] += f" ({units.format_size(int(figures['rebuild_bytes']))})"
+        counts = rebuilt_counts(report.record.detail)
+        parts[0] += f" ({units.format_size(int(figures['rebuild_bytes']))}{': ' + counts if counts else ''})"
     if "rebuild_bw_loaded" in figures:
         parts.append(f"with the workloads {units.format_rate(figures['rebuild_bw_loaded'])}"
                      f" ({figures.get('rebuild_percent_loaded', 0):.0f}% in "

@@ -22,7 +22,8 @@ from typing import Callable
 from backupbench import process, stopping
 from backupbench.engines.fio_json import parse_text
 from backupbench.errors import BackupbenchError
-from backupbench.faults.figures import REBUILD_UNITS, RebuildSpan, copy_back_figures, rebuild_figures
+from backupbench.faults.figures import (MIN_IDLE_SECONDS, REBUILD_UNITS, RebuildSpan, copy_back_figures,
+                                         rebuild_figures)
 from backupbench.faults.plan import FaultPlan
 from backupbench.hostfiles import HostFiles
 from backupbench.layouts.actions import Action, LayoutPlan
@@ -209,7 +210,7 @@ class FaultRun:
         if ended is None:
             self.notes.append(f"{self.layout.name}: the rebuild did not finish within "
                               f"{self.fault.spec.rebuild_timeout:g} s (fault.rebuild_timeout)")
-        elif load == "once" and ended <= load_ended + 1.5:
+        elif load == "once" and ended <= load_ended + MIN_IDLE_SECONDS:
             self.notes.append(f"{self.layout.name}: the rebuild ended while the workloads still ran: its idle "
                               "speed is not measured (slow it with speed_limit_max, or rebuild_load = 'repeat')")
         self.span = RebuildSpan(self.span_started, load_ended, ended)

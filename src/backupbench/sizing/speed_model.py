@@ -5,7 +5,9 @@ A bandwidth model, and its assumption: each disk a read touches delivers the mem
 sequential speed, and nothing else (CPU, seeks, caches) limits. A read touches:
   md RAID 0/5/6/10: as many members as it spans chunks (parity chunks are skipped, not read),
       at most all of them; RAID 1: one member per stream;
-  ZFS raidz: the record's data columns (disks - parity); dRAID: its d data disks;
+  ZFS raidz: the record's data columns (disks - parity); dRAID: its d data disks; and with
+      primarycache=metadata (or none) a read smaller than the record reads the whole record
+      each time, so only block / recordsize of what the disks deliver is the workload's;
   btrfs raid1/raid1c3/raid1c4: one copy per stream (the mirror is picked per process);
       raid10: half the devices' 64 KiB stripes it spans; raid5/6: the data stripes it spans;
   and once it spans them all, the whole layout.
@@ -29,8 +31,10 @@ from typing import Any
 
 from backupbench.sizing.capacity import LayoutSpec, minio_default_parity, minio_default_set_size
 from backupbench.sizing.rebuild import rebuild_time
+from backupbench.units import parse_size
 
 MD_DEFAULT_CHUNK = 512 * 1024
+ZFS_DEFAULT_RECORDSIZE = 128 * 1024
 # btrfs stripes raid0/10/5/6 chunks in 64 KiB pieces (BTRFS_STRIPE_LEN).
 BTRFS_STRIPE = 64 * 1024
 # Beyond this the model is said to be off (the issue's threshold).
@@ -98,8 +102,26 @@ def disks_a_read_touches(layout: dict[str, Any], block: int) -> tuple[int, str]:
     return count, "stripe: every disk"
 
 
+def record_read_share(layout: dict[str, Any], block: int) -> tuple[float, str]:
+    """The share of the bytes a ZFS layout reads that the workload asked for: a record is read
+    whole (its checksum covers it all), so a read smaller than `recordsize` reads the whole
+    record; with primarycache=metadata (or none) the rest is not kept, and the next read of
+    the same record reads it again. 1.0 and '' where that cannot happen."""
+    properties = layout.get("properties") or {}
+    if layout.get("kind") != "zfs" or properties.get("primarycache", "all") == "all":
+        return 1.0, ""
+    record = parse_size(properties.get("recordsize", ZFS_DEFAULT_RECORDSIZE))
+    if block >= record:
+        return 1.0, ""
+    return block / record, (f"each {block // 1024} KiB read reads its whole {record // 1024} KiB record, which "
+                            f"primarycache={properties['primarycache']} does not keep: x {block / record:.2g}")
+
+
 def expected_read(layout: dict[str, Any], member_bw: float, block: int) -> Expected:
     touched, why = disks_a_read_touches(layout, block)
+    share, reread = record_read_share(layout, block)
+    if share < 1.0:
+        return Expected(touched * member_bw * share, f"{touched} x member x {share:.2g} ({why}; {reread})")
     return Expected(touched * member_bw, f"{touched} x member ({why})")
 
 
