@@ -106,6 +106,24 @@ def test_a_run_with_a_policy_plans_at_its_own_speeds():
     assert plan_of_run(RunRecord(run_id="x", kind="recipe", target="t", settings={"recipe": {}})) is None
 
 
+def test_fio_on_a_minio_ec_layout_is_not_taken_as_its_speed():
+    # fio on minio-ec runs on one drive's filesystem: 50 MiB/s there says nothing of the erasure set.
+    layouts = [*LAYOUTS, {"name": "ec", "kind": "minio-ec", "devices": DEVICES}]
+    stored = model.parse({"name": "plan", "devices": DEVICES, "layout": layouts, "workload": [{"kind": "kb2014"}],
+                          "policy": POLICY})
+    run = RunRecord(run_id="20261201T000000-abcd", kind="recipe", target="lab",
+                    settings={"recipe": stored.model_dump(mode="json")}, status=COMPLETE)
+    for name in ("dr", "ec"):
+        run.operations.append(OperationRecord(name=f"{name}/active-full", pattern="", status=COMPLETE,
+                                              figures={"effective_bw": 50 * MB_S}, detail={"layout": name}))
+    plan = plan_of_run(run)
+    assert plan is not None
+    ec = next(c for c in plan.candidates if c.layout.startswith("minio-ec"))
+    draid = next(c for c in plan.candidates if c.layout == "draid2")
+    assert ec.speeds["active-full"].source == "model" and draid.speeds["active-full"].source == "measured"
+    assert any("layout ec: fio measured one drive's filesystem, not MinIO's erasure set" in note for note in ec.notes)
+
+
 def test_a_stored_run_still_tells_the_default_reduction_from_a_written_one():
     defaulted = plan_of_run(_run({"dr": (1500, 400)}))
     written = plan_of_run(_run({"dr": (1500, 400)}, reduction="3:1"))

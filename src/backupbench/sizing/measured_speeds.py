@@ -15,6 +15,8 @@ another layout's speeds would pass for this one's. Several runs of one layout ar
 the plan takes their median, and the 95% interval of their mean bounds the margins. The speeds are the KB2014 operations'
 effective speeds of the healthy layout (analysis.windows.effective_speeds); the rebuild rate is
 a fault run's (sizing/measured_rebuild.py), under the workloads when it was measured so.
+A minio-ec layout is the exception: fio ran on one drive's filesystem, not through the erasure
+set, so its KB2014 figures are not the candidate's; the plan takes the model and says why.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from backupbench.sizing.plan_model import Speed
 from backupbench.sizing.speed_model import sizing_spec
 from backupbench.stats import spread
 
+# Layouts whose fio phases run on a drive's filesystem beside the server, not through the layout.
+FIO_BESIDE_THE_SERVER = ("minio-ec",)
 PLAN_OPERATIONS = ("active-full", "synthetic-full", "reverse-incremental", "restore-sequential", "restore-random")
 
 
@@ -53,6 +57,8 @@ class MeasuredLayout:
     rebuild_how: str = ""
     # Each operation's speed in every run given for this layout (the first run's is `speeds`).
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    # Why the run's KB2014 figures are not this layout's speeds ("" when they are).
+    speeds_refused: str = ""
 
     @property
     def label(self) -> str:
@@ -101,9 +107,14 @@ def measured_layouts(run: RunRecord) -> list[MeasuredLayout]:
         entry = recipe_layout(run, name)
         spec = sizing_spec(entry, 1)
         rate, how = _rebuild(run, name)
+        refused = ""
+        if entry.get("kind") in FIO_BESIDE_THE_SERVER and speeds:
+            refused = (f"run {run.run_id}, layout {name}: fio measured one drive's filesystem, not MinIO's erasure "
+                       "set, so the model gives its speeds")
+            speeds = {}
         found.append(MeasuredLayout(run.run_id, name, None if spec is None else layout_kind(spec.layout),
                                     str(entry.get("kind", "?")), len(entry.get("devices") or ()) or None,
-                                    speeds, rate, how))
+                                    speeds, rate, how, speeds_refused=refused))
     return found
 
 
@@ -159,7 +170,7 @@ def assign(candidates: list[str], runs: list[tuple[str | None, str, list[Measure
             candidate = kinds[m.kind or ""]
             chosen[candidate] = chosen[candidate].joined(m) if candidate in chosen else m
     for candidate, m in chosen.items():
-        if not m.speeds and m.rebuild_rate is None:
+        if not m.speeds and m.rebuild_rate is None and not m.speeds_refused:
             raise InputError(f"{m.label} has no backup-operation speeds and no rebuild for {candidate}",
                              "use a run of the kb2014 workload or of a fault on that layout")
     return chosen

@@ -67,7 +67,8 @@ def own_speeds(run: RunRecord, specs: list[LayoutSpec]) -> dict[str, MeasuredLay
     found: dict[str, MeasuredLayout] = {}
     for measured in measured_layouts(run):
         candidate = by_kind.get(measured.kind or "")
-        if candidate is not None and candidate not in found and (measured.speeds or measured.rebuild_rate):
+        if candidate is not None and candidate not in found and (measured.speeds or measured.rebuild_rate
+                                                                  or measured.speeds_refused):
             found[candidate] = measured
     return found
 

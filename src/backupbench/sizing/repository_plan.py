@@ -72,8 +72,8 @@ def candidate_speeds(policy: BackupPolicy, spec: LayoutSpec, disk: DiskModel,
             model = model or model_speeds(spec, disk)
             found = model[operation]
         speeds[operation] = found
-    notes = []
-    if measured is not None and measured.disks and measured.disks != spec.disks:
+    notes = [measured.speeds_refused] if measured is not None and measured.speeds_refused else []
+    if measured is not None and measured.speeds and measured.disks and measured.disks != spec.disks:
         notes.append(f"speeds of {measured.label}: the plan has {spec.disks} disks; taken as measured, not scaled")
     return speeds, notes
 
