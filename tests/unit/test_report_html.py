@@ -107,7 +107,7 @@ def test_a_labelled_run_is_titled_with_its_label(kb_page):
 
 
 def test_hostile_text_is_escaped(tmp_path):
-    run = kb_run(tmp_path, target=f"/srv/{HOSTILE}")
+    run = kb_run(tmp_path, target=f"/srv/{HOSTILE}", phases=["active-full"])
     run.notes.append('<img src="http://evil.example/x.png" onerror="alert(1)">')
     run.operations[0].name = f"active-full{HOSTILE}--><script>x()</script><!--"
     run.operations[0].pattern = '"><b>bold</b>'
@@ -123,7 +123,8 @@ def test_hostile_text_is_escaped(tmp_path):
 
 
 def test_no_remote_or_external_resources(tmp_path):
-    run = kb_run(tmp_path, target="http://10.0.0.5:9000/backups")  # an S3 target is text, not a resource
+    # An S3 target is text, not a resource. One phase: every kind of chart, one timeline.
+    run = kb_run(tmp_path, target="http://10.0.0.5:9000/backups", phases=["active-full"])
     page = html.render(run, results_dir=tmp_path)
     found = scan(page)
     assert "script" not in found.tags and "link" not in found.tags and "iframe" not in found.tags
@@ -219,7 +220,7 @@ def test_monitor_csv_parsing_and_paths(tmp_path):
 
 
 def test_missing_run_folder_and_csv_are_said_not_fatal(tmp_path):
-    run = kb_run(tmp_path)
+    run = kb_run(tmp_path, phases=["active-full", "synthetic-full"])
     (run_folder(tmp_path, run.run_id) / "active-full.monitor.csv").unlink()
     page = html.render(run, results_dir=tmp_path)
     assert "active-full: monitor CSV active-full.monitor.csv not found" in page
@@ -229,8 +230,9 @@ def test_missing_run_folder_and_csv_are_said_not_fatal(tmp_path):
 
 
 def test_baseline_slowdown_and_failed_run(tmp_path):
-    baseline = kb_run(tmp_path)
-    run = kb_run(tmp_path, run_id="20261122T020000-cccc", scale=0.5)
+    phases = ["active-full", "restore-random"]
+    baseline = kb_run(tmp_path, phases=phases)
+    run = kb_run(tmp_path, run_id="20261122T020000-cccc", scale=0.5, phases=phases)
     run.status, run.error = FAILED, "fio failed (exit 1): <disk gone>"
     run.operations[-1].status = FAILED
     page = html.render(run, results_dir=tmp_path, baseline=baseline)
@@ -286,7 +288,7 @@ def test_write_replaces_the_file(tmp_path):
 
 
 def test_report_command_writes_the_latest_run_to_the_current_folder(tmp_path, monkeypatch):
-    results = stored(tmp_path / "results", kb_run(tmp_path / "results"))
+    results = stored(tmp_path / "results", kb_run(tmp_path / "results", phases=["active-full"]))
     monkeypatch.chdir(tmp_path)
     done = invoke("--results", str(results), "--backup-size", "10TiB")
     assert done.exception is None, done.output
@@ -298,9 +300,9 @@ def test_report_command_writes_the_latest_run_to_the_current_folder(tmp_path, mo
 
 def test_report_command_compares_several_runs(tmp_path):
     results = tmp_path / "results"
-    second = kb_run(results, run_id="20261122T020000-cccc")
+    second = kb_run(results, run_id="20261122T020000-cccc", phases=["active-full"])
     second.started_at = "2026-11-22T02:00:00+00:00"
-    stored(results, kb_run(results), second)
+    stored(results, kb_run(results, phases=["active-full"]), second)
     out = tmp_path / "cmp.html"
     done = invoke("20261122T00", "20261122T02", "--html", str(out), "--results", str(results))
     assert done.exception is None, done.output
