@@ -8,8 +8,11 @@ PYTEST := PYTHONPATH=$(CURDIR)/src $(BIN)/python -m pytest
 # Bytecode caches on: with PYTHONDONTWRITEBYTECODE set, every test process and every CLI the
 # tests start compiles the package and pytest rewrites every test module again (seconds each).
 unexport PYTHONDONTWRITEBYTECODE
-# make check's pytest workers: more than the 2 cores, because the agent tests mostly wait.
-CHECK_WORKERS ?= 3
+# make check's pytest workers: one per core. Each test module goes whole to one worker
+# (--dist loadfile), so a module-scoped fixture (a rendered report page) is made once. Of
+# -n 2/-n 3 with load, loadfile, loadscope and worksteal, -n 2 loadfile took the least time
+# and CPU here (README, "Tests and benchmarks").
+CHECK_WORKERS ?= 2
 
 
 .PHONY: deps deps-run run check test bench-smoke-lab bench bench-all dist clean
@@ -38,7 +41,7 @@ run: deps-run
 check:
 	@$(BIN)/python -c "import pytest, xdist, ruff" 2>/dev/null || { echo "run make test (or make deps) first"; exit 2; }
 	$(BIN)/ruff check src tests bench
-	$(PYTEST) -q -n $(CHECK_WORKERS) -m "not root and not vm" tests/unit
+	$(PYTEST) -q -n $(CHECK_WORKERS) --dist loadfile -m "not root and not vm" tests/unit
 
 # The whole suite, in three sessions: what needs neither root nor the lab VM on two workers
 # (a module stays on one worker, with its module-scoped servers), then the tests that need

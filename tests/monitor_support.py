@@ -1,5 +1,6 @@
 """What the monitor's tests share: a fake /proc driven by a hand clock (FakeProc, disk_line)
-and the recorded lab guest's /sys and mountinfo (FakeSys, lab_guest_host)."""
+the recorded lab guest's /sys and mountinfo (FakeSys, lab_guest_host), and phase hooks that keep
+what they were told (RecordedHooks)."""
 
 from __future__ import annotations
 
@@ -120,3 +121,29 @@ def lab_guest_host(tmp_path: Path) -> HostFiles:
         fake.add(f"{disk}1", 254, minor, parent=disk)
     (tmp_path / "proc/self/mountinfo").write_text(MOUNTINFO)
     return HostFiles(tmp_path)
+
+
+class RecordedHooks:
+    """PhaseHooks that keep what they were told (the pipeline's PhaseRecorder stores it):
+    runner/host_monitor.py's tests, in tests/unit and tests/integration."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+        self.finished_detail: dict[str, dict] = {}
+
+    def started(self, name, title, pattern, measured=True, warmup_s=0.0):
+        self.calls.append(("started", name, measured))
+
+    def progress(self, name, fraction, detail):
+        self.calls.append(("progress", name, fraction))
+
+    def finished(self, name, figures, detail=None, failed=False):
+        self.calls.append(("finished", name, figures))
+        self.finished_detail[name] = detail or {}
+
+    def will_create(self, artefact):
+        self.calls.append(("will_create", artefact["kind"]))
+        return 7
+
+    def removed(self, artefact_id, how="removed"):
+        self.calls.append(("removed", artefact_id, how))

@@ -4,6 +4,7 @@ stored in a results folder, and the report command invoked in-process."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from click.testing import CliRunner
 
@@ -50,8 +51,13 @@ def fio_op(name: str, pattern: str, read: float, write: float, effective: float,
                            started_at="2026-11-22T00:00:00+00:00", finished_at="2026-11-22T00:00:10+00:00")
 
 
+KB_PHASES = ("active-full", "synthetic-full", "restore-sequential", "restore-random")
+
+
 def kb_run(results: Path, run_id: str = "20261122T000000-aaaa", target: str = "/srv/backups",
-           scale: float = 1.0) -> RunRecord:
+           scale: float = 1.0, phases: Sequence[str] = KB_PHASES) -> RunRecord:
+    """A kb2014 run with its four phases, or those of them named in `phases` (each phase's
+    monitor timeline is a chart a page renders: a test that needs one phase keeps one)."""
     run = RunRecord(
         run_id=run_id, kind="kb2014", target=target, status=COMPLETE,
         started_at="2026-11-22T00:00:00+00:00", finished_at="2026-11-22T00:01:00+00:00",
@@ -70,6 +76,7 @@ def kb_run(results: Path, run_id: str = "20261122T000000-aaaa", target: str = "/
         fio_op("restore-sequential", "read qd1", 2504.9 * scale, 0, 2504.9 * scale, 0.30),
         fio_op("restore-random", "randread qd1", 2603.7 * scale, 0, 2603.7 * scale, 0.25),
     ]
+    run.operations = [op for op in run.operations if op.name in phases]
     folder = run_folder(results, run_id)
     folder.mkdir(parents=True)
     for op in run.operations:

@@ -1,12 +1,18 @@
 """Every command's --json, from real runs of small workloads in the test's own directory,
 validated against the JSON Schema shipped for it; CSV and Prometheus exports of the same
-runs read back; errors as JSON documents with their exit codes."""
+runs read back; errors as JSON documents with their exit codes; the validation command
+docs/results.md gives, run as written."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
+import os
+import re
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -20,6 +26,7 @@ from schema_support import validated
 
 pytestmark = pytest.mark.real
 EXAMPLES = Path(__file__).parents[2] / "examples"
+RESULTS_DOC = Path(__file__).parents[2] / "docs" / "results.md"
 KB2014 = ["--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-sequential,restore-random",
           "--monitor-interval", "0.2", "--quiet"]
 TiB = 2**40
@@ -201,3 +208,27 @@ def test_apply_stores_its_label_and_prints_a_run_document(cli, tmp_path, loop_de
     assert [p["name"] for p in data["phases"]] == ["plain/active-full"]
     history = ok(cli("history", "--json"), "history")
     assert history["runs"][0]["run"]["label"] == "ext4 on one disk"
+
+
+def _documented_commands() -> str:
+    """The shell block of docs/results.md that validates a document."""
+    blocks = re.findall(r"```sh\n(.*?)```", RESULTS_DOC.read_text(), flags=re.S)
+    (block,) = [b for b in blocks if "jsonschema" in b]
+    return block
+
+
+def test_the_documented_validation_command_works_as_written(tmp_path):
+    block = _documented_commands()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-euc", block], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp_path / "capacity.json").read_text())
+    assert data["kind"] == "backupbench.size.capacity"
+    # The same command refuses a document that breaks the schema, saying where.
+    data["layouts"][0]["usable"] = "lots"
+    (tmp_path / "capacity.json").write_text(json.dumps(data))
+    check = block.strip().splitlines()[1:]  # the schema folder and the check, not the command that wrote it
+    refused = subprocess.run(["bash", "-euc", "\n".join(check)], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert refused.returncode != 0 and "'lots' is not of type 'integer'" in refused.stdout + refused.stderr

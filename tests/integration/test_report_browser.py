@@ -7,20 +7,70 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from browser_support import CHROMIUM, HEIGHT, WIDTH, chromium, page_requests, report
 
 pytestmark = pytest.mark.real
+
+
+def _store(cli, *runs) -> None:
+    """The runs stored as backupbench stores one, in the results folder `cli` runs with."""
+    from backupbench.results.store import Store
+
+    store = Store(cli.results / "results.db")
+    for run in runs:
+        store.create_run(run)
+        for seq, op in enumerate(run.operations):
+            store.save_operation(run.run_id, seq, op)
+        store.finish_run(run)
+
+
+@dataclass
+class Pages:
+    """`backupbench report` on stored runs, and the page it wrote as headless Chromium shows it."""
+
+    cli: Callable
+    folder: Path
+
+    def reported(self, *runs, html: str | None = None) -> Path:
+        """The runs stored, then reported (into `html` under the test's folder, or the report's
+        own file name there): the page written."""
+        _store(self.cli, *runs)
+        into = ["--html", str(self.folder / html)] if html else []
+        done = report(self.cli, *(run.run_id for run in runs), *into, cwd=self.folder)
+        assert done.returncode == 0, done.stderr
+        return self.folder / html if html else Path(done.stdout.strip())
+
+    def dom(self, url: str) -> str:
+        return chromium(self.folder, url, "--dump-dom").stdout
+
+    def screenshot(self, url: str, name: str, height: int = HEIGHT):
+        """The page drawn WIDTH x height into name.png: its pixels, RGB in 0..1."""
+        import matplotlib.image
+
+        shot = self.folder / f"{name}.png"
+        chromium(self.folder, url, f"--screenshot={shot}", f"--window-size={WIDTH},{height}")
+        return matplotlib.image.imread(shot)[:, :, :3]
+
+
 @pytest.fixture
-def written_report(cli, tmp_path):
+def pages(cli, tmp_path) -> Pages:
+    """Skips, saying how to get them, without Chromium or matplotlib (make test installs both)."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
+    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
+    return Pages(cli, tmp_path)
+
+
+@pytest.fixture
+def written_report(pages, cli, tmp_path):
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (make test installs it)")
-    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
     repo = tmp_path / "repo"
     repo.mkdir()
     run = cli("run", str(repo), "--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-random",
@@ -34,11 +84,9 @@ def written_report(cli, tmp_path):
     return path
 
 
-def test_report_renders_fully_in_chromium_offline(written_report, tmp_path):
-    import matplotlib.image
-
+def test_report_renders_fully_in_chromium_offline(written_report, pages, tmp_path):
     url = written_report.as_uri()
-    dom = chromium(tmp_path, url, "--dump-dom").stdout
+    dom = pages.dom(url)
     assert "<table" in dom and "active-full" in dom and "restore-random" in dom
     assert "Backup windows for 10 TiB" in dom
     # The headline first: the slower of the two phases, the figure a backup waits on.
@@ -53,9 +101,7 @@ def test_report_renders_fully_in_chromium_offline(written_report, tmp_path):
     assert re.search(r"<path[^>]+d=\"M ", dom)
     assert "<script" not in dom and "<link" not in dom
 
-    shot = tmp_path / "report.png"
-    chromium(tmp_path, url, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
-    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    pixels = pages.screenshot(url, "report")
     assert pixels.shape[:2] == (HEIGHT, WIDTH)
     white = (pixels > 0.97).all(axis=2)
     dark = (pixels < 0.3).all(axis=2)                       # text and table rules
@@ -117,12 +163,8 @@ def _host_op(name: str, pattern: str, way: str, hosts: dict[str, dict[str, float
 
 
 @pytest.fixture
-def multi_host_report(cli, tmp_path):
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
-    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
+def multi_host_report(pages):
     from backupbench.results.model import COMPLETE, RunRecord
-    from backupbench.results.store import Store
 
     run = RunRecord("20261124T000000-0badc0de", "kb2014", "10.0.0.5,10.0.0.6,10.0.0.7:/backup",
                     {"hosts": ["10.0.0.5", "10.0.0.6", "10.0.0.7"], "host_path": "/backup"}, status=COMPLETE,
@@ -134,15 +176,8 @@ def multi_host_report(cli, tmp_path):
         _host_op("restore-random", "randread qd4", "read", {"10.0.0.5": _host(200, 2.0, "read"),
                  "10.0.0.6": _host(180, 2.5, "read")}, {"10.0.0.7": "connection refused"}),
     ]
-    store = Store(cli.results / "results.db")
-    store.create_run(run)
-    for seq, op in enumerate(run.operations):
-        store.save_operation(run.run_id, seq, op)
-    store.finish_run(run)
-    done = report(cli, run.run_id, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    path = Path(done.stdout.strip())
-    assert path == tmp_path / f"report-{run.run_id}.html" and path.is_file()
+    path = pages.reported(run)
+    assert path == pages.folder / f"report-{run.run_id}.html" and path.is_file()
     return run.run_id, path
 
 
@@ -152,11 +187,9 @@ def _near(pixels, colour, tolerance: float = 0.06):
     return (numpy.abs(pixels - numpy.array(colour)) < tolerance).all(axis=2)
 
 
-def test_multi_host_report_shows_hosts_slow_host_and_chart_in_chromium(multi_host_report, tmp_path):
-    import matplotlib.image
-
+def test_multi_host_report_shows_hosts_slow_host_and_chart_in_chromium(multi_host_report, pages, tmp_path):
     run_id, path = multi_host_report
-    dom = chromium(tmp_path, path.as_uri(), "--dump-dom").stdout
+    dom = pages.dom(path.as_uri())
     assert f"Hosts of run {run_id}" in dom
     assert "host 10.0.0.6 is 22% under the median in active-full" in dom
     assert "-22% SLOW" in dom and "median of 3 hosts" in dom and "connection refused" in dom
@@ -165,9 +198,7 @@ def test_multi_host_report_shows_hosts_slow_host_and_chart_in_chromium(multi_hos
     assert dom.count("<svg ") == 3, dom.count("<svg ")
     assert "<script" not in dom and "<link" not in dom
 
-    shot = tmp_path / "hosts.png"
-    chromium(tmp_path, path.as_uri(), f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT * 2}")
-    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    pixels = pages.screenshot(path.as_uri(), "hosts", HEIGHT * 2)
     assert _near(pixels, SLOW_RED).sum() > 300, "the slow host is not marked in red"
     assert _near(pixels, HOST_PURPLE).sum() > 3_000, "no per-host bars drawn"
 
@@ -210,26 +241,12 @@ def _layout_run(run_id: str, label: str, restore_mib: float, util: float, jobs: 
     return run
 
 
-def test_compare_report_shows_the_verdict_in_chromium(cli, tmp_path):
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
-    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
-    import matplotlib.image
-    from backupbench.results.store import Store
-
-    store = Store(cli.results / "results.db")
+def test_compare_report_shows_the_verdict_in_chromium(pages):
     runs = [_layout_run("20261124T000000-1111aaaa", "lvm-linear", 205, 97.0, 1),
             _layout_run("20261124T010000-2222bbbb", "lvm-striped", 412, 38.0, 4)]
-    for run in runs:
-        store.create_run(run)
-        for seq, op in enumerate(run.operations):
-            store.save_operation(run.run_id, seq, op)
-        store.finish_run(run)
-    done = report(cli, *(run.run_id for run in runs), "--html", str(tmp_path / "compare.html"), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    url = (tmp_path / "compare.html").as_uri()
+    url = pages.reported(*runs, html="compare.html").as_uri()
 
-    dom = chromium(tmp_path, url, "--dump-dom").stdout
+    dom = pages.dom(url)
     verdict = ("lvm-striped leads restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear (2.01x faster on one "
                "sample (each side): noise unknown, measure with --repeat 3); "
                "its member disks were 38% busy against 97%.")
@@ -238,9 +255,7 @@ def test_compare_report_shows_the_verdict_in_chromium(cli, tmp_path):
     assert '<th scope="col" class="num">lvm-linear</th><th scope="col" class="num">lvm-striped</th>' in dom
     assert "<script" not in dom and "<link" not in dom
 
-    shot = tmp_path / "compare.png"
-    chromium(tmp_path, url, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
-    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    pixels = pages.screenshot(url, "compare")
     assert _near(pixels, DIFFER_RED, 0.02).sum() > 5_000, "the settings that differ are not flagged"
     assert _near(pixels, BEST_GREEN, 0.02).sum() > 300, "no best cell marked"
 
@@ -252,15 +267,10 @@ PLAN_FILL = (0x2F / 255, 0x4B / 255, 0x7C / 255)   # report/palette.py FILL: a f
 PLAN_OVER = (0xC6 / 255, 0x28 / 255, 0x28 / 255)   # report/palette.py BAD: a fill past 100%
 
 
-def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(cli, tmp_path):
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
-    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
-    import matplotlib.image
+def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(pages, tmp_path):
 
     from backupbench.recipe import model
     from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
-    from backupbench.results.store import Store
 
     recipe = model.load(Path(__file__).parents[2] / "examples" / "repository-plan.toml")
     run = RunRecord("20261126T000000-0badc0df", "recipe", "lab", {"recipe": recipe.model_dump(mode="json")},
@@ -268,15 +278,8 @@ def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(cli, tmp_path
     run.operations = [OperationRecord(name=f"draid2/{operation}", pattern="", status=COMPLETE,
                                       figures={"effective_bw": mib * MiB}, detail={"layout": "draid2"})
                       for operation, mib in (("active-full", 1400), ("synthetic-full", 380))]
-    store = Store(cli.results / "results.db")
-    store.create_run(run)
-    for seq, op in enumerate(run.operations):
-        store.save_operation(run.run_id, seq, op)
-    store.finish_run(run)
-    done = report(cli, run.run_id, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    path = Path(done.stdout.strip())
-    dom = chromium(tmp_path, path.as_uri(), "--dump-dom").stdout
+    path = pages.reported(run)
+    dom = pages.dom(path.as_uri())
     assert "Repository plan ([policy] at this run's speeds)" in dom
     assert "Restore points at their peak: 30 dailies + 8 weeklies + 12 monthlies + 3 yearlies" in dom
     assert "No candidate meets the policy" in dom and "What would change it" in dom
@@ -286,9 +289,7 @@ def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(cli, tmp_path
         assert f'aria-label="Fill over time of {built}"' in dom
     assert "<script" not in dom and "<link" not in dom
 
-    shot = tmp_path / "plan.png"
-    chromium(tmp_path, path.as_uri() + "#repository-plan", f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT * 3}")
-    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    pixels = pages.screenshot(path.as_uri() + "#repository-plan", "plan", HEIGHT * 3)
     # Each candidate's line is drawn in one of the two colours no other chart of this page uses.
     assert _near(pixels, PLAN_FILL).sum() + _near(pixels, PLAN_OVER).sum() > 500, "no fill line drawn"
     net_log = tmp_path / "plan-net.json"
@@ -301,16 +302,6 @@ def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(cli, tmp_path
 # Issue 26's report edges: a mixed S3 phase per request kind, the headline, one colour per meaning.
 
 ACCENT = (0x0B / 255, 0x5C / 255, 0xAD / 255)        # html_page.py --accent: the headline's edge
-
-
-def _store(cli, run) -> None:
-    from backupbench.results.store import Store
-
-    store = Store(cli.results / "results.db")
-    store.create_run(run)
-    for seq, op in enumerate(run.operations):
-        store.save_operation(run.run_id, seq, op)
-    store.finish_run(run)
 
 
 def _mixed_s3_run():
@@ -328,18 +319,9 @@ def _mixed_s3_run():
     return run
 
 
-def test_mixed_s3_phase_shows_each_request_kind_under_a_headline_in_chromium(cli, tmp_path):
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
-    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
-    import matplotlib.image
-
-    run = _mixed_s3_run()
-    _store(cli, run)
-    done = report(cli, run.run_id, "--html", str(tmp_path / "s3.html"), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    url = (tmp_path / "s3.html").as_uri()
-    dom = chromium(tmp_path, url, "--dump-dom").stdout
+def test_mixed_s3_phase_shows_each_request_kind_under_a_headline_in_chromium(pages):
+    url = pages.reported(_mixed_s3_run(), html="s3.html").as_uri()
+    dom = pages.dom(url)
     assert dom.index('<p class="run-headline"><strong>mixed ran at ') < dom.index("<table")
     put = re.search(r"<td>  ↳ PUT</td><td>25% of its requests</td>(.*?)</tr>", dom)
     get = re.search(r"<td>  ↳ GET</td><td>75% of its requests</td>(.*?)</tr>", dom)
@@ -347,9 +329,7 @@ def test_mixed_s3_phase_shows_each_request_kind_under_a_headline_in_chromium(cli
     assert get and "2.80 ms" in get.group(1) and "400.00 ms" not in get.group(1)
     assert "3 objects went up as multipart (over 64 MiB, 16 MiB parts)" in dom
 
-    shot = tmp_path / "s3.png"
-    chromium(tmp_path, url, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
-    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    pixels = pages.screenshot(url, "s3")
     assert _near(pixels, ACCENT, 0.04).sum() > 60, "the headline is not drawn"
 
 
@@ -366,26 +346,16 @@ def _layouts_run():
     return run
 
 
-def test_layouts_and_kinds_of_figure_keep_their_colours_in_chromium(cli, tmp_path):
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make test installs it: apt-get install chromium)")
-    pytest.importorskip("matplotlib", reason="the report's charts need matplotlib (make test installs it)")
-    import matplotlib.image
+def test_layouts_and_kinds_of_figure_keep_their_colours_in_chromium(pages):
     from backupbench.report import palette
 
-    run = _layouts_run()
-    _store(cli, run)
-    done = report(cli, run.run_id, "--html", str(tmp_path / "layouts.html"), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    url = (tmp_path / "layouts.html").as_uri()
-    dom = chromium(tmp_path, url, "--dump-dom").stdout
+    url = pages.reported(_layouts_run(), html="layouts.html").as_uri()
+    dom = pages.dom(url)
     # One sample each: the headline says no layout can be named, and how to find out.
     assert '<p class="run-headline"><strong>No layout can be named the fastest: striped leads active-full' in dom
     assert "--repeat 3" in dom[:dom.index("</header>")]
 
-    shot = tmp_path / "layouts.png"
-    chromium(tmp_path, url + "#charts", f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
-    pixels = matplotlib.image.imread(shot)[:, :, :3]
+    pixels = pages.screenshot(url + "#charts", "layouts")
 
     def rgb(colour: str) -> tuple[float, ...]:
         return tuple(int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))

@@ -22,12 +22,23 @@ def leftovers(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.startswith(("backupbench-", ".backupbench")))
 
 
-def test_full_suite_is_measured_stored_and_cleaned(cli, tmp_path):
+def run_json(cli, *args: str) -> dict:
+    """`backupbench run ARGS --json`, which must succeed: its document."""
+    result = cli("run", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def a_repo(tmp_path: Path) -> Path:
+    """An empty folder to run on, beside whatever else the test keeps in tmp_path."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    result = cli("run", str(repo), *QUICK, "--backup-size", "10TiB", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    return repo
+
+
+def test_full_suite_is_measured_stored_and_cleaned(cli, tmp_path):
+    repo = a_repo(tmp_path)
+    data = run_json(cli, str(repo), *QUICK, "--backup-size", "10TiB")
     assert data["run"]["status"] == "complete"
     assert [op["name"] for op in data["phases"]] == list(OPERATION_NAMES)
     for op in data["phases"]:
@@ -82,12 +93,9 @@ def test_default_scratch_directory_human_output_history_and_show(cli, tmp_path):
 
 
 def test_several_jobs_each_write_their_own_region(cli, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    result = cli("run", str(repo), "--size", "32MiB", "--runtime", "1s", "--jobs", "2",
-                 "--operations", "active-full", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    repo = a_repo(tmp_path)
+    data = run_json(cli, str(repo), "--size", "32MiB", "--runtime", "1s", "--jobs", "2",
+                    "--operations", "active-full")
     run_dir = cli.results / "runs" / data["run"]["id"]
     job = (run_dir / "active-full.fio").read_text()
     assert "numjobs=2" in job and "offset_increment=16m" in job and "size=16m" in job
@@ -96,8 +104,7 @@ def test_several_jobs_each_write_their_own_region(cli, tmp_path):
 
 
 def test_exported_job_file_runs_with_plain_fio(cli, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
+    repo = a_repo(tmp_path)
     exported = cli("export-fio", "synthetic-full", "--path", str(repo), "--size", "16MiB", "--runtime", "1s")
     assert exported.returncode == 0, exported.stderr
     job_file = tmp_path / "suite.fio"
@@ -118,8 +125,7 @@ def _fio_runtimes(job_file, *fio_args):
 
 
 def test_the_runtime_override_the_exported_suite_documents_is_the_one_fio_honours(cli, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
+    repo = a_repo(tmp_path)
     exported = cli("export-fio", "restore-random", "--path", str(repo), "--size", "8MiB", "--runtime", "1s")
     assert exported.returncode == 0, exported.stderr
     job_file = tmp_path / "suite.fio"
@@ -135,9 +141,8 @@ def test_the_runtime_override_the_exported_suite_documents_is_the_one_fio_honour
 
 
 def test_stored_run_exports_its_exact_job_files(cli, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    run = json.loads(cli("run", str(repo), *QUICK, "--operations", "restore-random", "--json").stdout)
+    repo = a_repo(tmp_path)
+    run = run_json(cli, str(repo), *QUICK, "--operations", "restore-random")
     exported = cli("export-fio", "--run", run["run"]["id"])
     assert exported.returncode == 0, exported.stderr
     stored = (cli.results / "runs" / run["run"]["id"] / "restore-random.fio").read_text()
@@ -150,9 +155,7 @@ def test_buffered_run_on_a_filesystem_without_o_direct(cli, mount_point):
     assert refused.returncode == 3
     assert "refuses O_DIRECT" in refused.stderr and "--buffered" in refused.stderr
     assert "Traceback" not in refused.stderr
-    result = cli("run", str(ramfs), *QUICK, "--operations", "active-full", "--buffered", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    data = run_json(cli, str(ramfs), *QUICK, "--operations", "active-full", "--buffered")
     assert data["run"]["settings"]["buffered"] is True and data["phases"][0]["detail"]["buffered"] is True
     assert any("memory, not storage" in n for n in data["run"]["notes"])
     assert leftovers(ramfs) == []
@@ -160,10 +163,9 @@ def test_buffered_run_on_a_filesystem_without_o_direct(cli, mount_point):
 
 
 def test_every_operation_is_monitored(cli, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    data = json.loads(cli("run", str(repo), "--size", "32MiB", "--runtime", "2s", "--operations",
-                          "active-full,restore-random", "--monitor-interval", "0.5", "--json").stdout)
+    repo = a_repo(tmp_path)
+    data = run_json(cli, str(repo), "--size", "32MiB", "--runtime", "2s", "--operations", "active-full,restore-random",
+                    "--monitor-interval", "0.5")
     run_dir = cli.results / "runs" / data["run"]["id"]
     stack = data["run"]["host"]["device_stacks"]["target"]
     assert stack["devices"], "the target's device stack was resolved"
@@ -181,18 +183,15 @@ def test_every_operation_is_monitored(cli, tmp_path):
 
 
 def test_monitor_can_be_switched_off(cli, tmp_path):
-    data = json.loads(cli("run", str(tmp_path), "--size", "16MiB", "--runtime", "1s", "--operations",
-                          "active-full", "--no-monitor", "--json").stdout)
+    data = run_json(cli, str(tmp_path), "--size", "16MiB", "--runtime", "1s", "--operations", "active-full",
+                    "--no-monitor")
     assert "members_util" not in phase_figures(data["phases"][0])
     assert not list((cli.results / "runs" / data["run"]["id"]).glob("*.monitor.csv"))
 
 
 def test_first_write_workload_and_baseline(cli, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    first = cli("run", str(repo), "--workload", "first-write", "--size", "32MiB", "--json")
-    assert first.returncode == 0, first.stderr
-    data = json.loads(first.stdout)
+    repo = a_repo(tmp_path)
+    data = run_json(cli, str(repo), "--workload", "first-write", "--size", "32MiB")
     assert data["run"]["kind"] == "first-write"
     assert [op["name"] for op in data["phases"]] == ["first-write", "overwrite", "read"]
     for op in data["phases"]:
@@ -213,13 +212,10 @@ def test_unknown_baseline_fails_before_measuring(cli, tmp_path):
 
 
 def test_small_file_workload_phases_stored_and_compared(cli, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    args = ("run", str(repo), "--workload", "smallfiles", "--files", "300", "--folders", "7", "--file-size", "8KiB",
+    repo = a_repo(tmp_path)
+    args = (str(repo), "--workload", "smallfiles", "--files", "300", "--folders", "7", "--file-size", "8KiB",
             "--patterns", "0x00,0xff,0x55", "--threads", "2", "--verify", "--monitor-interval", "0.2")
-    first = cli(*args, "--json")
-    assert first.returncode == 0, first.stderr
-    data = json.loads(first.stdout)
+    data = run_json(cli, *args)
     assert data["run"]["kind"] == "smallfiles"
     assert [op["name"] for op in data["phases"]] == ["create", "update-1", "update-2", "verify"]
     for op in data["phases"]:
@@ -229,7 +225,7 @@ def test_small_file_workload_phases_stored_and_compared(cli, tmp_path):
     assert data["run"]["settings"]["flush"] == "sync-end"
     assert list(repo.iterdir()) == []
     assert not any("test file" in note for note in data["run"]["notes"])
-    second = cli(*args, "--baseline", data["run"]["id"])
+    second = cli("run", *args, "--baseline", data["run"]["id"])
     assert second.returncode == 0, second.stderr
     assert "files/s" in second.stdout and "Against baseline" in second.stdout and "update-1" in second.stdout
 
@@ -242,22 +238,16 @@ def test_a_flag_of_another_workload_is_refused(cli, tmp_path):
 
 
 def test_keep_leaves_the_tagged_small_file_folder(cli, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    result = cli("run", str(repo), "--workload", "smallfiles", "--files", "20", "--folders", "2",
-                 "--file-size", "4KiB", "--patterns", "0x00", "--keep", "--no-monitor", "--json")
-    assert result.returncode == 0, result.stderr
-    run_id = json.loads(result.stdout)["run"]["id"]
+    repo = a_repo(tmp_path)
+    run_id = run_json(cli, str(repo), "--workload", "smallfiles", "--files", "20", "--folders", "2",
+                      "--file-size", "4KiB", "--patterns", "0x00", "--keep", "--no-monitor")["run"]["id"]
     [kept] = list(repo.iterdir())
     assert kept.name.endswith(run_id) and len(list(kept.rglob("f*"))) == 20
 
 
 def test_repeat_2_stores_two_samples_per_phase_and_shows_their_spread(cli, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    result = cli("run", str(repo), *QUICK, "--operations", "active-full,restore-random", "--repeat", "2", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    repo = a_repo(tmp_path)
+    data = run_json(cli, str(repo), *QUICK, "--operations", "active-full,restore-random", "--repeat", "2")
     assert data["run"]["settings"]["repeat"] == 2
     assert [op["name"] for op in data["phases"]] == ["active-full", "restore-random"]
     for op in data["phases"]:

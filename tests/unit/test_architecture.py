@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,13 @@ def _imports(tree: ast.AST) -> set[str]:
 
 
 MODULES = sorted(SRC.rglob("*.py"))
-TREES = {path: ast.parse(path.read_text()) for path in MODULES}
+
+
+@cache
+def _trees() -> dict[Path, ast.Module]:
+    """Every module of src/, parsed once, by the worker that runs these tests (not at import:
+    every pytest-xdist worker imports this module to collect it)."""
+    return {path: ast.parse(path.read_text()) for path in MODULES}
 
 
 def test_every_package_has_a_stage():
@@ -59,7 +66,7 @@ def test_every_package_has_a_stage():
 
 def test_no_package_imports_a_later_stage():
     wrong, checked = [], 0
-    for path, tree in TREES.items():
+    for path, tree in _trees().items():
         mine = _package(path)
         for other in _imports(tree) - {mine}:
             checked += 1
@@ -67,18 +74,18 @@ def test_no_package_imports_a_later_stage():
                 wrong.append(f"{path.relative_to(SRC)} imports {other}")
     assert not wrong, wrong
     # The imports were really read: the pipeline's own are among them.
-    assert checked > 100 and {"workloads", "results", "journal"} <= _imports(TREES[SRC / "runner" / "pipeline.py"])
+    assert checked > 100 and {"workloads", "results", "journal"} <= _imports(_trees()[SRC / "runner" / "pipeline.py"])
 
 
 def test_engines_and_monitor_never_import_what_uses_them():
-    for path, tree in TREES.items():
+    for path, tree in _trees().items():
         if _package(path) in ("engines", "monitor"):
             assert not _imports(tree) & {"workloads", "recipe", "runner", "report", "cli"}, path
 
 
 def test_packages_form_no_cycle():
     edges: dict[str, set[str]] = defaultdict(set)
-    for path, tree in TREES.items():
+    for path, tree in _trees().items():
         edges[_package(path)] |= _imports(tree) - {_package(path)}
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
@@ -95,14 +102,14 @@ def test_packages_form_no_cycle():
 def test_modules_and_functions_stay_small(path):
     lines = path.read_text().count("\n")
     assert lines <= MAX_MODULE_LINES, f"{lines} lines"
-    for node in ast.walk(TREES[path]):
+    for node in ast.walk(_trees()[path]):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             length = node.end_lineno - node.lineno + 1
             assert length <= MAX_FUNCTION_LINES, f"{node.name} is {length} lines"
 
 
 def test_the_pipeline_and_cli_ask_workloads_instead_of_probing_them():
-    for path, tree in TREES.items():
+    for path, tree in _trees().items():
         if _package(path) not in ("runner", "cli"):
             continue
         for node in ast.walk(tree):

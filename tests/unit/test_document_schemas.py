@@ -1,14 +1,10 @@
 """The JSON Schemas shipped in results/schema/ are what the document models generate (none
-written by hand), each validates alone (no $ref leaves its file), a document that breaks its
-model is never printed, and the validation command docs/results.md gives works as written."""
+written by hand), each validates alone (no $ref leaves its file), and a document that breaks its
+model is never printed. The validation command docs/results.md gives is run as written in
+tests/integration/test_json_schema_cli.py."""
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +16,6 @@ from backupbench.results import document
 
 ROOT = Path(__file__).parents[2]
 SHIPPED = ROOT / "src" / "backupbench" / "results" / "schema"
-RESULTS_DOC = ROOT / "docs" / "results.md"
 
 
 def test_the_shipped_schemas_are_what_the_models_generate():
@@ -70,27 +65,3 @@ def test_a_document_that_breaks_its_model_is_not_printed(capsys):
         with pytest.raises(ValidationError):
             write_document(broken)
     assert capsys.readouterr().out == ""
-
-
-def _documented_commands() -> str:
-    """The shell block of docs/results.md that validates a document."""
-    blocks = re.findall(r"```sh\n(.*?)```", RESULTS_DOC.read_text(), flags=re.S)
-    (block,) = [b for b in blocks if "jsonschema" in b]
-    return block
-
-
-def test_the_documented_validation_command_works_as_written(tmp_path):
-    block = _documented_commands()
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "-euc", block], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    data = json.loads((tmp_path / "capacity.json").read_text())
-    assert data["kind"] == "backupbench.size.capacity"
-    # The same command refuses a document that breaks the schema, saying where.
-    data["layouts"][0]["usable"] = "lots"
-    (tmp_path / "capacity.json").write_text(json.dumps(data))
-    check = block.strip().splitlines()[1:]  # the schema folder and the check, not the command that wrote it
-    refused = subprocess.run(["bash", "-euc", "\n".join(check)], cwd=tmp_path, env=env, capture_output=True,
-                             text=True, timeout=120)
-    assert refused.returncode != 0 and "'lots' is not of type 'integer'" in refused.stdout + refused.stderr

@@ -4,50 +4,29 @@ carries the run so its figures are still shown; the journal stays open for `clea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from backupbench import artefacts
-from backupbench.cli.progress import QuietReporter
 from backupbench.errors import LeftBehind
 from backupbench.journal import CLOSED_SUFFIX, OPEN_SUFFIX
 from backupbench.results.store import Store
-from backupbench.runner.pipeline import RunRequest, execute_remote
+from pipeline_support import OnePhaseWorkload, run_remote
 
 
 @dataclass
-class MakesAFolder:
-    """A workload on no directory of its own: one phase, and a journalled folder it leaves
-    with a stranger's file in it (so the folder's remover refuses to take it)."""
+class MakesAFolder(OnePhaseWorkload):
+    """A workload whose one phase leaves a journalled folder with a stranger's file in it (so the
+    folder's remover refuses to take it)."""
 
     parent: Path
     stranger: bool = True
-    kind: str = "leftover-test"
-    needs_directory: bool = False
-    buffered: bool = False
-    test_file_cautions: bool = False
-    space_fix: str = ""
-    notes: list[str] = field(default_factory=list)
+    kind = "leftover-test"
 
     def target_label(self, target):
         return str(self.parent)
-
-    def engine_versions(self):
-        return {}
-
-    def phases(self):
-        return ("work",)
-
-    def settings(self):
-        return {}
-
-    def space_needed(self):
-        return 0
-
-    def check(self, target):
-        return None
 
     def execute(self, target, folder, run_id, hooks):
         made = self.parent / f"bb-scratch-{run_id}"
@@ -58,18 +37,10 @@ class MakesAFolder:
         hooks.started("work", "work", "pattern")
         hooks.finished("work", {"effective_bw": 1.0}, {})
 
-    def cleanup(self, target, run_id, hooks):
-        return None
-
-
-def _run(tmp_path: Path, workload: MakesAFolder):
-    request = RunRequest(workload=workload, results=tmp_path / "results")
-    return execute_remote(request, workload, QuietReporter())
-
 
 def test_a_leftover_leaves_the_run_complete_and_says_what_is_left(tmp_path):
     with pytest.raises(LeftBehind) as caught:
-        _run(tmp_path, MakesAFolder(tmp_path))
+        run_remote(tmp_path, MakesAFolder(tmp_path))
     run = caught.value.run
     assert run.status == "complete" and run.error is None
     assert [op.name for op in run.operations] == ["work"] and run.operations[0].figures["effective_bw"] == 1.0
@@ -83,6 +54,6 @@ def test_a_leftover_leaves_the_run_complete_and_says_what_is_left(tmp_path):
 
 
 def test_a_run_that_removes_everything_ends_as_before(tmp_path):
-    run = _run(tmp_path, MakesAFolder(tmp_path, stranger=False))
+    run = run_remote(tmp_path, MakesAFolder(tmp_path, stranger=False))
     assert run.status == "complete" and not any(note.startswith("left behind") for note in run.notes)
     assert list((tmp_path / "results" / "journal").glob(f"*{CLOSED_SUFFIX}"))

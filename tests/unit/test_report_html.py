@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -51,12 +53,41 @@ def scan(page: str) -> ResourceScan:
     return parser
 
 
+class Rendered(NamedTuple):
+    results: Path
+    run: RunRecord
+    page: str
+    # matplotlib's settings just before and just after the rendering.
+    rc_params: tuple[dict, dict] = ({}, {})
+
+
+# A page takes about a second to render (a chart per phase): the tests that read the same run's
+# page share one rendering per module, and must leave its run as they found it.
+@pytest.fixture(scope="module")
+def kb_page(tmp_path_factory) -> Rendered:
+    """A kb2014 run, labelled, with secrets among its settings, and its page for 10 TiB of backups."""
+    results = tmp_path_factory.mktemp("kb")
+    run = kb_run(results)
+    run.label = "new controller"
+    run.settings.update(secret_key="hunter2", access_key="AKIAEXAMPLE")
+    return Rendered(results, run, html.render(run, results_dir=results, backup_size=10 * TiB))
+
+
+@pytest.fixture(scope="module")
+def recipe_page(tmp_path_factory) -> Rendered:
+    """Field note A's recipe run (two layouts) and its page."""
+    results = tmp_path_factory.mktemp("recipe")
+    run = recipe_run(results)
+    before = dict(matplotlib.rcParams)
+    page = html.render(run, results_dir=results)
+    return Rendered(results, run, page, (before, dict(matplotlib.rcParams)))
+
+
 # ---------------------------------------------------------------------------------------------
 
 
-def test_page_has_the_operations_and_formatted_figures(tmp_path):
-    run = kb_run(tmp_path)
-    page = html.render(run, results_dir=tmp_path, backup_size=10 * TiB)
+def test_page_has_the_operations_and_formatted_figures(kb_page):
+    results, run, page = kb_page.results, kb_page.run, kb_page.page
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     for text in ("active-full", "synthetic-full", "randrw w50% qd4", "1,728.7", "1,449.4", "3,457", "0.70 ms",
                  "55.5%", "1.2 ms", "Backup windows for 10 TiB", "Restore range: 2,504.9–2,603.7 MiB/s",
@@ -66,19 +97,17 @@ def test_page_has_the_operations_and_formatted_figures(tmp_path):
     # The terminal's headline column stays bold.
     assert '<span class="strong">1,728.7</span>' in page
     # The exact commands from commands.txt.
-    assert f"--output={run_folder(tmp_path, run.run_id)}/active-full.json" in page
+    assert f"--output={run_folder(results, run.run_id)}/active-full.json" in page
 
 
-def test_a_labelled_run_is_titled_with_its_label(tmp_path):
-    run = kb_run(tmp_path)
-    run.label = "new controller"
-    page = html.render(run, results_dir=tmp_path, backup_size=10 * TiB)
+def test_a_labelled_run_is_titled_with_its_label(kb_page):
+    run, page = kb_page.run, kb_page.page
     assert "<dt>label</dt><dd>new controller</dd>" in page
     assert f"Run {run.run_id} (new controller) — /srv/backups" in page
 
 
 def test_hostile_text_is_escaped(tmp_path):
-    run = kb_run(tmp_path, target=f"/srv/{HOSTILE}")
+    run = kb_run(tmp_path, target=f"/srv/{HOSTILE}", phases=["active-full"])
     run.notes.append('<img src="http://evil.example/x.png" onerror="alert(1)">')
     run.operations[0].name = f"active-full{HOSTILE}--><script>x()</script><!--"
     run.operations[0].pattern = '"><b>bold</b>'
@@ -94,7 +123,8 @@ def test_hostile_text_is_escaped(tmp_path):
 
 
 def test_no_remote_or_external_resources(tmp_path):
-    run = kb_run(tmp_path, target="http://10.0.0.5:9000/backups")  # an S3 target is text, not a resource
+    # An S3 target is text, not a resource. One phase: every kind of chart, one timeline.
+    run = kb_run(tmp_path, target="http://10.0.0.5:9000/backups", phases=["active-full"])
     page = html.render(run, results_dir=tmp_path)
     found = scan(page)
     assert "script" not in found.tags and "link" not in found.tags and "iframe" not in found.tags
@@ -107,9 +137,8 @@ def test_no_remote_or_external_resources(tmp_path):
     assert "default-src 'none'" in page   # and the browser is told not to fetch anything anyway
 
 
-def test_charts_are_inline_svg_with_unique_ids(tmp_path):
-    run = kb_run(tmp_path)
-    page = html.render(run, results_dir=tmp_path)
+def test_charts_are_inline_svg_with_unique_ids(kb_page):
+    run, page = kb_page.run, kb_page.page
     # speed + latency + one timeline per phase
     assert page.count("<svg ") == 2 + len(run.operations)
     assert "<?xml" not in page and "<!DOCTYPE svg" not in page and "<metadata>" not in page
@@ -122,10 +151,9 @@ def test_charts_are_inline_svg_with_unique_ids(tmp_path):
     assert 'aria-label="Effective speed"' in page        # ...and named for readers and tests
 
 
-def test_same_run_renders_the_same_bytes(tmp_path):
-    run = kb_run(tmp_path)
-    first = html.render(run, results_dir=tmp_path, backup_size=TiB)
-    assert html.render(run, results_dir=tmp_path, backup_size=TiB) == first
+def test_same_run_renders_the_same_bytes(kb_page):
+    results, run, first = kb_page.results, kb_page.run, kb_page.page
+    assert html.render(run, results_dir=results, backup_size=10 * TiB) == first
     figure = charts.speed_figure(run)
     assert charts.svg_bytes(figure) == charts.svg_bytes(charts.speed_figure(run))
     assert charts.png_bytes(figure) == charts.png_bytes(charts.speed_figure(run))
@@ -133,25 +161,23 @@ def test_same_run_renders_the_same_bytes(tmp_path):
     assert b"Date" not in charts.svg_bytes(figure) and b"https://" not in charts.svg_bytes(figure)
 
 
-def test_rendering_leaves_matplotlib_settings_alone(tmp_path):
-    before = dict(matplotlib.rcParams)
-    html.render(recipe_run(tmp_path), results_dir=tmp_path)
-    assert dict(matplotlib.rcParams) == before
+def test_rendering_leaves_matplotlib_settings_alone(recipe_page):
+    before, after = recipe_page.rc_params
+    assert before and after == before
 
 
-def test_recipe_run_groups_speed_by_layout_and_plots_each_member(tmp_path):
-    run = recipe_run(tmp_path)
+def test_recipe_run_groups_speed_by_layout_and_plots_each_member(recipe_page):
+    results, run, page = recipe_page.results, recipe_page.run, recipe_page.page
     rows, series = charts.speed_series(run)
     assert rows == ["active-full"]
     assert [(name, [round(v, 1) for v in values]) for name, values in series] == [("linear", [50.3]),
                                                                                    ("striped", [201.0])]
-    folder = run_folder(tmp_path, run.run_id)
+    folder = run_folder(results, run.run_id)
     linear = run.operations[0]
     series_csv = csvlog.read_csv(monitor_csv_path(folder, linear).read_text())
     assert series_csv.devices == ("dm-0", "vda", "vdb", "vdc", "vdd")
     assert charts.phase_devices(run, linear, series_csv) == ["vda", "vdb", "vdc", "vdd"]  # members, not dm-0
     assert series_csv.column("vda:wMB/s")[0] == 50.0 and series_csv.column("vdb:wMB/s")[0] == 0.0
-    page = html.render(run, results_dir=tmp_path)
     assert "Layouts compared" in page and "201.0 (4.00x faster on one sample (each side): noise unknown, measure with --repeat 3)" in page
     assert 'aria-label="Effective speed by layout"' in page
     assert 'aria-label="Monitor timeline of linear/active-full"' in page
@@ -160,9 +186,9 @@ def test_recipe_run_groups_speed_by_layout_and_plots_each_member(tmp_path):
     assert "<h3>linear</h3>" in page and "fio striped/active-full.fio" in page
 
 
-def test_a_pools_arc_hit_and_fill_are_columns_only_where_a_phase_has_them(tmp_path):
+def test_a_pools_arc_hit_and_fill_are_columns_only_where_a_phase_has_them(recipe_page, tmp_path):
+    assert "ARC hit" not in recipe_page.page
     run = recipe_run(tmp_path)
-    assert "ARC hit" not in html.render(run, results_dir=tmp_path)
     run.operations[1].figures.update({"zfs.arc_hit": 97.25, "zfs.pool_used": 12.0, "zfs.pool_allocated": 5.0 * MiB})
     page = html.render(run, results_dir=tmp_path)
     assert "ARC hit" in page and "pool used" in page and "97.2%" in page and "12.0%" in page
@@ -194,7 +220,7 @@ def test_monitor_csv_parsing_and_paths(tmp_path):
 
 
 def test_missing_run_folder_and_csv_are_said_not_fatal(tmp_path):
-    run = kb_run(tmp_path)
+    run = kb_run(tmp_path, phases=["active-full", "synthetic-full"])
     (run_folder(tmp_path, run.run_id) / "active-full.monitor.csv").unlink()
     page = html.render(run, results_dir=tmp_path)
     assert "active-full: monitor CSV active-full.monitor.csv not found" in page
@@ -204,8 +230,9 @@ def test_missing_run_folder_and_csv_are_said_not_fatal(tmp_path):
 
 
 def test_baseline_slowdown_and_failed_run(tmp_path):
-    baseline = kb_run(tmp_path)
-    run = kb_run(tmp_path, run_id="20261122T020000-cccc", scale=0.5)
+    phases = ["active-full", "restore-random"]
+    baseline = kb_run(tmp_path, phases=phases)
+    run = kb_run(tmp_path, run_id="20261122T020000-cccc", scale=0.5, phases=phases)
     run.status, run.error = FAILED, "fio failed (exit 1): <disk gone>"
     run.operations[-1].status = FAILED
     page = html.render(run, results_dir=tmp_path, baseline=baseline)
@@ -228,10 +255,9 @@ def test_small_file_and_s3_phases_get_their_tables(tmp_path):
     assert rows == ["pass-1", "put"] and [name for name, _ in series] == ["per-file p99", "request p99"]
 
 
-def test_secrets_in_settings_are_not_shown(tmp_path):
-    run = kb_run(tmp_path)
-    run.settings.update(secret_key="hunter2", access_key="AKIAEXAMPLE")
-    page = html.render(run, results_dir=tmp_path)
+def test_secrets_in_settings_are_not_shown(kb_page):
+    run, page = kb_page.run, kb_page.page
+    assert run.settings["secret_key"] == "hunter2" and run.settings["access_key"] == "AKIAEXAMPLE"
     assert "hunter2" not in page and "AKIAEXAMPLE" not in page and "(not shown)" in page
 
 
@@ -262,7 +288,7 @@ def test_write_replaces_the_file(tmp_path):
 
 
 def test_report_command_writes_the_latest_run_to_the_current_folder(tmp_path, monkeypatch):
-    results = stored(tmp_path / "results", kb_run(tmp_path / "results"))
+    results = stored(tmp_path / "results", kb_run(tmp_path / "results", phases=["active-full"]))
     monkeypatch.chdir(tmp_path)
     done = invoke("--results", str(results), "--backup-size", "10TiB")
     assert done.exception is None, done.output
@@ -274,9 +300,9 @@ def test_report_command_writes_the_latest_run_to_the_current_folder(tmp_path, mo
 
 def test_report_command_compares_several_runs(tmp_path):
     results = tmp_path / "results"
-    second = kb_run(results, run_id="20261122T020000-cccc")
+    second = kb_run(results, run_id="20261122T020000-cccc", phases=["active-full"])
     second.started_at = "2026-11-22T02:00:00+00:00"
-    stored(results, kb_run(results), second)
+    stored(results, kb_run(results, phases=["active-full"]), second)
     out = tmp_path / "cmp.html"
     done = invoke("20261122T00", "20261122T02", "--html", str(out), "--results", str(results))
     assert done.exception is None, done.output

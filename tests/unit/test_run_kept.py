@@ -9,56 +9,26 @@ from pathlib import Path
 
 import pytest
 
-from backupbench.cli.progress import QuietReporter
 from backupbench.errors import Interrupted, RunKept
 from backupbench.results.store import Store
-from backupbench.runner.pipeline import RunRequest, execute_remote
+from pipeline_support import OnePhaseWorkload, run_remote
 
 
 @dataclass
-class Stops:
-    """A workload on no directory of its own whose one phase ends with `error`."""
+class Stops(OnePhaseWorkload):
+    """A workload whose one phase ends with `error`."""
 
     error: BaseException
-    kind: str = "stops-test"
-    needs_directory: bool = False
-    buffered: bool = False
-    test_file_cautions: bool = False
-    space_fix: str = ""
-
-    def __post_init__(self):
-        self.notes: list[str] = []
-
-    def target_label(self, target):
-        return "nowhere"
-
-    def engine_versions(self):
-        return {}
-
-    def phases(self):
-        return ("work",)
-
-    def settings(self):
-        return {}
-
-    def space_needed(self):
-        return 0
-
-    def check(self, target):
-        return None
+    kind = "stops-test"
 
     def execute(self, target, folder, run_id, hooks):
         hooks.started("work", "work", "pattern")
         raise self.error
 
-    def cleanup(self, target, run_id, hooks):
-        return None
-
 
 def _run(tmp_path: Path, error: BaseException) -> RunKept:
-    workload = Stops(error)
     with pytest.raises(RunKept) as caught:
-        execute_remote(RunRequest(workload=workload, results=tmp_path / "results"), workload, QuietReporter())
+        run_remote(tmp_path, Stops(error))
     return caught.value
 
 
