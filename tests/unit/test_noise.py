@@ -206,3 +206,27 @@ def test_gate_on_an_interval_with_one_sample_misses_and_says_why():
     assert not judged.met and judged.value is None
     assert "one sample has no interval" in judged.text and "--repeat 3" in judged.text
     assert judge_bound([350], ">=", 300).met
+
+
+def test_a_tie_is_no_difference_never_one_times_slower():
+    # Equal medians on one sample each: no direction, still no noise known.
+    found = verdict([100.0], [100.0])
+    assert found.outcome == "same"
+    assert found.text == "no difference (1.00x) on one sample (each side): noise unknown, measure with --repeat 3"
+    assert "slower" not in verdict([100.0], [100.0]).text and "faster" not in verdict([100.0], [100.0]).text
+    # 100.4 / 100 = 1.004 rounds to 1.00x: a tie as shown, whichever side is ahead.
+    assert verdict([100.0], [100.4]).outcome == "same" and verdict([100.4], [100.0]).outcome == "same"
+    # 101 / 100 = 1.01x is still a direction, shown as one.
+    assert verdict([100.0], [101.0]).text.startswith("1.01x slower on one sample")
+
+
+def test_a_tie_beyond_noise_is_still_no_difference():
+    # Two steady sets whose intervals part yet whose medians are 0.2% apart: s = 0.1, half width
+    # 4.302653 * 0.1 / sqrt(3) = 0.248414; [99.75, 100.25] and [99.95, 100.45] overlap, so make
+    # them steadier: s = 0.01 -> half width 0.024841; [99.98, 100.02] vs [100.18, 100.22].
+    found = verdict([100.19, 100.2, 100.21], [99.99, 100.0, 100.01])
+    assert found.outcome == "same" and found.factor == pytest.approx(1.002)
+    # margin = 2 * 0.024841 / 100 = 0.05%
+    assert found.text == "no difference (1.00x; noise ±0.0%)"
+    # Equal medians with an equal spread: the same words.
+    assert verdict([100, 101, 99], [100, 102, 98]).outcome == "same"

@@ -78,3 +78,44 @@ def test_a_phase_over_before_its_ramp_is_not_judged(tmp_path):
     phase = recorder.run.operations[-1]
     assert STORAGE_FIGURE not in phase.figures
     assert plan.reads == 1   # the end only: the start was never read
+
+
+def _samples(tmp_path, plan, seen_per_sample):
+    """One phase measured len(seen_per_sample) times (as RunSession.measure's repeats do), each
+    sample moving 100 MiB of which the disks see the given bytes; the run afterwards."""
+    store = Store(tmp_path / "results.db")
+    run = RunRecord(run_id="r1", kind="kb2014", target=str(tmp_path), settings={})
+    store.create_run(run)
+    for sample, seen in enumerate(seen_per_sample, start=1):
+        recorder = PhaseRecorder(run, store, tmp_path, Quiet(), plan, sample=sample)
+        recorder.started("restore-sequential", "restore", "read")
+        plan.counter += seen
+        recorder.finished("restore-sequential", {"read_bw": 1.0 * MIB, "runtime": 100.0})
+    return run
+
+
+def test_a_cached_phase_measured_three_times_is_noted_once(tmp_path):
+    run = _samples(tmp_path, CountedDisks(), [10 * MIB, 20 * MIB, 5 * MIB])
+    notes = [note for note in run.notes if "cached" in note]
+    assert len(notes) == 1 and len(run.operations) == 1
+    assert notes[0].startswith("restore-sequential: cached in 3 of 3 samples: the disks (vdz) saw 5% of")
+    phase = run.operations[0]
+    assert (phase.detail["cached_samples"], phase.detail["cache_checked_samples"]) == (3, 3)
+    assert len(phase.samples) == 3
+
+
+def test_a_phase_cached_in_one_sample_of_three_says_which_share(tmp_path):
+    run = _samples(tmp_path, CountedDisks(), [10 * MIB, 100 * MIB, 100 * MIB])
+    assert [note for note in run.notes if "cached" in note] == [
+        "restore-sequential: cached in 1 of 3 samples: the disks (vdz) saw 10% of the 100 MiB moved: "
+        "served by a layer above the disks (dm-cache or bcache, blocks never written of a thin or sparse "
+        "volume, or data the filesystem compressed)"]
+
+
+def test_one_sample_keeps_the_plain_note_and_an_uncached_phase_none(tmp_path):
+    run = _samples(tmp_path, CountedDisks(), [10 * MIB])
+    assert [note for note in run.notes if "cached" in note][0].startswith("restore-sequential: cached: the disks")
+    clean = _samples(tmp_path / "clean" if (tmp_path / "clean").mkdir() is None else tmp_path,
+                     CountedDisks(), [100 * MIB, 100 * MIB])
+    assert not [note for note in clean.notes if "cached" in note]
+    assert clean.operations[0].detail["cached_samples"] == 0 and "cached" not in clean.operations[0].detail

@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from backupbench.cli.documents import checked
-from backupbench.report.tables import SPREAD_HEADING, run_tables, spread_cell
+from backupbench.report.tables import FLAGS_HEADING, SPREAD_HEADING, run_tables, spread_cell
 from backupbench.results import document
 from backupbench.results.csvout import write_figures
 from backupbench.results.model import COMPLETE, FAILED, RunRecord, medians
@@ -98,8 +98,11 @@ def test_the_table_shows_interval_cv_and_marks_an_unstable_figure(tmp_path):
     # mean 101, s 1, t(2) 4.303: 101 +- 2.48 MiB/s; CV 1/101
     assert table.rows[0].cells[-1] == "3: 98.5–103.5, CV 1.0%"
     _, noisy = measured_three_times(tmp_path / "b", bandwidths=(100 * MiB, 150 * MiB, 60 * MiB))
-    cell = run_tables(noisy)[0].rows[0].cells[-1]
-    assert cell.endswith("unstable") and cell.style == "yellow"
+    table = run_tables(noisy)[0]
+    spread_at = table.headings.index(SPREAD_HEADING)
+    cell = table.rows[0].cells[spread_at]
+    assert cell == "3: 0.0–215.3, CV 43.6%" and cell.style == "yellow"
+    assert table.headings[-1] == FLAGS_HEADING and table.rows[0].cells[-1] == "unstable"
 
 
 def test_the_document_and_the_csv_carry_samples_interval_and_flag(tmp_path):
@@ -162,3 +165,65 @@ def test_a_bound_on_one_sample_is_missed_and_asks_for_repeats(tmp_path):
     [plain, bound] = gates.evaluate(gates.parse_all(["active-full>=50MiB/s", "active-full>=50MiB/s@low"]), run)
     assert plain.met and plain.measured_text == "100.0 MiB/s"  # one sample: as it always read
     assert not bound.met and bound.measured_text.endswith("measure with --repeat 3")
+
+
+def _cached_and_unstable(tmp_path) -> RunRecord:
+    """active-full unstable (CV 43.6%), restore-random steady but cached by the cache guard."""
+    store, run = measured_three_times(tmp_path, bandwidths=(100 * MiB, 150 * MiB, 60 * MiB))
+    full, restore = run.operations
+    restore.samples = [{"effective_bw": value} for value in (50 * MiB, 51 * MiB, 49 * MiB)]
+    restore.figures = {"effective_bw": 50 * MiB}
+    restore.detail["cached"] = "the disks (vdz) saw 5% of the 100 MiB moved: served by the page cache (buffered I/O)"
+    return run
+
+
+def test_cached_and_unstable_are_flags_of_a_phase_in_the_table_model(tmp_path):
+    run = _cached_and_unstable(tmp_path)
+    table = run_tables(run)[0]
+    assert table.headings[-1] == FLAGS_HEADING
+    full, restore = table.rows
+    assert (full.unstable, full.cached, full.flags) == (True, None, "unstable")
+    assert (restore.unstable, restore.flags) == (False, "cached") and restore.cached.startswith("the disks (vdz)")
+    assert full.cells[-1] == "unstable" and full.cells[-1].style == "yellow"
+    assert restore.cells[-1] == "cached" and restore.cells[-1].style == "bold red"
+    # A table with no flagged phase has no flags column.
+    _, steady = measured_three_times(tmp_path / "steady", bandwidths=(100 * MiB, 101 * MiB, 99 * MiB))
+    assert FLAGS_HEADING not in run_tables(steady)[0].headings
+
+
+def test_the_terminal_and_html_show_the_flags_column(tmp_path):
+    from rich.console import Console
+
+    from backupbench.report.html import operations_html
+    from backupbench.report.terminal import operations_tables
+
+    run = _cached_and_unstable(tmp_path)
+    console = Console(width=250, record=True)
+    for table in operations_tables(run):
+        console.print(table)
+    text = console.export_text()
+    assert "flags" in text
+    assert any(line.startswith("│ active-full") and line.rstrip().endswith("unstable │") for line in text.splitlines())
+    assert any(line.startswith("│ restore-random") and line.rstrip().endswith("cached │") for line in text.splitlines())
+    page = operations_html(run)
+    assert ">flags</th>" in page
+    assert '<span class="strong flag-bad">cached</span>' in page and '<span class="flag-warn">unstable</span>' in page
+
+
+def test_the_document_and_the_csv_carry_cached_and_unstable_per_phase(tmp_path):
+    run = _cached_and_unstable(tmp_path)
+    data = checked(document.run_document(run))
+    full, restore = data["phases"]
+    assert (full["cached"], full["unstable"]) == (False, True) and "cached_reason" not in full
+    assert (restore["cached"], restore["unstable"]) == (True, False)
+    assert restore["cached_reason"].endswith("served by the page cache (buffered I/O)")
+    stream = io.StringIO()
+    write_figures([run], stream)
+    rows = {(row["phase"], row["figure"]): row for row in csv.DictReader(io.StringIO(stream.getvalue()))}
+    assert (rows[("active-full", "effective_bw")]["cached"], rows[("active-full", "effective_bw")]["phase_unstable"]) \
+        == ("no", "yes")
+    assert (rows[("restore-random", "effective_bw")]["cached"],
+            rows[("restore-random", "effective_bw")]["phase_unstable"]) == ("yes", "no")
+    # One sample: never unstable, the flag still present.
+    _, once = measured_three_times(tmp_path / "once", bandwidths=(100 * MiB,))
+    assert checked(document.run_document(once))["phases"][0]["unstable"] is False

@@ -103,4 +103,4 @@ def test_the_run_table_shows_the_fullest_snapshot_and_an_invalid_one(tmp_path):
 def test_the_html_run_table_shows_the_same_cells(tmp_path):
     page = operations_html(stored_snapshot_run(tmp_path))
     assert "snapshot Data% max" in page
-    assert '<span class="strong">100.0% Invalid (snap1)</span>' in page and "86.4%" in page
+    assert '<span class="strong flag-bad">100.0% Invalid (snap1)</span>' in page and "86.4%" in page

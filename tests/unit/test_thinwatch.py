@@ -147,4 +147,4 @@ def test_the_run_table_shows_the_pool_figures_where_recorded(tmp_path):
             if line.count("│") > 3}
     assert rows["thin/active-full"] == ["100.0%", "96.1%"] and rows["lin/active-full"] == ["-", "-"]
     page = operations_html(stored)
-    assert "thin pool data% max" in page and '<span class="strong">100.0%</span>' in page
+    assert "thin pool data% max" in page and '<span class="strong flag-bad">100.0%</span>' in page

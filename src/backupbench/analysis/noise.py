@@ -11,7 +11,8 @@ equal spreads two intervals part only at p < ~0.006). A report draws many compar
 would name a false winner 64% of the time; the stricter rule keeps that near 10%. A real
 difference of 2x, measured 3 times at a few % CV, still parts the intervals by far.
 With one sample on either side nothing is known of the noise: the verdict says so, shows
-the bare factor, and suggests --repeat 3.
+the bare factor, and suggests --repeat 3. A factor that rounds to 1.00x (an exact tie among
+them) is "no difference" whatever the intervals: it names no direction.
 
 Slow hosts (`judge_hosts`): a host is compared with the *others*, never with a median it is
 part of (with two hosts that median is their mean, and one host was always "slow", -66% /
@@ -76,14 +77,21 @@ def verdict(current: Sequence[float] | Spread, reference: Sequence[float] | Spre
     mine_key, theirs_key = (mine.median, mine.mean), (theirs.median, theirs.mean)
     ahead = mine_key > theirs_key if better == "higher" else mine_key < theirs_key
     word = words[0] if ahead else words[1]
+    # A factor shown as 1.00x is no direction at all: "1.00x slower" would name a loser of a tie.
+    tied = f"{factor:,.2f}" == "1.00"
     if mine.one_sample or theirs.one_sample:
         which = "each side" if mine.one_sample and theirs.one_sample else (
             "this side" if mine.one_sample else "the reference")
+        if tied:
+            return Verdict("same", factor, None,
+                           f"no difference (1.00x) on one sample ({which}): noise unknown, {REPEAT_FIX}")
         return Verdict("unknown", factor, None,
                        f"{factor:,.2f}x {word} on one sample ({which}): noise unknown, {REPEAT_FIX}")
     assert mine.low is not None and mine.high is not None and theirs.low is not None and theirs.high is not None
     margin = ((mine.half_width or 0.0) + (theirs.half_width or 0.0)) / theirs.mean
     if mine.low > theirs.high or theirs.low > mine.high:
+        if tied:  # parted by a hair on very steady samples: still no difference worth a word
+            return Verdict("same", factor, margin, f"no difference (1.00x; noise ±{_percent(margin)})")
         return Verdict("better" if ahead else "worse", factor, margin, f"{factor:,.2f}x {word}")
     return Verdict("same", factor, margin, f"no difference beyond noise (±{_percent(margin)})")
 

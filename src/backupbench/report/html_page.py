@@ -44,6 +44,8 @@ td:first-child { white-space: nowrap; }
 table.kv td:last-child { overflow-wrap: anywhere; }
 tbody tr:nth-child(even) td { background: var(--soft); }
 .strong { font-weight: 700; }
+.flag-bad { color: var(--bad-line); }
+.flag-warn { color: #8a6100; }
 .status { font-weight: 600; color: #8a6100; }
 .table-note { color: var(--muted); font-size: 12.5px; margin: 2px 0 14px; }
 .wide { overflow-x: auto; }
@@ -109,7 +111,10 @@ def table(headings: Sequence[str], rows: Iterable[Sequence[str]], *, caption: st
 def cell(value: str) -> str:
     """A table model's cell (report/tables.py: str or Styled) as HTML; the terminal's bold stays bold."""
     if isinstance(value, Styled):
-        return f'<span class="strong">{e(value)}</span>' if "bold" in value.style else e(value)
+        # A flag (red: cached, yellow: unstable) keeps its colour as the terminal's does.
+        classes = [name for name, on in (("strong", "bold" in value.style), ("flag-bad", "red" in value.style),
+                                         ("flag-warn", "yellow" in value.style)) if on]
+        return f'<span class="{" ".join(classes)}">{e(value)}</span>' if classes else e(value)
     return e(value)
 
 

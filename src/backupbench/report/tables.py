@@ -292,6 +292,13 @@ class Row:
     pattern: str
     status: str                # COMPLETE, or what the phase ended as (shown instead of its figures)
     cells: tuple[str, ...]     # one per figure column (str or Styled); none unless complete
+    cached: str | None = None  # why the disks saw under half its bytes (the cache guard), or None
+    unstable: bool = False     # its headline figure's CV over 10%
+
+    @property
+    def flags(self) -> str:
+        """'cached, unstable': the phase's flags as its flags cell says them ('' for none)."""
+        return ", ".join(name for name, on in (("cached", self.cached), ("unstable", self.unstable)) if on)
 
 
 @dataclass(frozen=True)
@@ -306,18 +313,19 @@ class OperationsTable:
     caption: str
 
 
-# The figure a table's spread column is about: the first of these a phase has (its bold column).
-HEADLINE_FIGURES = ("clone_s_per_tib", "files_per_s", "effective_bw")
 SPREAD_HEADING = "n: 95% interval, CV"
+# A column of its own, shown when a phase of the table is flagged: the reader sees the flag
+# beside the figure it is about, not only in the notes under the run.
+FLAGS_HEADING = "flags"
 
 
 def headline_figure(op: OperationRecord) -> str | None:
-    return next((name for name in HEADLINE_FIGURES if name in op.figures), None)
+    return op.headline_figure
 
 
 def spread_cell(op: OperationRecord) -> str:
-    """'3: 290.1–335.2, CV 3.1%' of the headline figure (in its column's unit), 'unstable'
-    and yellow when the CV is over 10% (stats.py); 'one sample' for a phase measured once."""
+    """'3: 290.1–335.2, CV 3.1%' of the headline figure (in its column's unit), yellow when the
+    CV is over 10% (stats.py; the flags column says `unstable`); 'one sample' for one sample."""
     name = headline_figure(op)
     figure = op.spread(name) if name is not None else None
     if figure is None:
@@ -331,13 +339,29 @@ def spread_cell(op: OperationRecord) -> str:
 
     assert figure.low is not None and figure.high is not None and figure.cv is not None
     text = f"{figure.n}: {shown(figure.low)}–{shown(figure.high)}, CV {figure.cv:.1%}"
-    return Styled(f"{text} unstable", "yellow") if figure.unstable else text
+    return Styled(text, "yellow") if figure.unstable else text
+
+
+def flags_cell(row: Row) -> str:
+    """The flags column's cell: `cached` is bold red (the figure is not the storage's), `unstable` yellow."""
+    if not row.flags:
+        return ""
+    return Styled(row.flags, "bold red" if row.cached else "yellow")
 
 
 def _cells(op: OperationRecord, columns: list[Column], repeated: bool) -> tuple[str, ...]:
     if op.status != COMPLETE:
         return ()
     return tuple(cell(op.figures) for _, cell in columns) + ((spread_cell(op),) if repeated else ())
+
+
+def _flagged(rows: tuple[Row, ...]) -> tuple[Row, ...]:
+    """The rows with a flags cell last, when any phase of the table is flagged."""
+    if not any(row.flags for row in rows):
+        return rows
+    return tuple(Row(row.operation, row.pattern, row.status,
+                     row.cells + (flags_cell(row),) if row.status == COMPLETE else row.cells,
+                     row.cached, row.unstable) for row in rows)
 
 
 def run_tables(run: RunRecord) -> list[OperationsTable]:
@@ -349,10 +373,11 @@ def run_tables(run: RunRecord) -> list[OperationsTable]:
         columns = spec.columns + monitor_columns(spec.operations)
         repeated = any(op.sample_count > 1 for op in spec.operations)
         spacer = ("",) if repeated else ()
-        rows = tuple(row for op in spec.operations for row in (
-            Row(op.name, op.pattern, op.status, _cells(op, columns, repeated)),
-            *(Row(kind.operation, kind.pattern, kind.status, kind.cells + spacer) for kind in _kind_rows(op, columns))))
-        headings = tuple(h for h, _ in columns) + ((SPREAD_HEADING,) if repeated else ())
+        rows = _flagged(tuple(row for op in spec.operations for row in (
+            Row(op.name, op.pattern, op.status, _cells(op, columns, repeated), op.cached, op.unstable),
+            *(Row(kind.operation, kind.pattern, kind.status, kind.cells + spacer) for kind in _kind_rows(op, columns)))))
+        headings = tuple(h for h, _ in columns) + ((SPREAD_HEADING,) if repeated else ()) + (
+            (FLAGS_HEADING,) if any(row.flags for row in rows) else ())
         caption = spec.caption + ("; figures are medians of the samples" if repeated else "")
         tables.append(OperationsTable(title, spec.pattern_heading, headings, rows, caption))
     return tables

@@ -9,6 +9,8 @@ unit per quantity whatever each figure was stored in. `phase_status` is the phas
 (a phase whose every request failed is `failed`, whatever its figures). A phase measured several
 times has its median in `value`, its sample count in `n`, min/max, CV, the 95% interval and
 `unstable` (CV over 10%) beside it and its samples in `samples` (';'-separated); one sample: n 1.
+The phase's own flags are columns of every row of it: `cached` (the cache guard: its disks
+saw under half the bytes it moved) and `phase_unstable` (its headline figure's CV over 10%).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from backupbench.results.model import RunRecord, split_device
 
 COLUMNS = ("run_id", "label", "run_kind", "run_status", "started_at", "phase", "phase_status",
            "figure", "device", "value", "unit", "base_value", "base_unit", "n", "min", "max", "cv", "ci95_low",
-           "ci95_high", "unstable", "samples")
+           "ci95_high", "unstable", "samples", "cached", "phase_unstable")
 
 
 def _spread_columns(op, name: str) -> dict[str, Any]:
@@ -47,7 +49,8 @@ def figure_rows(runs: Iterable[RunRecord]) -> Iterator[dict[str, Any]]:
                 yield {"run_id": run.run_id, "label": run.label, "run_kind": run.kind, "run_status": run.status,
                        "started_at": run.started_at, "phase": op.name, "phase_status": op.status,
                        "figure": figure, "device": device or "", "value": float(value), "unit": unit,
-                       "base_value": float(value) * base.factor, "base_unit": base.unit, **_spread_columns(op, name)}
+                       "base_value": float(value) * base.factor, "base_unit": base.unit, **_spread_columns(op, name),
+                       "cached": "yes" if op.cached else "no", "phase_unstable": "yes" if op.unstable else "no"}
 
 
 def write_figures(runs: Iterable[RunRecord], stream: TextIO) -> None:

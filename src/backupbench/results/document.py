@@ -91,8 +91,11 @@ def phase_figures(phase: dict[str, Any]) -> dict[str, float]:
 
 
 def phase_dict(op: OperationRecord) -> dict[str, Any]:
+    flags: dict[str, Any] = {"cached": op.cached is not None, "unstable": op.unstable}
+    if op.cached is not None:
+        flags["cached_reason"] = op.cached
     return {"name": op.name, "pattern": op.pattern, "status": op.status, "started_at": op.started_at,
-            "finished_at": op.finished_at, "figures": figure_list(op), "detail": op.detail}
+            "finished_at": op.finished_at, "figures": figure_list(op), **flags, "detail": op.detail}
 
 
 def run_dict(run: RunRecord) -> dict[str, Any]:

@@ -90,6 +90,11 @@ class Phase(Shape):
     started_at: Timestamp
     finished_at: Optional[Timestamp]
     figures: list[Figure]
+    cached: bool = Field(description="true when the member disks saw under half the bytes the phase moved (the "
+                                     "cache guard): the figure is the cache's, not the storage's")
+    cached_reason: str = sometimes("why, with the likeliest cache (absent when not cached)", min_length=1)
+    unstable: bool = Field(description="true when the phase's headline figure (effective_bw, files_per_s, "
+                                       "clone_s_per_tib) varies over its samples by a CV over 10%; false for one sample")
     detail: dict[str, Any] = Field(description="what the workload recorded beside its figures (raw file names, "
                                                "monitor summary, layout, state)")
 

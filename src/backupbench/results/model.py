@@ -124,6 +124,10 @@ def new_run_id() -> str:
     return f"{stamp}-{secrets.token_hex(4)}"
 
 
+# The figure a phase's table, flags and spread are about: the first of these a phase has.
+HEADLINE_FIGURES = ("clone_s_per_tib", "files_per_s", "effective_bw")
+
+
 @dataclass
 class OperationRecord:
     name: str
@@ -160,6 +164,24 @@ class OperationRecord:
         """The figure's median, min/max, CV and 95% interval (stats.spread); None if not measured."""
         values = self.sample_values(name)
         return spread(values) if values else None
+
+    @property
+    def headline_figure(self) -> str | None:
+        """The figure a phase is judged by in its table (its bold column), if it has one."""
+        return next((name for name in HEADLINE_FIGURES if name in self.figures), None)
+
+    @property
+    def cached(self) -> str | None:
+        """Why the disks saw under half the bytes this phase moved (monitor/cache_guard.py), or None."""
+        reason = self.detail.get("cached")
+        return str(reason) if reason else None
+
+    @property
+    def unstable(self) -> bool:
+        """The headline figure's samples vary by a CV over 10% (stats.py); never for one sample."""
+        name = self.headline_figure
+        figure = self.spread(name) if name is not None else None
+        return figure is not None and figure.unstable
 
 
 def medians(samples: list[dict[str, float]]) -> dict[str, float]:

@@ -70,9 +70,24 @@ def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host
                              monitor=recipe.monitor, run_id=plan.run_id, journal=journal, on_closed=hooks.on_closed,
                              label=hooks.label)
         with session:
+            note = back_to_back_note([spec.repeat for spec in recipe.workload], len(plan.steps))
+            if note:
+                session.run.notes.append(note)
             for step in plan.steps:
                 _one_layout(session, step.layout, plan, journal, hooks)
         return session.run
+
+
+def back_to_back_note(repeats: list[int], layouts: int) -> str | None:
+    """What a reader comparing layouts must know when samples were not interleaved: each
+    layout is built, measured and torn down before the next is built (layouts may share
+    devices), so alternating their phases would mean provisioning each again per sample."""
+    most = max(repeats, default=1)
+    if layouts < 2 or most < 2:
+        return None
+    return (f"repeats: each layout's {most} samples ran back to back, layout after layout (each layout is "
+            "built, measured and torn down before the next, which may use the same devices; alternating them "
+            "would mean building each again per sample): drift over the run falls on the layouts unequally")
 
 
 def run_mount_folder(plan: Plan) -> Path | None:

@@ -6,7 +6,8 @@ leaves out the phase's partial first and last seconds and its warm-up (monitor/s
 With the target's storage known (MonitorPlan.storage) each phase is also held against the
 cache guard (monitor/cache_guard.py): the share of the moved bytes the disks saw is stored as
 `storage_bytes_pct`, and a phase they saw under half of is marked detail["cached"] (the cause)
-with a note on the run.
+with one note on the run per phase, however many samples it has (detail["cached_samples"] of
+detail["cache_checked_samples"]).
 
 A phase measured several times (`sample` > 1: RunSession.measure's repeats) adds a sample to
 the operation its first sample opened: `samples` keeps each sample's figures, `figures` their
@@ -257,7 +258,25 @@ class PhaseRecorder:
             return
         record.figures[STORAGE_FIGURE] = 100.0 * check.seen_fraction
         record.units[STORAGE_FIGURE] = "%"
-        if check.reason is not None:
-            record.detail["cached"] = check.reason
-            self.run.notes.append(f"{record.name}: cached: {check.reason}")
+        self._count_cached(record, check.reason)
+
+    def _count_cached(self, record: OperationRecord, reason: str | None) -> None:
+        """One sample's check added to its phase's count; the run's note on a cached phase is
+        said once per phase ('cached in 2 of 3 samples'), however many samples it has."""
+        checked = int(record.detail.get("cache_checked_samples", 0)) + 1
+        cached = int(record.detail.get("cached_samples", 0)) + (reason is not None)
+        record.detail["cache_checked_samples"], record.detail["cached_samples"] = checked, cached
+        if reason is not None:
+            record.detail["cached"] = reason  # the latest cached sample's words
+        if not cached:
+            return
+        prefix = f"{record.name}: cached"
+        how = "" if checked == 1 else f" in {cached} of {checked} samples"
+        note = f"{prefix}{how}: {record.detail['cached']}"
+        earlier = [index for index, text in enumerate(self.run.notes)
+                   if text == prefix or text.startswith((prefix + ":", prefix + " in "))]
+        if earlier:
+            self.run.notes[earlier[0]] = note
+        else:
+            self.run.notes.append(note)
 
