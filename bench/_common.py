@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, NoReturn
@@ -102,3 +104,18 @@ def alternated_pair(engine, reference, pair: int) -> dict[tuple[str, str], objec
         engine.cleanup()
         reference.cleanup()
     return got
+
+
+def lab_run(recipe_text: str, disks: str, rate: str, work: Path) -> tuple[float, Path]:
+    """`backupbench lab` of a recipe with every disk at `rate`: (seconds end to end, the results
+    folder it stored the run in). A failed lab run ends the bench with its last output."""
+    path = work / "recipe.toml"
+    path.write_text(recipe_text)
+    results = work / f"results-{time.monotonic_ns()}"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "backupbench", "lab", str(path), "--disks", disks,
+                           "--disk-rate", rate, "--results", str(results), "--work-dir", str(work), "--quiet"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        sys.exit(f"backupbench lab failed ({done.returncode}):\n{done.stdout[-3000:]}")
+    return time.monotonic() - started, results

@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import ratio_line, require
+from _common import lab_run, ratio_line, require
 from backupbench.analysis.compare import speed_changes
 from backupbench.analysis.noise import ratio_interval
 from backupbench.results.model import RunRecord
@@ -48,17 +46,9 @@ def recipe(operation: str, size: str, runtime: str, iodepth: int) -> str:
 
 def run_lab(text: str, rate: str, disk_size: str, work: Path) -> tuple[float, RunRecord]:
     """One lab run of the recipe with its disk at `rate`: (seconds end to end, the stored run)."""
-    path = work / "recipe.toml"
-    path.write_text(text)
-    results = work / f"results-{time.monotonic_ns()}"
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "backupbench", "lab", str(path), "--disks", f"1x{disk_size}",
-                           "--disk-rate", rate, "--results", str(results), "--work-dir", str(work), "--quiet"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if done.returncode != 0:
-        sys.exit(f"backupbench lab failed ({done.returncode}):\n{done.stdout[-3000:]}")
+    seconds, results = lab_run(text, f"1x{disk_size}", rate, work)
     [run] = Store(results / "results.db").list_runs(1)
-    return time.monotonic() - started, run
+    return seconds, run
 
 
 def one_pair(args: argparse.Namespace, number: int, work: Path) -> dict[str, tuple[float, RunRecord]]:

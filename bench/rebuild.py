@@ -22,13 +22,11 @@ import argparse
 import json
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import ratio_line, require
+from _common import lab_run, ratio_line, require
 from backupbench.units import MiB
 
 DISKS = [f"/dev/vd{letter}" for letter in "abcdefghi"]
@@ -49,18 +47,10 @@ def recipe(load: str, fill: str, size: str = "256MiB", runtime: str = "5s") -> s
 
 
 def run_lab(text: str, rate: str, disk_size: str, work: Path) -> tuple[float, dict]:
-    path = work / "recipe.toml"
-    path.write_text(text)
-    results = work / f"results-{time.monotonic_ns()}"
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "backupbench", "lab", str(path), "--disks", f"9x{disk_size}",
-                           "--disk-rate", rate, "--results", str(results), "--work-dir", str(work)],
-                          stdout=subprocess.PIPE, text=True)
-    if done.returncode != 0:
-        sys.exit(f"backupbench lab failed ({done.returncode}):\n{done.stdout[-3000:]}")
+    seconds, results = lab_run(text, f"9x{disk_size}", rate, work)
     with sqlite3.connect(results / "results.db") as db:
         [(run_id,)] = db.execute("SELECT run_id FROM runs").fetchall()
-    return time.monotonic() - started, json.loads((results / "runs" / run_id / "result.json").read_text())
+    return seconds, json.loads((results / "runs" / run_id / "result.json").read_text())
 
 
 def by_layout(run: dict) -> dict[str, dict[str, dict]]:

@@ -13,19 +13,11 @@ import pytest
 
 from backupbench.results.model import COMPLETE, VOID, OperationRecord, RunRecord
 from backupbench.results.store import Store
+from report_support import stored
 from schema_support import validated
 
 MiB = 2**20
 QUICK = ("--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-random", "--quiet")
-
-
-def store_runs(cli, *runs: RunRecord) -> None:
-    store = Store(cli.results / "results.db")
-    for run in runs:
-        store.create_run(run)
-        for seq, op in enumerate(run.operations):
-            store.save_operation(run.run_id, seq, op)
-        store.finish_run(run)
 
 
 def kb_run(run_id: str) -> RunRecord:
@@ -47,7 +39,7 @@ def files_run(run_id: str) -> RunRecord:
 
 
 def test_show_expect_exits_0_when_met_and_5_when_missed(cli):
-    store_runs(cli, kb_run("20261124T000000-aaaa"))
+    stored(cli.results, kb_run("20261124T000000-aaaa"))
     met = cli("show", "20261124T000000-aaaa", "--expect", "restore-random>=200MiB/s",
               "--expect", "active-full.p99<=50ms", env={"COLUMNS": "160"})
     assert met.returncode == 0, met.stderr
@@ -73,14 +65,14 @@ def test_show_expect_exits_0_when_met_and_5_when_missed(cli):
     ("restore-random>=300MiB/h", 2, "unknown unit 'MiB/h'"),
 ])
 def test_show_expect_with_a_bad_name_or_unit_exits_2_with_one_line(cli, expectation, code, message):
-    store_runs(cli, kb_run("20261124T000000-aaaa"))
+    stored(cli.results, kb_run("20261124T000000-aaaa"))
     done = cli("show", "20261124T000000-aaaa", "--expect", expectation)
     assert done.returncode == code and message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_show_baseline_with_no_phase_in_common_is_an_error(cli):
-    store_runs(cli, kb_run("20261124T000000-aaaa"), files_run("20261124T010000-bbbb"))
+    stored(cli.results, kb_run("20261124T000000-aaaa"), files_run("20261124T010000-bbbb"))
     done = cli("show", "20261124T010000-bbbb", "--baseline", "20261124T000000-aaaa")
     assert done.returncode == 2 and done.stdout == ""
     assert ("run 20261124T010000-bbbb and baseline 20261124T000000-aaaa have no phase in common "
@@ -121,7 +113,7 @@ def test_two_real_runs_with_different_jobs_compared(cli, tmp_path):
 
 
 def test_run_refuses_a_bad_expectation_or_baseline_before_measuring(cli, tmp_path):
-    store_runs(cli, files_run("20261124T010000-bbbb"))
+    stored(cli.results, files_run("20261124T010000-bbbb"))
     repo = tmp_path / "repo"
     repo.mkdir()
     typo = cli("run", str(repo), *QUICK, "--expect", "restore-randon>=300MiB/s")
@@ -198,7 +190,7 @@ def void_run(run_id: str) -> RunRecord:
 
 
 def test_show_expect_on_a_void_run_is_missed_with_the_reason(cli):
-    store_runs(cli, void_run("20261124T000000-cccc"))
+    stored(cli.results, void_run("20261124T000000-cccc"))
     done = cli("show", "20261124T000000-cccc", "--json", "--expect", "restore-random>=1MiB/s",
                "--expect", "active-full.mon.w_await.p95[vda]<=20ms")
     assert done.returncode == 5, done.stderr

@@ -14,20 +14,9 @@ from typing import Callable
 import pytest
 
 from browser_support import CHROMIUM, HEIGHT, WIDTH, chromium, page_requests, report
+from report_support import stored
 
 pytestmark = pytest.mark.real
-
-
-def _store(cli, *runs) -> None:
-    """The runs stored as backupbench stores one, in the results folder `cli` runs with."""
-    from backupbench.results.store import Store
-
-    store = Store(cli.results / "results.db")
-    for run in runs:
-        store.create_run(run)
-        for seq, op in enumerate(run.operations):
-            store.save_operation(run.run_id, seq, op)
-        store.finish_run(run)
 
 
 @dataclass
@@ -40,7 +29,7 @@ class Pages:
     def reported(self, *runs, html: str | None = None) -> Path:
         """The runs stored, then reported (into `html` under the test's folder, or the report's
         own file name there): the page written."""
-        _store(self.cli, *runs)
+        stored(self.cli.results, *runs)
         into = ["--html", str(self.folder / html)] if html else []
         done = report(self.cli, *(run.run_id for run in runs), *into, cwd=self.folder)
         assert done.returncode == 0, done.stderr
