@@ -39,7 +39,8 @@ class MonitorSummary:
     interval_s: float = 0.0
     duration_s: float = 0.0
     devices: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)   # threshold crossings
+    warnings: list[str] = field(default_factory=list)   # threshold crossings, as words
+    crossings: list[Crossing] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)      # devices absent / vanished / reset
     errors: list[str] = field(default_factory=list)     # sampling failures (never raised)
     csv_path: Path | None = None
@@ -86,6 +87,38 @@ class _Series:
             return FigureStats(0.0, 0.0, 0.0, unit, 0)
         avg = self.weighted_sum / self.weight if self.weight > 0 else sum(self.values) / len(self.values)
         return FigureStats(avg, nearest_rank(sorted(self.values), 95), max(self.values), unit, len(self.values))
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """A threshold crossed: by which device's metric (device "" for load1), how often, how far."""
+    device: str
+    metric: str
+    count: int
+    worst: float
+
+
+def merged_crossings(earlier: Iterable[Crossing], later: Iterable[Crossing]) -> list[Crossing]:
+    """Two periods' crossings as one (a phase's samples): counts added, the worst kept."""
+    found: dict[tuple[str, str], Crossing] = {}
+    for c in (*earlier, *later):
+        seen = found.get((c.device, c.metric))
+        found[c.device, c.metric] = c if seen is None else Crossing(c.device, c.metric, seen.count + c.count,
+                                                                     max(seen.worst, c.worst))
+    return list(found.values())
+
+
+def crossing_lines(crossings: Iterable[Crossing], thresholds: Thresholds, devices: Sequence[str]) -> list[str]:
+    """The warnings of a period: each device's crossings in the stack's order, load last."""
+    rank = {d: i for i, d in enumerate(devices)}
+    out = []
+    for c in sorted(crossings, key=lambda c: (c.metric == "load1", rank.get(c.device, len(rank)), c.device, c.metric)):
+        times = f"{c.count} sample{'s' if c.count != 1 else ''}"
+        if c.metric == "load1":
+            out.append(f"load1 {c.worst:.2f} above {thresholds.describe_load1()} ({times})")
+        else:
+            out.append(f"{c.device} {c.metric} {c.worst:.0f} ms above {thresholds.io_await_ms:g} ms ({times})")
+    return out
 
 
 class _Crossing:
@@ -141,18 +174,11 @@ class SummaryBuilder:
         crossing.count += 1
         crossing.worst = max(crossing.worst, value)
 
+    def crossings(self) -> list[Crossing]:
+        return [Crossing(device, metric, c.count, c.worst) for (device, metric), c in self._crossings.items()]
+
     def warnings(self) -> list[str]:
-        out = []
-        rank = {d: i for i, d in enumerate(self.devices)}
-        order = sorted(self._crossings.items(),
-                       key=lambda kv: (kv[0][1] == "load1", rank.get(kv[0][0], len(rank)), kv[0]))
-        for (device, metric), c in order:
-            times = f"{c.count} sample{'s' if c.count != 1 else ''}"
-            if metric == "load1":
-                out.append(f"load1 {c.worst:.2f} above {self.thresholds.describe_load1()} ({times})")
-            else:
-                out.append(f"{device} {metric} {c.worst:.0f} ms above {self.thresholds.io_await_ms:g} ms ({times})")
-        return out
+        return crossing_lines(self.crossings(), self.thresholds, self.devices)
 
     def build(self, *, interval_s: float, errors: Sequence[str] = (), csv_path: Path | None = None,
               sampler_cpu_s: float = 0.0) -> MonitorSummary:
@@ -166,6 +192,6 @@ class SummaryBuilder:
                 stats[disk_key(device, metric)] = self._disk[device][metric.key].stats(UNITS[metric.key])
         return MonitorSummary(
             stats=stats, samples=self.samples, interval_s=interval_s, duration_s=self.duration_s,
-            devices=list(self.devices), warnings=self.warnings(), notes=list(self.notes),
+            devices=list(self.devices), warnings=self.warnings(), crossings=self.crossings(), notes=list(self.notes),
             errors=list(errors), csv_path=csv_path, sampler_cpu_s=sampler_cpu_s,
         )

@@ -16,6 +16,7 @@ medians (results/model.py), and the phase keeps its place among the run's operat
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 from backupbench.journal import Journal
 from backupbench.monitor import DeviceStack, Sampler, Thresholds
 from backupbench.monitor import cache_guard
+from backupbench.monitor.summary import Crossing, crossing_lines, merged_crossings
 from backupbench.monitor.zfs import PoolGauge
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, FAILED, MONITOR_PREFIX, RUNNING, OperationRecord, RunRecord, medians, now_iso
@@ -234,12 +236,29 @@ class PhaseRecorder:
                 record.units[key] = gauge.unit(key)
             summary.errors.extend(pool_errors)
         record.figures.update(self.monitor.headline(summary))
-        warnings = [f"{record.name}: {w}" for w in summary.warnings]
         record.detail["monitor"] = {"samples": summary.samples, "devices": summary.devices,
                                     "warnings": summary.warnings, "notes": summary.notes,
                                     "errors": summary.errors, "left_out": summary.left_out}
-        self.run.notes.extend(warnings)
+        self._note_crossings(record, summary)
         self._check_cache(record)
+
+    def _note_crossings(self, record: OperationRecord, summary: Any) -> None:
+        """The phase's threshold warnings as run notes, once per phase however many samples it
+        has: a later sample's crossings join the earlier ones (counts added, the worst kept)."""
+        assert self.monitor is not None
+        earlier = [Crossing(**c) for c in record.detail.get("monitor_crossings", [])]
+        merged = merged_crossings(earlier, summary.crossings)
+        if not merged:
+            return
+        record.detail["monitor_crossings"] = [dataclasses.asdict(c) for c in merged]
+        said = [f"{record.name}: {w}" for w in crossing_lines(earlier, self.monitor.thresholds, summary.devices)]
+        where = [self.run.notes.index(text) for text in said if text in self.run.notes]
+        for text in said:
+            if text in self.run.notes:
+                self.run.notes.remove(text)
+        at = min(where) if where else len(self.run.notes)
+        self.run.notes[at:at] = [f"{record.name}: {w}" for w in crossing_lines(merged, self.monitor.thresholds,
+                                                                                summary.devices)]
 
     def _check_cache(self, record: OperationRecord) -> None:
         """The phase against the cache guard: what share of its bytes reached the disks."""

@@ -1,0 +1,80 @@
+"""A phase's monitor warnings (a threshold crossed) become run notes once per phase, however
+many samples `--repeat` measures: a later sample's crossings join the earlier ones."""
+
+from __future__ import annotations
+
+from backupbench.monitor import Thresholds
+from backupbench.monitor.summary import Crossing, MonitorSummary, crossing_lines, merged_crossings
+from backupbench.results.model import RunRecord
+from backupbench.results.store import Store
+from backupbench.runner.phases import MonitorPlan, PhaseRecorder
+
+
+class Said:
+    """A sampler whose period crossed the thresholds as the test says."""
+
+    def __init__(self, crossings):
+        self.crossings = crossings
+
+    def start(self):
+        return self
+
+    def stop(self):
+        return MonitorSummary(devices=["vdz"], crossings=self.crossings,
+                              warnings=crossing_lines(self.crossings, Thresholds(load1=2), ["vdz"]))
+
+
+class Crossed(MonitorPlan):
+    def __init__(self, per_sample):
+        super().__init__(None, 1.0, Thresholds(load1=2))
+        self.per_sample = list(per_sample)
+
+    def sampler(self, csv_path, warmup_s=0.0):
+        return Said(self.per_sample.pop(0))
+
+
+class Quiet:
+    def run_started(self, run): ...
+    def stage_started(self, name, description): ...
+    def stage_progress(self, name, fraction, detail): ...
+    def stage_finished(self, name, record): ...
+    def caution(self, text): ...
+
+
+def _run(tmp_path, per_sample):
+    store = Store(tmp_path / "results.db")
+    run = RunRecord(run_id="r1", kind="kb2014", target=str(tmp_path), settings={}, notes=["before"])
+    store.create_run(run)
+    plan = Crossed(per_sample)
+    for sample in range(1, len(per_sample) + 1):
+        recorder = PhaseRecorder(run, store, tmp_path, Quiet(), plan, sample=sample)
+        recorder.started("active-full", "full", "write")
+        recorder.finished("active-full", {"write_bw": 1.0, "runtime": 1.0})
+    return run
+
+
+def test_three_samples_crossing_the_load_limit_give_one_note_with_their_sum_and_worst(tmp_path):
+    # 2 + 4 + 6 samples over the limit, worst 2.5, 3.0, 2.1: one note of 12 samples, worst 3.00.
+    run = _run(tmp_path, [[Crossing("", "load1", 2, 2.5)], [Crossing("", "load1", 4, 3.0)],
+                          [Crossing("", "load1", 6, 2.1)]])
+    assert run.notes == ["before", "active-full: load1 3.00 above 2 (12 samples)"]
+    assert run.operations[0].detail["monitor_crossings"] == [{"device": "", "metric": "load1", "count": 12,
+                                                             "worst": 3.0}]
+
+
+def test_a_crossing_in_a_later_sample_only_is_added_in_the_device_order(tmp_path):
+    run = _run(tmp_path, [[Crossing("", "load1", 1, 2.2)],
+                          [Crossing("vdz", "w_await", 3, 120.0), Crossing("", "load1", 1, 2.4)]])
+    assert run.notes == ["before", "active-full: vdz w_await 120 ms above 100 ms (3 samples)",
+                         "active-full: load1 2.40 above 2 (2 samples)"]
+
+
+def test_samples_that_cross_nothing_leave_no_note(tmp_path):
+    run = _run(tmp_path, [[], []])
+    assert run.notes == ["before"] and "monitor_crossings" not in run.operations[0].detail
+
+
+def test_merged_crossings_add_counts_and_keep_the_worst():
+    merged = merged_crossings([Crossing("a", "r_await", 2, 50.0)], [Crossing("a", "r_await", 3, 40.0),
+                                                                     Crossing("b", "r_await", 1, 9.0)])
+    assert merged == [Crossing("a", "r_await", 5, 50.0), Crossing("b", "r_await", 1, 9.0)]
