@@ -1,6 +1,7 @@
 """A recipe's layouts on devices of their own, repeated, for real on the host: built together,
 measured in alternating rounds (a, b, then b, a), every sample stored, and everything torn
-down after (runner/alternate.py)."""
+down after, also on Ctrl-C and after a SIGKILL and cleanup (runner/alternate.py); layouts
+sharing a device keep their samples back to back."""
 
 from __future__ import annotations
 
@@ -70,6 +71,26 @@ def test_two_layouts_on_their_own_devices_alternate_their_samples_and_are_torn_d
         assert probe.returncode == 2, f"{device} still carries {probe.stdout}"
     assert not list((cli.results / "journal").glob("*.open.jsonl"))
     assert list((cli.results / "journal").glob("*.closed.jsonl"))
+
+
+def test_two_layouts_sharing_a_device_keep_their_samples_back_to_back(cli, tmp_path, loops):
+    [(device, _)] = loops(1)
+    layouts = (f'\n[[layout]]\nname = "xfs"\nkind = "filesystem"\ndevices = ["{device}"]\n'
+               'filesystem = { type = "xfs" }\n'
+               f'\n[[layout]]\nname = "ext4"\nkind = "filesystem"\ndevices = ["{device}"]\n'
+               'filesystem = { type = "ext4" }\n')
+    recipe = write_recipe(tmp_path, [device], layouts, WORKLOAD)
+    result = cli("apply", str(recipe), "--yes", "--mount-root", str(tmp_path / "mnt"), "--json")
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)["run"]
+    assert any(note.startswith("repeats: each layout's 2 samples ran back to back") and
+               f"xfs and ext4 both use {device}" in note for note in run["notes"]), run["notes"]
+    run_dir = cli.results / "runs" / run["id"]
+    order = [("xfs", 1), ("xfs", 2), ("ext4", 1), ("ext4", 2)]
+    spans = {key: written_between(run_dir / key[0] / f"sample-{key[1]}") for key in order}
+    for earlier, later in zip(order, order[1:]):
+        assert spans[earlier][1] <= spans[later][0], f"{earlier} was not measured before {later}: {spans}"
+    assert subprocess.run(["blkid", "-p", device], capture_output=True).returncode == 2
 
 
 def _stopped_in_round_two(tmp_path: Path, loops, stop) -> tuple[Path, Path, list[str]]:
