@@ -84,6 +84,9 @@ def apply_command(recipe: Path, yes: bool, as_json: bool, quiet: bool, expectati
                   label: str, results: Path | None, **values: object) -> None:
     """Provision each layout, run the workloads on it (monitored), tear it down; one stored run.
 
+    With repeats, layouts that use no device in common are built together and measured in
+    rounds, one sample of each in turn, the order reversed each round (the run's note says so).
+
     A recipe with [hosts] builds nothing: its workloads run on those machines one after another
     (as run --hosts / --agents), every one checked first; no --yes needed."""
     plan, checks = _plan(recipe, values)

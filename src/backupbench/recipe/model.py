@@ -38,7 +38,8 @@ class Recipe(BaseModel):
                                             description="Every block device the recipe may format. A layout may "
                                                         "use only devices named here; each must hold nothing.")
     layout: tuple[LayoutSpec, ...] = Field((), max_length=64,
-                                           description="Layouts, built and measured one by one (none with [hosts]).")
+                                           description="Layouts, built and measured one by one (with repeats, those "
+                                                       "on devices of their own alternate); none with [hosts].")
     hosts: HostsSpec | None = Field(None, description="Other machines the workloads run on, instead of layouts.")
     workload: tuple[WorkloadSpec, ...] = Field(..., min_length=1, max_length=64,
                                                description="Workloads run on every layout (or on the hosts).")

@@ -1,5 +1,7 @@
 """`backupbench apply`: for each layout of a recipe: provision, run the workloads, tear down
-(a recipe with [hosts] builds nothing: runner/apply_hosts.py).
+(a recipe with [hosts] builds nothing: runner/apply_hosts.py). With repeats, layouts that use
+no device in common are built together and measured in alternating rounds instead
+(runner/schedule.py decides, runner/alternate.py runs them); the run's notes say which.
 
 Every layout is checked (kernel, tools, every device) before the first one is built, so a
 recipe never half-runs. Teardown happens on success, failure and Ctrl-C; the journal lets
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from backupbench import artefacts, stopping
+from backupbench import artefacts
 from backupbench.devices import facts
 from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.journal import Journal
@@ -24,10 +26,12 @@ from backupbench.monitor.thinwatch import ThinPoolWatch
 from backupbench.plan import Plan
 from backupbench.recipe import naming
 from backupbench.results.model import RunRecord
+from backupbench.runner.alternate import run_alternated, torn_down
 from backupbench.runner.apply_hosts import apply_on_hosts
 from backupbench.runner.faulted import FaultRun, member_baseline
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunSession, journalled, open_journal
+from backupbench.runner.schedule import schedule
 from backupbench.workloads.base import ServedBy, Workload
 from backupbench.workloads.registry import WORKLOADS
 
@@ -70,24 +74,17 @@ def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host
                              monitor=recipe.monitor, run_id=plan.run_id, journal=journal, on_closed=hooks.on_closed,
                              label=hooks.label)
         with session:
-            note = back_to_back_note([spec.repeat for spec in recipe.workload], len(plan.steps))
-            if note:
-                session.run.notes.append(note)
+            order = schedule([step.layout for step in plan.steps], [spec.repeat for spec in recipe.workload])
+            if order.note:
+                session.run.notes.append(order.note)
+            if order.alternated:
+                run_alternated(session, [step.layout for step in plan.steps if step.layout.name in order.alternated],
+                               order.rounds, hooks.recheck, hooks.announce,
+                               lambda layout, server, sample: _measure_sample(session, recipe, layout, server, sample))
             for step in plan.steps:
-                _one_layout(session, step.layout, plan, journal, hooks)
+                if step.layout.name in order.one_by_one:
+                    _one_layout(session, step.layout, plan, journal, hooks)
         return session.run
-
-
-def back_to_back_note(repeats: list[int], layouts: int) -> str | None:
-    """What a reader comparing layouts must know when samples were not interleaved: each
-    layout is built, measured and torn down before the next is built (layouts may share
-    devices), so alternating their phases would mean provisioning each again per sample."""
-    most = max(repeats, default=1)
-    if layouts < 2 or most < 2:
-        return None
-    return (f"repeats: each layout's {most} samples ran back to back, layout after layout (each layout is "
-            "built, measured and torn down before the next, which may use the same devices; alternating them "
-            "would mean building each again per sample): drift over the run falls on the layouts unequally")
 
 
 def run_mount_folder(plan: Plan) -> Path | None:
@@ -109,13 +106,7 @@ def _one_layout(session: RunSession, layout, plan: Plan, journal: Journal, hooks
         provisioner.apply(layout.actions, lambda: hooks.recheck(layout.devices))
         _measure_layout(session, plan.recipe, layout, provisioner, hooks)
     finally:
-        # A second Ctrl-C must not cut the teardown short: signals wait until it is done.
-        with stopping.held():
-            report = provisioner.teardown()
-        for skipped in report.skipped:
-            session.run.notes.append(f"{layout.name}: left alone (not ours any more): {skipped}")
-        for problem in report.failed:
-            session.run.notes.append(f"{layout.name}: teardown failed: {problem}")
+        report = torn_down(session, layout.name, provisioner)
     if report.failed:
         # Our own leftovers would make the next layout fail for a confusing reason: stop here.
         raise BackupbenchError(f"the teardown of layout {layout.name} failed: {report.failed[0]}",
@@ -166,3 +157,16 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
         if watch.invalid:
             session.void(f"snapshot {', '.join(sorted(watch.invalid))} of {layout.name} overflowed and is Invalid: "
                          "the figures of this run are void; give the snapshots more space")
+
+
+def _measure_sample(session: RunSession, recipe, layout, server: MinioServer | None, sample: int) -> None:
+    """One round of a layout measured in alternation (runner/alternate.py): sample `sample` of
+    each workload repeated that often; its LVM watches run over all rounds, in alternate.py."""
+    target = layout.s3_drives[0] if layout.s3_drives else layout.mount_point
+    for index, spec in enumerate(recipe.workload):
+        if spec.repeat < sample:
+            continue
+        base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
+        session.measure(build_workload(spec, server, layout.name), target, group=base,
+                        storage=layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ()),
+                        layout=base, repeat=spec.repeat, samples=range(sample, sample + 1))

@@ -158,20 +158,24 @@ class RunSession:
         return self
 
     def measure(self, workload: Workload, target: Path | None, group: str = "", checked: bool = False,
-                storage: tuple[Path, ...] = (), layout: str = "", state: str = "", repeat: int = 1) -> None:
+                storage: tuple[Path, ...] = (), layout: str = "", state: str = "", repeat: int = 1,
+                samples: range | None = None) -> None:
         """Run `workload` in `target`; its phases are stored as operations of this run.
         checked: the caller already ran workload.check(target). storage: where a workload that
         works on no directory of its own (S3 through a layout's MinIO) lands its data; the
         monitor follows those paths down to their disks. layout, state: see PhaseRecorder.
         repeat: the workload is executed that many times, whole (its preparation included, so
         each sample starts as the first did), its phases in turn: write, read, write, read...,
-        so drift hits every phase alike; each sample's raw files in `sample-<n>/`."""
+        so drift hits every phase alike; each sample's raw files in `sample-<n>/`. samples: which
+        of the `repeat` samples to run now (all by default; a recipe whose layouts alternate runs
+        one per round, runner/alternate.py), each joining the phase its first sample opened."""
         key = layout or group or "target"
         if workload.needs_directory:
             found = check_target(target, workload, self.journal, self.run_id)
             # Cache cautions are about one big test file; a small-file workload caches on purpose.
             if workload.test_file_cautions:
-                self.run.notes += eligibility.directory_cautions(found, workload.space_needed(), workload.buffered)
+                cautions = eligibility.directory_cautions(found, workload.space_needed(), workload.buffered)
+                self.run.notes += [caution for caution in cautions if caution not in self.run.notes]
             self.run.host.setdefault("targets", {})[key] = found.as_dict()
             self._content_caution(workload, found, ())
         else:
@@ -186,7 +190,7 @@ class RunSession:
                 "members": list(monitor.stack.members)}
         self._guard_caches(workload, target, monitor)
         base = self.folder / group if group else self.folder
-        for sample in range(1, repeat + 1):
+        for sample in samples if samples is not None else range(1, repeat + 1):
             folder = base / f"sample-{sample}" if repeat > 1 else base
             folder.mkdir(parents=True, exist_ok=True)
             self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group=group,
