@@ -185,3 +185,47 @@ def test_a_recipe_with_two_workloads_samples_the_agents_in_each(servers, tmp_pat
     timed = [op.name for op in run.operations if op.name.startswith("1-kb2014/")]
     drawn = [name for name in timed if f'aria-label="Per-host timeline of {name}: ' in page]
     assert timed and drawn == timed, f"of {timed}, timelines drawn only for {drawn}"
+
+
+def test_a_hosts_recipe_with_repeat_keeps_each_samples_hosts_and_judges_them_over_the_samples(servers, tmp_path):
+    """`repeat = 2` on a [hosts] recipe's workload: its phases stored with 2 samples each, each
+    host's figure the median of its samples, the hosts' verdict over them, and each sample's
+    per-host CSV found where the report looks (the workload's group folder)."""
+    token = token_file(tmp_path)
+    for n in (1, 2):
+        servers.start_agent(n, token, AGENT_PORT)
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    names = [servers.addresses[1], servers.addresses[2]]
+    recipe = _recipe(tmp_path, names, target, agent_token_file=str(token), agent_ca=str(servers.authority.ca),
+                     agent_port=AGENT_PORT)
+    recipe.write_text(recipe.read_text().replace('runtime = "1s"\n', 'runtime = "1s"\nrepeat = 2\n', 1))
+    done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
+    assert done.returncode == 0, done.stderr
+    [run] = _stored_runs(results)
+    folder = results / "runs" / run.run_id
+    ops = {op.name: op for op in run.operations}
+    for name in ("1-kb2014/active-full", "1-kb2014/restore-random"):
+        op = ops[name]
+        assert op.sample_count == 2 and len(op.sample_values("effective_bw")) == 2, name
+        assert [sorted(sample) for sample in op.detail["host_samples"]] == [sorted(names)] * 2
+        for host in names:
+            own = [sample[host]["effective_bw"] for sample in op.detail["host_samples"]]
+            assert op.detail["hosts"][host]["effective_bw"] == pytest.approx(sum(own) / 2), (name, host)
+        for where in op.detail[host_monitor.DETAIL_KEY]["hosts"].values():
+            assert where["csv"].startswith("sample-2/")
+            assert (folder / "1-kb2014" / where["csv"]).read_text().startswith("timestamp,elapsed_s,")
+    # first-write has no `repeat`: one sample, as before.
+    assert ops["2-first-write/first-write"].sample_count == 1
+    assert "host_samples" not in ops["2-first-write/first-write"].detail
+    shown = _cli(["show", run.run_id], results, tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    flat = " ".join(shown.stdout.split())
+    assert "each host: the median of its 2 samples, judged over all of them" in flat
+    assert "1-kb2014/active-full: two hosts cannot name an outlier" in flat
+    kb2014_notes = [line for line in flat.split("note: ") if line.startswith("1-kb2014/")]
+    assert kb2014_notes and not any("on one sample" in line for line in kb2014_notes), kb2014_notes
+    report = _cli(["report", run.run_id], results, tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "not readable" not in Path(report.stdout.strip()).read_text()
+    assert list(target.iterdir()) == []

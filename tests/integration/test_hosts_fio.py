@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -314,3 +317,61 @@ def test_two_ipv6_hosts_on_loopback(ipv6_servers, tmp_path):
             sum(f[f"{direction}_bw"] for f in op["detail"]["hosts"].values()))
         _assert_total_p99_is_merged(op, direction, run_dir)
     assert list(target.iterdir()) == []
+
+
+@ROOT
+def test_repeat_two_on_two_hosts_keeps_each_samples_hosts_and_judges_them_over_the_samples(servers, tmp_path):
+    """`run --hosts A,B --repeat 2`: each phase stored with 2 samples (the document's `samples`,
+    the store's samples table), the total shown as the median with its interval, each host's
+    figure the median of its 2 samples, and the hosts' verdict drawn from both samples."""
+    target, results = tmp_path / "target", tmp_path / "results"
+    target.mkdir()
+    child = _cli([*_run_args(servers, target, "1s"), "--repeat", "2"], results, tmp_path)
+    out, err = child.communicate(timeout=RUN_TIMEOUT_S)
+    assert child.returncode == 0, err
+    document = json.loads(out)
+    run = _read_run(out)
+    hosts = set(servers.addresses.values())
+    assert run["status"] == "complete" and run["settings"]["repeat"] == 2
+    run_dir = results / "runs" / run["run_id"]
+    for phase in document["phases"]:
+        name = phase["name"]
+        bw = next(f for f in phase["figures"] if f["name"] == "effective_bw")
+        assert len(bw["samples"]) == 2 and bw["value"] == pytest.approx(sum(bw["samples"]) / 2), name
+        assert bw["interval"]["low"] <= bw["value"] <= bw["interval"]["high"], name
+        detail = phase["detail"]
+        assert [set(sample) for sample in detail["host_samples"]] == [hosts, hosts], name
+        for host in hosts:  # each host's figure: the median (of two: the mean) of its two samples
+            own = [sample[host]["effective_bw"] for sample in detail["host_samples"]]
+            assert detail["hosts"][host]["effective_bw"] == pytest.approx(sum(own) / 2), (name, host)
+        # Each sample's totals are its hosts' sum; raw files per sample.
+        for index, sample in enumerate(detail["host_samples"]):
+            assert bw["samples"][index] == pytest.approx(sum(f["effective_bw"] for f in sample.values()))
+            assert (run_dir / f"sample-{index + 1}" / f"{name}.json").is_file()
+        # Two hosts: no outlier named, and the verdict between them is over their samples.
+        assert detail["lost_hosts"] == {}
+    assert _stored_samples(results / "results.db", run["run_id"]) == {
+        ("active-full", 1), ("active-full", 2), ("restore-random", 1), ("restore-random", 2)}
+    shown = subprocess.run([sys.executable, "-m", "backupbench", "show", run["run_id"]], cwd=tmp_path,
+                           env={**os.environ, "BACKUPBENCH_RESULTS": str(results), "COLUMNS": "240"},
+                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert shown.returncode == 0, shown.stderr
+    flat = " ".join(shown.stdout.split())
+    assert "each host: the median of its 2 samples, judged over all of them" in flat
+    assert "two hosts cannot name an outlier" in flat and "on one sample" not in flat
+    page = tmp_path / "report.html"
+    reported = subprocess.run([sys.executable, "-m", "backupbench", "report", run["run_id"], "--html", str(page)],
+                              cwd=tmp_path, env={**os.environ, "BACKUPBENCH_RESULTS": str(results)},
+                              capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert reported.returncode == 0, reported.stderr
+    # Each total's median beside its samples' 95% interval (a cell of its own in HTML; the
+    # terminal may wrap it).
+    assert len(re.findall(r"<td[^>]*>(?:<[^>]+>)*2: [\d,.]+–[\d,.]+, CV", page.read_text())) == 2
+    assert list(target.iterdir()) == []
+
+
+def _stored_samples(database: Path, run_id: str) -> set[tuple[str, int]]:
+    """(operation, sample) of the store's samples table for the run's effective_bw."""
+    with closing(sqlite3.connect(database)) as db:
+        return set(db.execute("SELECT operation, sample FROM samples WHERE run_id = ? AND name = 'effective_bw'",
+                              (run_id,)))

@@ -16,8 +16,10 @@ import os
 import re
 import secrets
 import signal
+import sqlite3
 import subprocess
 import time
+from contextlib import closing
 from xml.etree import ElementTree
 
 import pytest
@@ -262,3 +264,51 @@ def test_ctrl_c_stops_every_agent_and_removes_every_object(lab):
     assert controller.returncode == 130, err
     assert codes == [0, 0]
     assert lab[1].keys(BUCKET) == []
+
+
+def test_repeat_two_from_two_agents_keeps_each_samples_agents_and_judges_them_over_the_samples(lab):
+    """`run --workload s3 --agents A,B --repeat 2`: each phase stored with 2 samples (the
+    document's `samples`, the store's samples table), the total shown as the median with its
+    interval, each agent's figure the median of its 2 samples, the hosts' verdict over both
+    samples, and each sample's per-host monitor CSV found by the report."""
+    with _agents(lab, None, None) as (agents, codes):
+        done = subprocess.run(_run(lab, agents, "--objects", "60", "--object-size", "64KiB", "--concurrency", "4",
+                                   "--s3-phases", "put,get,delete", "--repeat", "2"),
+                              env=_env(lab), capture_output=True, text=True, timeout=600)
+    assert codes == [0, 0], [a.log.read_text() for a in agents]
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    run_id = document["run"]["id"]
+    assert document["run"]["settings"]["repeat"] == 2
+    for name, op in _ops(document).items():
+        raw = next(f for f in next(p for p in document["phases"] if p["name"] == name)["figures"]
+                   if f["name"] == "objects_per_s")
+        assert len(raw["samples"]) == 2, name
+        assert raw["value"] == pytest.approx(sum(raw["samples"]) / 2), name
+        assert raw["interval"]["low"] <= raw["value"] <= raw["interval"]["high"], name
+        detail = op["detail"]
+        assert len(detail["host_samples"]) == 2 and all(len(s) == 2 for s in detail["host_samples"]), name
+        assert set(detail["hosts"]) == set(detail["host_samples"][0]) and detail["lost_hosts"] == {}
+        for host in detail["hosts"]:
+            own = [sample[host]["objects_per_s"] for sample in detail["host_samples"]]
+            assert detail["hosts"][host]["objects_per_s"] == pytest.approx(sum(own) / 2), (name, host)
+        # Every sample moved every object once: each sample's agents' ops add up to 60.
+        assert [sum(h["ops"] for h in s.values()) for s in detail["host_samples"]] == [60, 60], name
+        csvs = [where["csv"] for where in detail["host_timeline"]["hosts"].values()]
+        assert csvs and all(csv.startswith("sample-2/") for csv in csvs), csvs
+    assert lab[1].keys(BUCKET) == []
+    with closing(sqlite3.connect(lab[3] / "results" / "results.db")) as db:
+        stored = set(db.execute("SELECT operation, sample FROM samples WHERE run_id = ? AND name = 'objects_per_s'",
+                                (run_id,)))
+    assert stored == {(op, n) for op in ("put", "get", "delete") for n in (1, 2)}
+    flat = " ".join(_stored(lab, run_id, "show").split())
+    assert "each host: the median of its 2 samples, judged over all of them" in flat
+    assert "two hosts cannot name an outlier" in flat and "on one sample" not in flat
+    page = lab[3] / f"report-{run_id}.html"
+    _stored(lab, run_id, "report", "--html", str(page))
+    html = page.read_text()
+    # Each total's median beside its samples' interval (a cell of its own in HTML; the terminal
+    # wraps it), a DELETE's in objects/s (its bytes are 0).
+    spreads = re.findall(r"<td[^>]*>(?:<[^>]+>)*2: ([\d,.]+)–([\d,.]+), CV", html)
+    assert len(spreads) == 3 and ("0.0", "0.0") not in spreads, spreads
+    assert "Per-host timelines" in html and "not readable" not in html

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from backupbench.analysis.hosts import host_breakdown, lost_hosts, slow_hosts
-from backupbench.report.hosts import hosts_renderables, slow_notes
+from backupbench.report.hosts import caption, hosts_renderables, slow_notes
 from backupbench.report.terminal import run_report
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
@@ -331,3 +331,39 @@ def test_a_per_host_line_sums_the_agent_roots_disks_and_a_short_one_is_not_drawn
     assert ("10.0.0.5: mean 105.5, peak 110.0 MiB/s over the disks under its agent&#x27;s root "
             "(/srv/agent: xfs on dm-0; members sda): sda (10 samples" in caption)
     assert "10.0.0.6: mean 50.0" in caption and "(3 samples; raw: monitor.10.0.0.6.csv), not drawn: fewer than 5" in caption
+
+
+def repeated_host_op(name: str, samples: list[dict[str, float]]) -> OperationRecord:
+    """An operation measured len(samples) times as runner/phases.py stores it: each sample's
+    hosts in detail["host_samples"], each host's median in detail["hosts"]."""
+    each = [{host: fio_host(mib, 1.0) for host, mib in sample.items()} for sample in samples]
+    median = {host: fio_host(sorted(s[host] for s in samples)[len(samples) // 2] if len(samples) % 2 else
+                             sum(s[host] for s in samples) / len(samples), 1.0) for host in samples[0]}
+    op = host_op(name, median)
+    op.detail["host_samples"] = each
+    return op
+
+
+def test_with_repeats_a_noisy_host_is_judged_over_its_samples_not_one_value():
+    # c's median (80) is 20% under the others': slow on one value; its samples (60, 100) reach
+    # the others, so over its samples it is not named slow.
+    run = RunRecord("r", "kb2014", "t", {}, operations=[
+        repeated_host_op("active-full", [{"a": 100, "b": 100, "c": 60}, {"a": 100, "b": 100, "c": 100}])])
+    (op,) = host_breakdown(run)
+    assert op.samples == 2 and {r.host: r.value for r in op.hosts}["c"] == 80 * MiB and op.slow == []
+    single = RunRecord("r", "kb2014", "t", {}, operations=[
+        host_op("active-full", {"a": fio_host(100, 1), "b": fio_host(100, 1), "c": fio_host(80, 1)})])
+    assert [r.host for r in host_breakdown(single)[0].slow] == ["c"]
+    # A steadily slow host stays slow with samples.
+    steady = RunRecord("r", "kb2014", "t", {}, operations=[
+        repeated_host_op("active-full", [{"a": 100, "b": 101, "c": 70}, {"a": 99, "b": 100, "c": 71}])])
+    assert [r.host for r in host_breakdown(steady)[0].slow] == ["c"]
+
+
+def test_with_repeats_two_hosts_are_compared_beyond_noise_and_the_caption_says_medians():
+    run = RunRecord("r", "kb2014", "t", {}, status=COMPLETE, operations=[
+        repeated_host_op("active-full", [{"a": 100, "b": 50}, {"a": 102, "b": 51}, {"a": 101, "b": 49}])])
+    (op,) = host_breakdown(run)
+    assert op.note == ("active-full: two hosts cannot name an outlier (b against a: 2.02x slower); "
+                       "either may be the odd one: a third host would tell")
+    assert "each host: the median of its 3 samples, judged over all of them" in caption(run, [op])

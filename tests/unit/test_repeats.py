@@ -16,7 +16,7 @@ from backupbench.cli.documents import checked
 from backupbench.report.tables import FLAGS_HEADING, SPREAD_HEADING, run_tables, spread_cell
 from backupbench.results import document
 from backupbench.results.csvout import write_figures
-from backupbench.results.model import COMPLETE, FAILED, RunRecord, medians
+from backupbench.results.model import COMPLETE, FAILED, OperationRecord, RunRecord, medians
 from backupbench.results.store import Store
 from backupbench.runner.phases import PhaseRecorder
 from backupbench.workloads.registry import WORKLOADS
@@ -227,3 +227,68 @@ def test_the_document_and_the_csv_carry_cached_and_unstable_per_phase(tmp_path):
     # One sample: never unstable, the flag still present.
     _, once = measured_three_times(tmp_path / "once", bandwidths=(100 * MiB,))
     assert checked(document.run_document(once))["phases"][0]["unstable"] is False
+
+
+def test_a_multi_host_phase_keeps_each_samples_hosts_and_shows_each_hosts_median(tmp_path):
+    """--hosts / --agents with --repeat: the second sample's per-host figures join the first's
+    (detail["host_samples"]) instead of replacing them; detail["hosts"] is each host's median,
+    as `figures` is the total's; a host lost in any sample stays named."""
+    store = Store(tmp_path / "results.db")
+    run = RunRecord(run_id="r1", kind="kb2014", target="10.0.0.5,10.0.0.6:/srv", settings={})
+    store.create_run(run)
+    measured = [({"10.0.0.5": 100 * MiB, "10.0.0.6": 80 * MiB}, {}),
+                ({"10.0.0.5": 120 * MiB, "10.0.0.6": 60 * MiB}, {"10.0.0.7": "connection refused"})]
+    for sample, (per_host, lost) in enumerate(measured, start=1):
+        recorder = PhaseRecorder(run, store, tmp_path, Silent(), None, sample=sample)
+        recorder.started("active-full", "active-full", "write qd1")
+        recorder.finished("active-full", {"effective_bw": sum(per_host.values())},
+                          {"hosts": {host: {"effective_bw": bw, "write_bw": bw} for host, bw in per_host.items()},
+                           "lost_hosts": lost, "p99_total": "merged"})
+    (op,) = store.load_run("r1").operations
+    assert [s["effective_bw"] for s in op.samples] == [180 * MiB, 180 * MiB]
+    assert [{h: f["effective_bw"] for h, f in s.items()} for s in op.detail["host_samples"]] == [
+        {"10.0.0.5": 100 * MiB, "10.0.0.6": 80 * MiB}, {"10.0.0.5": 120 * MiB, "10.0.0.6": 60 * MiB}]
+    assert op.detail["hosts"] == {"10.0.0.5": {"effective_bw": 110 * MiB, "write_bw": 110 * MiB},
+                                  "10.0.0.6": {"effective_bw": 70 * MiB, "write_bw": 70 * MiB}}
+    assert op.detail["lost_hosts"] == {"10.0.0.7": "connection refused"}
+
+
+def test_a_phase_measured_once_has_no_host_samples(tmp_path):
+    store = Store(tmp_path / "results.db")
+    run = RunRecord(run_id="r1", kind="kb2014", target="t", settings={})
+    store.create_run(run)
+    recorder = PhaseRecorder(run, store, tmp_path, Silent(), None)
+    recorder.started("active-full", "active-full", "write qd1")
+    recorder.finished("active-full", {"effective_bw": 1.0}, {"hosts": {"a": {"effective_bw": 1.0}}, "lost_hosts": {}})
+    (op,) = store.load_run("r1").operations
+    assert "host_samples" not in op.detail and op.detail["hosts"] == {"a": {"effective_bw": 1.0}}
+
+
+def test_a_repeated_phases_host_timeline_names_its_csv_in_its_samples_folder(tmp_path):
+    """runner/host_monitor.py names each host's CSV bare; with --repeat it is in `sample-<n>/`,
+    and the report (report/hosts.host_timelines) reads it from the run's (or group's) folder."""
+    store = Store(tmp_path / "results.db")
+    run = RunRecord(run_id="r1", kind="s3", target="t", settings={})
+    store.create_run(run)
+    for sample in (1, 2):
+        folder = tmp_path / f"sample-{sample}"
+        folder.mkdir()
+        recorder = PhaseRecorder(run, store, folder, Silent(), None, run_root=tmp_path, sample=sample)
+        recorder.started("put", "put", "s3 put")
+        timeline = {"from_wall": 1.0, "to_wall": 2.0, "hosts": {"a": {"csv": "host-a.monitor.csv", "disks": []}}}
+        recorder.finished("put", {"objects_per_s": 1.0}, {"hosts": {"a": {"objects_per_s": 1.0}},
+                                                           "host_timeline": timeline})
+    (op,) = store.load_run("r1").operations
+    assert op.detail["host_timeline"]["hosts"]["a"]["csv"] == "sample-2/host-a.monitor.csv"
+
+
+def test_a_phase_moving_no_bytes_spreads_its_request_rate_not_its_zero_bandwidth():
+    """An S3 DELETE measured twice: effective_bw is 0 in each sample; the spread column, the
+    `unstable` flag and the document are about its objects/s."""
+    delete = OperationRecord(name="delete", pattern="s3 delete", status=COMPLETE,
+                             samples=[{"effective_bw": 0.0, "objects_per_s": 300.0},
+                                      {"effective_bw": 0.0, "objects_per_s": 200.0}],
+                             figures={"effective_bw": 0.0, "objects_per_s": 250.0})
+    assert delete.headline_figure == "objects_per_s" and delete.unstable
+    assert spread_cell(delete).startswith("2: ") and "0.0–0.0" not in spread_cell(delete)
+    assert OperationRecord(name="x", pattern="p", figures={"effective_bw": 0.0}).headline_figure == "effective_bw"

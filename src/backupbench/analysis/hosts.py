@@ -4,6 +4,9 @@ were slow.
 Such a run stores each operation's figures as the hosts' total, and each host's own figures
 in detail["hosts"] = {host label: figures}; hosts lost during the operation are in
 detail["lost_hosts"] = {host label: reason} (runner/hosts.py). Pure: RunRecord in, data out.
+Measured several times (`--repeat N`), detail["host_samples"] holds each sample's per-host
+figures and detail["hosts"] each host's medians over them (runner/phases.py): a host's row
+shows its median, and the slow-host rule (noise.judge_hosts) is given every sample of each host.
 
 When each host's agent was asked for its samples (runner/host_monitor.py), a phase's
 detail["host_timeline"] holds its span by the controller's clock and each host's monitor CSV;
@@ -63,6 +66,7 @@ class OperationHosts:
     lost: dict[str, str] = field(default_factory=dict)  # lost during this operation: reason
     absent: list[str] = field(default_factory=list)     # known to the run, not in this operation
     note: str = ""               # why no host can be named slow (two hosts: noise.judge_hosts)
+    samples: int = 1             # samples per host (--repeat): each row is then the host's median
 
     @property
     def slow(self) -> list[HostRow]:
@@ -92,6 +96,20 @@ def run_hosts(run: RunRecord) -> list[str]:
     return seen
 
 
+def host_samples(op: OperationRecord, figure: str, values: dict[str, float]) -> dict[str, list[float]]:
+    """Each reporting host's samples of `figure`: from detail["host_samples"] when the phase was
+    measured several times, else its one value."""
+    samples = op.detail.get("host_samples")
+    if not isinstance(samples, list) or len(samples) < 2:
+        return {host: [value] for host, value in values.items()}
+    found: dict[str, list[float]] = {}
+    for sample in samples:
+        for host, figures in (sample or {}).items():
+            if str(host) in values and isinstance(figures, dict) and isinstance(figures.get(figure), (int, float)):
+                found.setdefault(str(host), []).append(float(figures[figure]))
+    return {host: found.get(host) or [value] for host, value in values.items()}
+
+
 def operation_hosts(op: OperationRecord, known: list[str]) -> OperationHosts:
     """One operation's hosts against their median. `known`: every host of the run, so that a
     host lost in an earlier operation shows as absent rather than silently missing."""
@@ -103,8 +121,10 @@ def operation_hosts(op: OperationRecord, known: list[str]) -> OperationHosts:
     # The conventional median (mean of the middle two for an even count), not stats.nearest_rank:
     # with two hosts the nearest rank is the slower host itself, which could then never be slow.
     median = statistics.median(values.values()) if values else None
-    # Slow: each host against the *others* (noise.judge_hosts); two hosts cannot name one.
-    judged = noise.judge_hosts({host: [value] for host, value in values.items()}, fraction=SLOW_FRACTION)
+    # Slow: each host against the *others* (noise.judge_hosts), over every sample of each host;
+    # two hosts cannot name one.
+    each = host_samples(op, figure, values)
+    judged = noise.judge_hosts(each, fraction=SLOW_FRACTION)
     slow = set(judged.slow)
     rows = []
     for host, value in values.items():
@@ -113,7 +133,8 @@ def operation_hosts(op: OperationRecord, known: list[str]) -> OperationHosts:
     absent = [h for h in known if h not in values and h not in lost]
     total = op.figures.get(figure)
     return OperationHosts(op.name, figure, rows, median, total, p99_of(op.figures), lost, absent,
-                          f"{op.name}: {judged.note}" if judged.note else "")
+                          f"{op.name}: {judged.note}" if judged.note else "",
+                          max((len(found) for found in each.values()), default=1))
 
 
 def host_breakdown(run: RunRecord) -> list[OperationHosts]:

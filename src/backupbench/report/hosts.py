@@ -77,7 +77,10 @@ def headings(breakdown: list[OperationHosts]) -> list[str]:
 
 
 def caption(run: RunRecord, breakdown: list[OperationHosts]) -> str:
-    parts = [f"slow: more than {SLOW_FRACTION:.0%} under the median of the hosts that reported"]
+    parts = [f"slow: more than {SLOW_FRACTION:.0%} (and past their spread) under the other hosts' median"]
+    repeats = max((op.samples for op in breakdown), default=1)
+    if repeats > 1:
+        parts.append(f"each host: the median of its {repeats} samples, judged over all of them")
     # What the runner says the total's p99 is (runner/hosts.py: merged histograms, or the worst
     # host's when fio gave none), verbatim.
     said = next((str(op.detail["p99_total"]) for op in run.operations if op.detail.get("p99_total")), "")

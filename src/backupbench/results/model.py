@@ -124,8 +124,9 @@ def new_run_id() -> str:
     return f"{stamp}-{secrets.token_hex(4)}"
 
 
-# The figure a phase's table, flags and spread are about: the first of these a phase has.
-HEADLINE_FIGURES = ("clone_s_per_tib", "files_per_s", "effective_bw")
+# The figure a phase's table, flags and spread are about: the first of these a phase has, and
+# not 0 (an S3 DELETE or LIST moves no bytes: its effective_bw is 0, its request rate is what moves).
+HEADLINE_FIGURES = ("clone_s_per_tib", "files_per_s", "effective_bw", "objects_per_s")
 
 
 @dataclass
@@ -168,7 +169,8 @@ class OperationRecord:
     @property
     def headline_figure(self) -> str | None:
         """The figure a phase is judged by in its table (its bold column), if it has one."""
-        return next((name for name in HEADLINE_FIGURES if name in self.figures), None)
+        present = [name for name in HEADLINE_FIGURES if name in self.figures]
+        return next((name for name in present if self.figures[name]), present[0] if present else None)
 
     @property
     def cached(self) -> str | None:

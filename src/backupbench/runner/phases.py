@@ -12,6 +12,9 @@ detail["cache_checked_samples"]).
 A phase measured several times (`sample` > 1: RunSession.measure's repeats) adds a sample to
 the operation its first sample opened: `samples` keeps each sample's figures, `figures` their
 medians (results/model.py), and the phase keeps its place among the run's operations.
+A multi-host phase (`--hosts`, `--agents`, a recipe's `[hosts]`) keeps its hosts alike: each
+sample's per-host figures in detail["host_samples"], detail["hosts"] each host's medians over
+them, and detail["lost_hosts"] every host lost in any sample (`merge_host_samples`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from backupbench.monitor.zfs import PoolGauge
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, FAILED, MONITOR_PREFIX, RUNNING, OperationRecord, RunRecord, medians, now_iso
 from backupbench.results.store import Store
+from backupbench.runner.host_monitor import DETAIL_KEY as TIMELINE_KEY
 
 
 class Reporter(Protocol):
@@ -83,6 +87,25 @@ class MonitorPlan:
             if value is not None:
                 figures[name] = value
         return figures
+
+
+def merge_host_samples(before: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
+    """A later sample's detail with its hosts joined to the earlier samples' (`before`, the
+    phase's detail so far): detail["host_samples"] each sample's {host: figures}, detail["hosts"]
+    each host's medians over its samples (as the phase's `figures` are the totals' medians:
+    a host shows the same kind of figure with one sample or several), detail["lost_hosts"]
+    every host lost in any sample. A detail without per-host figures is given back as it is."""
+    hosts = latest.get("hosts")
+    if not isinstance(hosts, dict):
+        return latest
+    known = before.get("host_samples") or ([before["hosts"]] if isinstance(before.get("hosts"), dict) else [])
+    samples = [*known, hosts]
+    names = dict.fromkeys(str(host) for sample in samples for host in sample)
+    per_host = {host: medians([{k: v for k, v in sample[host].items() if isinstance(v, (int, float))}
+                               for sample in samples if isinstance(sample.get(host), dict)])
+                for host in names}
+    lost = {**(before.get("lost_hosts") or {}), **(latest.get("lost_hosts") or {})}
+    return {**latest, "host_samples": samples, "hosts": per_host, "lost_hosts": lost}
 
 
 class PhaseRecorder:
@@ -192,11 +215,27 @@ class PhaseRecorder:
         detail = dict(detail or {})
         # Units of a workload's own figures (names FIGURE_UNITS does not know) come in the detail.
         record.units.update(detail.pop("units", {}))
+        if self._earlier is not None:
+            detail = merge_host_samples(record.detail, detail)
+        self._timeline_in_sample_folder(detail)
         record.detail.update(detail)
         self._stop_monitor(record)
         record.status, record.finished_at = FAILED if failed else COMPLETE, now_iso()
         self._save(record)
         self.reporter.stage_finished(record.name, record)
+
+    def _timeline_in_sample_folder(self, detail: dict[str, Any]) -> None:
+        """A repeated phase's per-host CSVs (runner/host_monitor.py names them bare) are in its
+        sample's folder: named from the group's folder, where the report looks for them. The
+        phase's timeline is then its latest sample's, as its `monitor_csv` is."""
+        timeline = detail.get(TIMELINE_KEY)
+        base = self.run_root / self.group if self.group else self.run_root
+        if not isinstance(timeline, dict) or self.folder == base or not self.folder.is_relative_to(base):
+            return
+        inside = self.folder.relative_to(base)
+        hosts = {host: {**where, "csv": str(inside / where["csv"])} if isinstance(where, dict) and where.get("csv")
+                 else where for host, where in (timeline.get("hosts") or {}).items()}
+        detail[TIMELINE_KEY] = {**timeline, "hosts": hosts}
 
     def abort(self, status: str) -> None:
         """The phase under way ends with `status` (failed / incomplete); its samples are kept."""
