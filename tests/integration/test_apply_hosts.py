@@ -111,15 +111,22 @@ def test_a_host_down_before_the_start_refuses_the_recipe_by_name(servers, tmp_pa
     assert _stored_runs(results) == []
 
 
-def test_apply_with_agent_token_file_checks_and_samples_each_hosts_agent(servers, tmp_path):
+def _with_agents(servers, tmp_path, **recipe_keys):
+    """Agents on hosts 1 and 2 with one token, an empty target and a [hosts] recipe naming them
+    (recipe_keys as _recipe takes them): (target, results folder, recipe, the hosts' names)."""
     token = token_file(tmp_path)
     for n in (1, 2):
         servers.start_agent(n, token, AGENT_PORT)
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
     names = [servers.addresses[1], servers.addresses[2]]
-    recipe = _recipe(tmp_path, names, target, first_write=False, runtime="3s", agent_token_file=str(token),
-                     agent_ca=str(servers.authority.ca), agent_port=AGENT_PORT)
+    recipe = _recipe(tmp_path, names, target, agent_token_file=str(token), agent_ca=str(servers.authority.ca),
+                     agent_port=AGENT_PORT, **recipe_keys)
+    return target, results, recipe, names
+
+
+def test_apply_with_agent_token_file_checks_and_samples_each_hosts_agent(servers, tmp_path):
+    target, results, recipe, names = _with_agents(servers, tmp_path, first_write=False, runtime="3s")
     done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
     assert done.returncode == 0, done.stderr
     [run] = _stored_runs(results)
@@ -160,14 +167,7 @@ def test_apply_refuses_by_name_a_host_whose_agent_is_down_before_anything_runs(s
 
 
 def test_a_recipe_with_two_workloads_samples_the_agents_in_each(servers, tmp_path):
-    token = token_file(tmp_path)
-    for n in (1, 2):
-        servers.start_agent(n, token, AGENT_PORT)
-    target, results = tmp_path / "target", tmp_path / "results"
-    target.mkdir()
-    names = [servers.addresses[1], servers.addresses[2]]
-    recipe = _recipe(tmp_path, names, target, runtime="3s", agent_token_file=str(token),
-                     agent_ca=str(servers.authority.ca), agent_port=AGENT_PORT)
+    target, results, recipe, names = _with_agents(servers, tmp_path, runtime="3s")
     done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
     assert done.returncode == 0, done.stderr
     [run] = _stored_runs(results)
@@ -191,14 +191,7 @@ def test_a_hosts_recipe_with_repeat_keeps_each_samples_hosts_and_judges_them_ove
     """`repeat = 2` on a [hosts] recipe's workload: its phases stored with 2 samples each, each
     host's figure the median of its samples, the hosts' verdict over them, and each sample's
     per-host CSV found where the report looks (the workload's group folder)."""
-    token = token_file(tmp_path)
-    for n in (1, 2):
-        servers.start_agent(n, token, AGENT_PORT)
-    target, results = tmp_path / "target", tmp_path / "results"
-    target.mkdir()
-    names = [servers.addresses[1], servers.addresses[2]]
-    recipe = _recipe(tmp_path, names, target, agent_token_file=str(token), agent_ca=str(servers.authority.ca),
-                     agent_port=AGENT_PORT)
+    target, results, recipe, names = _with_agents(servers, tmp_path)
     recipe.write_text(recipe.read_text().replace('runtime = "1s"\n', 'runtime = "1s"\nrepeat = 2\n', 1))
     done = _cli(["apply", str(recipe), "--quiet"], results, tmp_path)
     assert done.returncode == 0, done.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from backupbench.cli.progress import QuietReporter
 from backupbench.monitor import Thresholds
 from backupbench.monitor.cache_guard import StorageFacts
 from backupbench.results.model import RunRecord
@@ -29,19 +30,11 @@ class CountedDisks(MonitorPlan):
         return self.counter
 
 
-class Quiet:
-    def run_started(self, run): ...
-    def stage_started(self, name, description): ...
-    def stage_progress(self, name, fraction, detail): ...
-    def stage_finished(self, name, record): ...
-    def caution(self, text): ...
-
-
 def _recorder(tmp_path, plan):
     store = Store(tmp_path / "results.db")
     run = RunRecord(run_id="r1", kind="kb2014", target=str(tmp_path), settings={})
     store.create_run(run)
-    return PhaseRecorder(run, store, tmp_path, Quiet(), plan)
+    return PhaseRecorder(run, store, tmp_path, QuietReporter(), plan)
 
 
 def _phase(tmp_path, plan, warmup_s, ramp_bytes, measured_bytes):
@@ -87,7 +80,7 @@ def _samples(tmp_path, plan, seen_per_sample):
     run = RunRecord(run_id="r1", kind="kb2014", target=str(tmp_path), settings={})
     store.create_run(run)
     for sample, seen in enumerate(seen_per_sample, start=1):
-        recorder = PhaseRecorder(run, store, tmp_path, Quiet(), plan, sample=sample)
+        recorder = PhaseRecorder(run, store, tmp_path, QuietReporter(), plan, sample=sample)
         recorder.started("restore-sequential", "restore", "read")
         plan.counter += seen
         recorder.finished("restore-sequential", {"read_bw": 1.0 * MIB, "runtime": 100.0})

@@ -3,6 +3,7 @@ many samples `--repeat` measures: a later sample's crossings join the earlier on
 
 from __future__ import annotations
 
+from backupbench.cli.progress import QuietReporter
 from backupbench.monitor import Thresholds
 from backupbench.monitor.summary import Crossing, MonitorSummary, crossing_lines, merged_crossings
 from backupbench.results.model import RunRecord
@@ -33,21 +34,13 @@ class Crossed(MonitorPlan):
         return Said(self.per_sample.pop(0))
 
 
-class Quiet:
-    def run_started(self, run): ...
-    def stage_started(self, name, description): ...
-    def stage_progress(self, name, fraction, detail): ...
-    def stage_finished(self, name, record): ...
-    def caution(self, text): ...
-
-
 def _run(tmp_path, per_sample):
     store = Store(tmp_path / "results.db")
     run = RunRecord(run_id="r1", kind="kb2014", target=str(tmp_path), settings={}, notes=["before"])
     store.create_run(run)
     plan = Crossed(per_sample)
     for sample in range(1, len(per_sample) + 1):
-        recorder = PhaseRecorder(run, store, tmp_path, Quiet(), plan, sample=sample)
+        recorder = PhaseRecorder(run, store, tmp_path, QuietReporter(), plan, sample=sample)
         recorder.started("active-full", "full", "write")
         recorder.finished("active-full", {"write_bw": 1.0, "runtime": 1.0})
     return run
