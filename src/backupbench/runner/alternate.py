@@ -67,7 +67,7 @@ def _measure_rounds(session: RunSession, layouts: Sequence[LayoutPlan], rounds: 
     """Every round over the built layouts, each with its MinIO server and LVM watches running
     throughout (both stopped before the teardown: MinIO holds the mounted drives)."""
     with ExitStack() as running:
-        servers = {layout.name: _server(running, session, layout) for layout in layouts}
+        servers = {layout.name: _started(running, layout_server(session, layout)) for layout in layouts}
         watches = {layout.name: _Watches(running.enter_context(SnapshotWatch(layout.watched_snapshots)),
                                          running.enter_context(ThinPoolWatch(thin_pool_vgs(layout))))
                    for layout in layouts}
@@ -88,22 +88,33 @@ def torn_down(session: RunSession, name: str, provisioner: Provisioner) -> Teard
     return report
 
 
-def _server(running: ExitStack, session: RunSession, layout: LayoutPlan) -> MinioServer | None:
+def layout_server(session: RunSession, layout: LayoutPlan) -> MinioServer | None:
+    """The MinIO server a layout with S3 drives is measured through (a context manager, not
+    yet started); None for a layout without."""
     if not layout.s3_drives:
         return None
-    return running.enter_context(MinioServer(list(layout.s3_drives), log_path=session.folder / f"{layout.name}.minio.log",
-                                             extra_env=dict(layout.s3_env)))
+    return MinioServer(list(layout.s3_drives), log_path=session.folder / f"{layout.name}.minio.log",
+                       extra_env=dict(layout.s3_env))
+
+
+def _started(running: ExitStack, server: MinioServer | None) -> MinioServer | None:
+    return None if server is None else running.enter_context(server)
 
 
 def _watched(session: RunSession, name: str, watch: _Watches) -> None:
-    """What the layout's LVM watches saw over its rounds, on its phases and in the notes."""
-    snapshots, pools = watch.snapshots, watch.pools
+    mine = [op for op in session.run.operations if op.name.startswith(name + "/")]
+    record_watches(session, name, name, mine, watch.snapshots, watch.pools)
+
+
+def record_watches(session: RunSession, layout: str, said_as: str, operations: list, snapshots: SnapshotWatch,
+                   pools: ThinPoolWatch) -> None:
+    """What a layout's LVM watches saw: their figures on the phases they watched, their notes
+    (said as `said_as`), and the run void when a snapshot overflowed or a thin pool filled."""
     if snapshots.snapshots or pools.vgs:
-        mine = [op for op in session.run.operations if op.name.startswith(name + "/")]
-        session.annotate(mine, {**snapshots.figures(), **pools.figures()})
-    session.run.notes.extend(f"{name}: {note}" for note in (*snapshots.notes(), *pools.notes()))
-    if (full_pool := pools.void_reason(name)) is not None:
+        session.annotate(operations, {**snapshots.figures(), **pools.figures()})
+    session.run.notes.extend(f"{said_as}: {note}" for note in (*snapshots.notes(), *pools.notes()))
+    if (full_pool := pools.void_reason(layout)) is not None:
         session.void(full_pool)
     if snapshots.invalid:
-        session.void(f"snapshot {', '.join(sorted(snapshots.invalid))} of {name} overflowed and is Invalid: "
+        session.void(f"snapshot {', '.join(sorted(snapshots.invalid))} of {layout} overflowed and is Invalid: "
                      "the figures of this run are void; give the snapshots more space")

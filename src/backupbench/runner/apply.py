@@ -26,7 +26,7 @@ from backupbench.monitor.thinwatch import ThinPoolWatch
 from backupbench.plan import Plan
 from backupbench.recipe import naming
 from backupbench.results.model import RunRecord
-from backupbench.runner.alternate import run_alternated, torn_down
+from backupbench.runner.alternate import layout_server, record_watches, run_alternated, torn_down
 from backupbench.runner.apply_hosts import apply_on_hosts
 from backupbench.runner.faulted import FaultRun, member_baseline
 from backupbench.runner.phases import Reporter
@@ -114,11 +114,11 @@ def _one_layout(session: RunSession, layout, plan: Plan, journal: Journal, hooks
 
 
 def _measure_layout(session: RunSession, recipe, layout, provisioner: Provisioner, hooks: ApplyHooks) -> None:
-    if not layout.s3_drives:
+    server = layout_server(session, layout)
+    if server is None:
         _measure_states(session, recipe, layout, None, provisioner, hooks)
         return
-    with MinioServer(list(layout.s3_drives), log_path=session.folder / f"{layout.name}.minio.log",
-                     extra_env=dict(layout.s3_env)) as server:
+    with server:
         _measure_states(session, recipe, layout, server, provisioner, hooks)
 
 
@@ -138,35 +138,32 @@ def _measure_states(session: RunSession, recipe, layout, server: MinioServer | N
         session.run.notes.extend(fault.notes + [f"{layout.name}: rebuild watch: {e}" for e in fault.watch.errors])
 
 
-def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer | None, state: str = "") -> None:
-    # fio and small-file workloads on a MinIO layout run on its first drive.
+def _where(layout) -> tuple[Path | None, tuple[Path, ...]]:
+    """(the directory a layout's workloads run in, the paths its data lands on): fio and
+    small-file workloads on a MinIO layout run on its first drive."""
     target = layout.s3_drives[0] if layout.s3_drives else layout.mount_point
+    return target, layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ())
+
+
+def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer | None, state: str = "") -> None:
+    target, storage = _where(layout)
     for index, spec in enumerate(recipe.workload):
         base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
         group = naming.in_state(base, state)
         before = len(session.run.operations)
         with SnapshotWatch(layout.watched_snapshots) as watch, ThinPoolWatch(thin_pool_vgs(layout)) as pools:
-            session.measure(build_workload(spec, server, layout.name), target, group=group,
-                            storage=layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ()),
+            session.measure(build_workload(spec, server, layout.name), target, group=group, storage=storage,
                             layout=base, state=state, repeat=spec.repeat)
-        if watch.snapshots or pools.vgs:
-            session.annotate(session.run.operations[before:], {**watch.figures(), **pools.figures()})
-        session.run.notes.extend(f"{group}: {note}" for note in (*watch.notes(), *pools.notes()))
-        if (full_pool := pools.void_reason(layout.name)) is not None:
-            session.void(full_pool)
-        if watch.invalid:
-            session.void(f"snapshot {', '.join(sorted(watch.invalid))} of {layout.name} overflowed and is Invalid: "
-                         "the figures of this run are void; give the snapshots more space")
+        record_watches(session, layout.name, group, session.run.operations[before:], watch, pools)
 
 
 def _measure_sample(session: RunSession, recipe, layout, server: MinioServer | None, sample: int) -> None:
     """One round of a layout measured in alternation (runner/alternate.py): sample `sample` of
     each workload repeated that often; its LVM watches run over all rounds, in alternate.py."""
-    target = layout.s3_drives[0] if layout.s3_drives else layout.mount_point
+    target, storage = _where(layout)
     for index, spec in enumerate(recipe.workload):
         if spec.repeat < sample:
             continue
         base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
-        session.measure(build_workload(spec, server, layout.name), target, group=base,
-                        storage=layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ()),
+        session.measure(build_workload(spec, server, layout.name), target, group=base, storage=storage,
                         layout=base, repeat=spec.repeat, samples=range(sample, sample + 1))
