@@ -54,7 +54,11 @@ def rebuilt_counts(detail: dict) -> str:
     if kind == "md":
         return "the member's whole size: md rebuilds every block"
     if kind == "zfs" and "distributed" in target:
-        return "zpool's 'rebuilt' count of the sequential rebuild onto the distributed spare"
+        # OpenZFS counts only the repair writes that reach the disks behind the distributed
+        # spare (vdev_stat_update), one column of each stripe whose redundancy group held the
+        # failed child; on a lightly filled pool that depends on dRAID's per-slice permutation.
+        return ("zpool's 'rebuilt': written to the disks behind the distributed spare, the failed disk's "
+                "column of each stripe whose group held it (about scanned / group width), not the data")
     if kind == "zfs":
         return "resilvered: written onto the new disk (its share of the data and parity)"
     if kind == "btrfs":
