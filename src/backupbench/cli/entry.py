@@ -38,4 +38,21 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("backupbench: interrupted\n")
         code = stopping.EXIT_CODE
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback
+        code = _import_failed(exc)
     _leave(code)
+
+
+def _import_failed(exc: Exception) -> int:
+    """An exception out of the CLI's imports. A stop signal there can come back as another
+    error: pydantic's compiled core turns a KeyboardInterrupt raised while it builds a model's
+    validator into a SchemaError, so a stop that arrived is still a stop (exit 130)."""
+    if stopping.requested() is not None:
+        sys.stderr.write("backupbench: interrupted\n")
+        return stopping.EXIT_CODE
+    if "--debug" in sys.argv or os.environ.get("BACKUPBENCH_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    sys.stderr.write(f"backupbench: internal error while starting: {exc!r} — rerun with --debug for the traceback\n")
+    return 70
