@@ -8,8 +8,9 @@ pinned to that certificate, `agent.trust_args` are the controller's flags for it
 
 `Hosts` makes namespaces TAG-N (N = 1, 2, ...) on one bridge here: 10.231.X.1 is this side,
 10.231.X.(N+1) is namespace N, so this side reaches every namespace and the namespaces reach
-each other (MinIO in one, agents in the others). X comes from the test process's pid and an
-instance count, so concurrent test runs (xdist workers too) pick other subnets. In each
+each other (MinIO in one, agents in the others). X starts from the test process's pid and an
+instance count, and the first free one from there is claimed under a lock, so concurrent test
+runs (xdist workers too) take other subnets. In each
 namespace it starts what a test asks for: a fio server, an agent (its certificate from the
 Hosts' own CA: `hosts.trust_args` is `--agent-ca CA`). Traffic goes only to those addresses.
 Everything made is removed by `teardown()`, which the `netns` fixture calls in `finally`, and a
@@ -22,6 +23,7 @@ fixtures use `hosts_for(folder)`, the same thing as a context manager.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import secrets
@@ -121,6 +123,15 @@ class Agent:
         return self.proc.returncode
 
 
+def _session_folder(folder: Path) -> Path:
+    """The pytest run's own temporary folder, which its xdist workers' folders are in (a lock
+    there is removed with it); the given folder itself outside pytest's layout."""
+    for parent in folder.parents:
+        if parent.name.startswith("pytest-") and parent.parent.name.startswith("pytest-of-"):
+            return parent
+    return folder
+
+
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
 
@@ -172,11 +183,18 @@ class Hosts:
         return ["ip", "netns", "exec", f"{self.tag}-{n}"]
 
     def _bridge_up(self) -> None:
-        in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
-        assert f" {self.net}." not in in_use, f"{self.net}.0/24 is in use on this machine"
-        _ip("link", "add", self.bridge, "type", "bridge")
-        self.links.append(self.bridge)
-        _ip("addr", "add", f"{self.net}.1/24", "dev", self.bridge)
+        # Test processes (xdist workers) make bridges at the same time: the first free subnet
+        # from this one on is found and claimed under one lock, so two never take the same.
+        with open(_session_folder(self.folder) / "subnet.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
+            free = [n for n in (20 + (self.subnet - 20 + step) % 230 for step in range(230))
+                    if f" 10.231.{n}." not in in_use]
+            assert free, "every 10.231.X.0/24 subnet (X 20-249) is in use on this machine"
+            self.subnet = free[0]
+            _ip("link", "add", self.bridge, "type", "bridge")
+            self.links.append(self.bridge)
+            _ip("addr", "add", f"{self.net}.1/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
 
     def make(self, n: int) -> str:
