@@ -376,6 +376,31 @@ def test_fault_report_sets_each_state_against_healthy_and_the_model():
                                                      ["restore during rebuild MiB/s", "40.0"]]
 
 
+def test_a_figure_below_its_model_says_how_hard_the_members_worked():
+    from backupbench.report.fault_analysis import fault_reports
+
+    # The lab's RAIDZ2 restore-sequential (issue 25): the members read 9-16 MiB/s of their
+    # 50 MiB/s while the guest's CPU was busy; a disk-bound figure says so instead.
+    run = _fault_run()
+    healthy = next(op for op in run.operations if op.detail.get("state") == "healthy")
+    healthy.figures.update({"effective_bw": 100 * 2**20, "members_rMB_s": 12.0,
+                            "mon.cpu_idle.avg": 29.0, "mon.cpu_iowait.avg": 7.0})
+    [report] = fault_reports(run)
+    [line] = [w for w in report.model_warnings() if "restore-random" in w]
+    assert "healthy is -60% against its model" in line
+    assert line.endswith("; the members read 12.0 MiB/s each, 24% of their own speed: "
+                         "something other than the disks bound it (CPU 64% busy)")
+    healthy.figures["members_rMB_s"] = 45.0
+    [report] = fault_reports(run)
+    [line] = [w for w in report.model_warnings() if "restore-random" in w]
+    assert line.endswith("; the members read 45.0 MiB/s each, 90% of their own speed: the disks bound it")
+    # Above its model (a cache, fewer disks than thought) nothing is claimed about the members.
+    healthy.figures["effective_bw"] = 400 * 2**20
+    [report] = fault_reports(run)
+    [line] = [w for w in report.model_warnings() if "restore-random" in w]
+    assert "+60% against its model" in line and "members read" not in line
+
+
 def test_the_rebuild_line_says_what_its_bytes_count():
     from backupbench.report.fault_analysis import fault_reports
     from backupbench.report.faults import rebuild_line, rebuilt_counts

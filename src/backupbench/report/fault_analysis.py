@@ -13,12 +13,15 @@ from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.sizing import speed_model
 from backupbench.sizing.measured_rebuild import layout_operations, member_record, recipe_layout, used_percent
 from backupbench.sizing.speed_model import Expected
+from backupbench.units import MiB
 from backupbench.workloads import capabilities
 
 READ_OPERATIONS = ("restore-sequential", "restore-random", "get")
 # Large sequential writes: what the write model describes (a merge's randrw is not).
 WRITE_OPERATIONS = ("active-full", "put")
 KB2014_BLOCK = 512 * 1024
+# Members moving at least this share of their own measured speed were the bound.
+DISKS_BOUND_SHARE = 0.8
 
 
 @dataclass
@@ -28,6 +31,7 @@ class OperationRow:
     speeds: dict[str, float] = field(default_factory=dict)  # state -> value (the median of its samples)
     samples: dict[str, list[float]] = field(default_factory=dict)  # state -> its samples, for the verdicts
     model: Expected | None = None
+    healthy_figures: dict[str, float] = field(default_factory=dict)  # the monitor's, to say why it is off
 
     @property
     def model_error(self) -> float | None:
@@ -68,12 +72,32 @@ class FaultReport:
                 return row.speeds["rebuilding"]
         return None
 
+    def _why_below(self, row: OperationRow) -> str:
+        """For a figure below its disk model, what the monitor saw: the members at their own
+        speed (the disks bound it: the model's count of them is off), or well under it
+        (something else did: in the lab, often the emulated CPU)."""
+        if row.model_error is None or row.model_error >= 0:
+            return ""
+        reads = row.operation in READ_OPERATIONS
+        each = row.healthy_figures.get("members_rMB_s" if reads else "members_wMB_s")
+        own = self.member_bw if reads else self.member_write_bw
+        if each is None or not own:
+            return ""
+        share = each * MiB / own
+        moved = f"; the members {'read' if reads else 'wrote'} {each:.1f} MiB/s each, {share:.0%} of their own speed"
+        if share >= DISKS_BOUND_SHARE:
+            return moved + ": the disks bound it"
+        idle, iowait = (row.healthy_figures.get(f"mon.cpu_{k}.avg") for k in ("idle", "iowait"))
+        cpu = f" (CPU {100 - idle - iowait:.0f}% busy)" if idle is not None and iowait is not None else ""
+        return moved + f": something other than the disks bound it{cpu}"
+
     def model_warnings(self) -> list[str]:
         lines = []
         for row in self.rows:
             if speed_model.off(row.model_error):
                 lines.append(f"{self.layout}: {row.operation} healthy is {row.model_error:+.0%} against its model "
-                             f"({row.model.why}): more than {speed_model.MODEL_TOLERANCE:.0%} off")
+                             f"({row.model.why}): more than {speed_model.MODEL_TOLERANCE:.0%} off"
+                             + self._why_below(row))
         if speed_model.off(self.rebuild_error):
             lines.append(f"{self.layout}: the rebuild took {self.rebuild_error:+.0%} against the model "
                          f"({self.model_rebuild.why}): more than {speed_model.MODEL_TOLERANCE:.0%} off"
@@ -100,6 +124,8 @@ def _rows(ops: list[OperationRecord]) -> list[OperationRow]:
         row = rows.setdefault(operation, OperationRow(operation, best[0]))
         row.speeds.setdefault(state, best[1])
         row.samples.setdefault(state, op.sample_values(best[0]))
+        if state == naming.HEALTHY and not row.healthy_figures:
+            row.healthy_figures = dict(op.figures)
     return list(rows.values())
 
 

@@ -33,6 +33,8 @@ FIGURE_UNITS = {
     "runtime": "s",
     "members_util": "%",
     "members_w_await": "ms",
+    "members_rMB_s": "MiB/s",   # what each member disk read, on average over the members
+    "members_wMB_s": "MiB/s",
     # The small-file engine's phases.
     "files_per_s": "files/s",
     "file_p50_lat": "ns",

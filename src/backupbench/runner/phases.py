@@ -77,12 +77,14 @@ class MonitorPlan:
         return PoolGauge(self.stack.pool)
 
     def headline(self, summary: Any) -> dict[str, float]:
-        """The figures the run table shows: the member disks' average %util and w_await."""
+        """The member disks' averages: %util and w_await, which the run table shows, and the
+        MiB/s each read and wrote, which a fault report sets against the member's own speed."""
         if self.stack is None:
             return {}
         members = list(self.stack.members) or self.stack.all_names
         figures = {}
-        for name, metric in (("members_util", "util"), ("members_w_await", "w_await")):
+        for name, metric in (("members_util", "util"), ("members_w_await", "w_await"),
+                             ("members_rMB_s", "rMB_s"), ("members_wMB_s", "wMB_s")):
             value = summary.mean_over(members, metric)
             if value is not None:
                 figures[name] = value
