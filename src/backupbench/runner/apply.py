@@ -132,7 +132,8 @@ def _measure_states(session: RunSession, recipe, layout, server: MinioServer | N
                      recheck=hooks.recheck, journal=session.journal, run_id=session.run_id, reporter=session.reporter,
                      server=server.connection() if server is not None else None)
     try:
-        fault.run(lambda state: _measure_workloads(session, recipe, layout, server, state))
+        fault.run(lambda state: _measure_workloads(session, recipe, layout, server, state,
+                                                   stop_reason=fault.sample_stop_reason))
     finally:
         session.add_operation(fault.record(), announced=fault.rebuild_announced)
         session.run.notes.extend(fault.notes + [f"{layout.name}: rebuild watch: {e}" for e in fault.watch.errors])
@@ -145,7 +146,8 @@ def _where(layout) -> tuple[Path | None, tuple[Path, ...]]:
     return target, layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ())
 
 
-def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer | None, state: str = "") -> None:
+def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer | None, state: str = "",
+                       stop_reason: Callable[[], str | None] | None = None) -> None:
     target, storage = _where(layout)
     for index, spec in enumerate(recipe.workload):
         base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
@@ -153,7 +155,7 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
         before = len(session.run.operations)
         with SnapshotWatch(layout.watched_snapshots) as watch, ThinPoolWatch(thin_pool_vgs(layout)) as pools:
             session.measure(build_workload(spec, server, layout.name), target, group=group, storage=storage,
-                            layout=base, state=state, repeat=spec.repeat)
+                            layout=base, state=state, repeat=spec.repeat, stop_reason=stop_reason)
         record_watches(session, layout.name, group, session.run.operations[before:], watch, pools)
 
 

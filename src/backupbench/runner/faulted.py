@@ -231,6 +231,14 @@ class FaultRun:
         return next((s.elapsed for s in self.watch.samples if s.elapsed >= self.span_started and s.state.finished),
                     None)
 
+    def sample_stop_reason(self) -> str | None:
+        """Asked between a workload's samples: once the rebuild has ended, the samples of a
+        rebuilding state would measure the rebuilt array."""
+        if self.watch.phase != REBUILDING or not self._sampled_finished():
+            return None
+        return ("the rebuild ended before the others, which would have measured the rebuilt array "
+                "(a slower rebuild, e.g. speed_limit_max, or fewer samples keeps them all in it)")
+
     def _sampled_finished(self) -> bool:
         self.watch.sample()
         return self._finished()

@@ -159,7 +159,7 @@ class RunSession:
 
     def measure(self, workload: Workload, target: Path | None, group: str = "", checked: bool = False,
                 storage: tuple[Path, ...] = (), layout: str = "", state: str = "", repeat: int = 1,
-                samples: range | None = None) -> None:
+                samples: range | None = None, stop_reason: Callable[[], str | None] | None = None) -> None:
         """Run `workload` in `target`; its phases are stored as operations of this run.
         checked: the caller already ran workload.check(target). storage: where a workload that
         works on no directory of its own (S3 through a layout's MinIO) lands its data; the
@@ -168,7 +168,9 @@ class RunSession:
         each sample starts as the first did), its phases in turn: write, read, write, read...,
         so drift hits every phase alike; each sample's raw files in `sample-<n>/`. samples: which
         of the `repeat` samples to run now (all by default; a recipe whose layouts alternate runs
-        one per round, runner/alternate.py), each joining the phase its first sample opened."""
+        one per round, runner/alternate.py), each joining the phase its first sample opened.
+        stop_reason: asked before each sample after the first; a reason ends the samples there
+        (a rebuild that ended: later samples would measure another state), said in a note."""
         key = layout or group or "target"
         if workload.needs_directory:
             found = check_target(target, workload, self.journal, self.run_id)
@@ -190,7 +192,12 @@ class RunSession:
                 "members": list(monitor.stack.members)}
         self._guard_caches(workload, target, monitor)
         base = self.folder / group if group else self.folder
-        for sample in samples if samples is not None else range(1, repeat + 1):
+        wanted = samples if samples is not None else range(1, repeat + 1)
+        for sample in wanted:
+            reason = stop_reason() if stop_reason is not None and sample != wanted[0] else None
+            if reason:
+                self.run.notes.append(f"{group or key}: {sample - 1} of {repeat} samples; {reason}")
+                break
             folder = base / f"sample-{sample}" if repeat > 1 else base
             folder.mkdir(parents=True, exist_ok=True)
             self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group=group,
