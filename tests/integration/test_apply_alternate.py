@@ -154,3 +154,38 @@ def test_sigkill_in_round_two_then_cleanup_tears_down_every_built_layout(tmp_pat
         _nothing_left(results, root, devices)
     finally:
         subprocess.run(["umount", "-R", str(root)], capture_output=True)
+
+
+def test_two_minio_layouts_alternate_with_each_server_kept_across_the_rounds(cli, tmp_path, loops):
+    from s3_fixtures import require_s3_tools
+    require_s3_tools()
+    (d0, _), (d1, _) = loops(2)
+    layouts = "".join(f'\n[[layout]]\nname = "{name}"\nkind = "filesystem"\ndevices = ["{device}"]\nminio = true\n'
+                      f'filesystem = {{ type = "{fs}" }}\n' for name, device, fs in (("a", d0, "xfs"), ("b", d1, "ext4")))
+    workload = '\n[[workload]]\nkind = "s3"\nobjects = 20\nobject_size = "64KiB"\nconcurrency = 4\nrepeat = 2\n'
+    recipe = write_recipe(tmp_path, [d0, d1], layouts, workload)
+    result = cli("apply", str(recipe), "--yes", "--mount-root", str(tmp_path / "mnt"), "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    run = document["run"]
+    assert any(note.startswith("repeats: layouts a, b use no device in common") for note in run["notes"]), run["notes"]
+    phases = {op["name"]: op for op in document["phases"]}
+    assert set(phases) == {f"{layout}/{phase}" for layout in ("a", "b") for phase in ("put", "get", "delete")}
+    for name, op in phases.items():
+        ops = next(f for f in op["figures"] if f["name"] == "ops")
+        assert ops["samples"] == [20, 20], (name, ops)
+    run_dir = cli.results / "runs" / run["id"]
+    order = [("a", 1), ("b", 1), ("b", 2), ("a", 2)]
+    spans = {key: written_between(run_dir / key[0] / f"sample-{key[1]}") for key in order}
+    for earlier, later in zip(order, order[1:]):
+        assert spans[earlier][1] <= spans[later][0], f"{earlier} was not measured before {later}: {spans}"
+    # One server per layout for all its rounds: the journal saw two MinIO processes started,
+    # not one per sample, and both removed.
+    [journal] = (cli.results / "journal").glob("*.closed.jsonl")
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    servers = {e["id"] for e in entries if e["event"] == "create" and e["artefact"].get("name") == "minio"}
+    assert len(servers) == 2, entries
+    assert servers <= {e["id"] for e in entries if e["event"] == "removed"}
+    for device in (d0, d1):
+        assert subprocess.run(["blkid", "-p", device], capture_output=True).returncode == 2
+    assert str(tmp_path / "mnt") not in subprocess.run(["findmnt", "-rn"], capture_output=True, text=True).stdout
