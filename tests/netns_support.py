@@ -9,8 +9,8 @@ pinned to that certificate, `agent.trust_args` are the controller's flags for it
 `Hosts` makes namespaces TAG-N (N = 1, 2, ...) on one bridge here: 10.231.X.1 is this side,
 10.231.X.(N+1) is namespace N, so this side reaches every namespace and the namespaces reach
 each other (MinIO in one, agents in the others). X starts from the test process's pid and an
-instance count, and the first free one from there is claimed under a lock, so concurrent test
-runs (xdist workers too) take other subnets. In each
+instance count, and the first free one from there is claimed while holding a machine-wide claim
+(an abstract socket name), so concurrent test runs (xdist workers too) take other subnets. In each
 namespace it starts what a test asks for: a fio server, an agent (its certificate from the
 Hosts' own CA: `hosts.trust_args` is `--agent-ca CA`). Traffic goes only to those addresses.
 Everything made is removed by `teardown()`, which the `netns` fixture calls in `finally`, and a
@@ -23,13 +23,13 @@ fixtures use `hosts_for(folder)`, the same thing as a context manager.
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import os
 import secrets
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -123,13 +123,25 @@ class Agent:
         return self.proc.returncode
 
 
-def _session_folder(folder: Path) -> Path:
-    """The pytest run's own temporary folder, which its xdist workers' folders are in (a lock
-    there is removed with it); the given folder itself outside pytest's layout."""
-    for parent in folder.parents:
-        if parent.name.startswith("pytest-") and parent.parent.name.startswith("pytest-of-"):
-            return parent
-    return folder
+@contextmanager
+def _subnet_claim() -> Iterator[None]:
+    """Held while a free subnet is found and taken, machine-wide (subnets are), by every test
+    process, and leaving nothing behind: an abstract Unix socket name only one can bind."""
+    claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            claim.bind("\0backupbench-tests-subnet")
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                claim.close()
+                raise AssertionError("another test process held the subnet claim for 60 s") from None
+            time.sleep(0.05)
+    try:
+        yield
+    finally:
+        claim.close()
 
 
 def _ip(*args: str) -> None:
@@ -185,8 +197,7 @@ class Hosts:
     def _bridge_up(self) -> None:
         # Test processes (xdist workers) make bridges at the same time: the first free subnet
         # from this one on is found and claimed under one lock, so two never take the same.
-        with open(_session_folder(self.folder) / "subnet.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with _subnet_claim():
             in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
             free = [n for n in (20 + (self.subnet - 20 + step) % 230 for step in range(230))
                     if f" 10.231.{n}." not in in_use]

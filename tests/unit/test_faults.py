@@ -383,22 +383,48 @@ def test_a_figure_below_its_model_says_how_hard_the_members_worked():
     # 50 MiB/s while the guest's CPU was busy; a disk-bound figure says so instead.
     run = _fault_run()
     healthy = next(op for op in run.operations if op.detail.get("state") == "healthy")
-    healthy.figures.update({"effective_bw": 100 * 2**20, "members_rMB_s": 12.0,
-                            "mon.cpu_idle.avg": 29.0, "mon.cpu_iowait.avg": 7.0})
-    [report] = fault_reports(run)
-    [line] = [w for w in report.model_warnings() if "restore-random" in w]
-    assert "healthy is -60% against its model" in line
-    assert line.endswith("; the members read 12.0 MiB/s each, 24% of their own speed: "
-                         "something other than the disks bound it (CPU 64% busy)")
+    healthy.figures.update({"effective_bw": 100 * 2**20, "members_rMB_s": 12.0, "members_util": 27.0,
+                            "mon.cpu_user.avg": 18.7, "mon.cpu_system.avg": 45.4, "mon.cpu_steal.avg": 0.0})
+
+    def line():
+        [report] = fault_reports(run)
+        [said] = [w for w in report.model_warnings() if "restore-random" in w]
+        return said
+
+    assert "healthy is -60% against its model" in line()
+    assert line().endswith("; the members read 12.0 MiB/s each, 24% of their own sequential speed, 27% busy: "
+                           "something other than the disks bound it (CPU 64% busy)")
+    healthy.figures["mon.cpu_steal.avg"] = 12.0  # a VM's host taking time: said apart
+    assert line().endswith("(CPU 64% busy, 12% stolen)")
+    del healthy.figures["mon.cpu_user.avg"]  # no CPU figures: nothing said of the CPU
+    assert line().endswith("something other than the disks bound it")
+    # At their sequential speed, or busy (random reads), the disks were the bound.
     healthy.figures["members_rMB_s"] = 45.0
-    [report] = fault_reports(run)
-    [line] = [w for w in report.model_warnings() if "restore-random" in w]
-    assert line.endswith("; the members read 45.0 MiB/s each, 90% of their own speed: the disks bound it")
+    assert line().endswith("90% of their own sequential speed, 27% busy: the disks bound it")
+    healthy.figures.update({"members_rMB_s": 12.0, "members_util": 96.0})
+    assert line().endswith("24% of their own sequential speed, 96% busy: the disks bound it")
+    # No members' figure (a run from before it was stored): the gap is said, nothing more.
+    del healthy.figures["members_rMB_s"]
+    assert line().endswith("more than 25% off")
     # Above its model (a cache, fewer disks than thought) nothing is claimed about the members.
-    healthy.figures["effective_bw"] = 400 * 2**20
+    healthy.figures.update({"effective_bw": 400 * 2**20, "members_rMB_s": 12.0})
+    assert "+60% against its model" in line() and "members read" not in line()
+
+
+def test_a_write_below_its_model_is_set_against_the_members_write_speed():
+    from backupbench.report.fault_analysis import fault_reports
+    from backupbench.results.model import COMPLETE, OperationRecord
+
+    run = _fault_run()
+    # active-full: 3 data members x 40 MiB/s write = 120 MiB/s by the model; 30 measured.
+    write = OperationRecord(name="raid6/healthy/active-full", pattern="write qd1", status=COMPLETE,
+                            figures={"effective_bw": 30 * 2**20, "members_wMB_s": 15.0, "members_rMB_s": 40.0})
+    write.detail.update({"layout": "raid6", "state": "healthy"})
+    run.operations.insert(1, write)
     [report] = fault_reports(run)
-    [line] = [w for w in report.model_warnings() if "restore-random" in w]
-    assert "+60% against its model" in line and "members read" not in line
+    [said] = [w for w in report.model_warnings() if "active-full" in w]
+    assert said.endswith("; the members wrote 15.0 MiB/s each, 38% of their own sequential speed: "
+                         "something other than the disks bound it")
 
 
 def test_the_rebuild_line_says_what_its_bytes_count():

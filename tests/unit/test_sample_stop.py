@@ -71,6 +71,26 @@ def test_only_a_rebuilding_state_whose_rebuild_ended_stops_its_samples():
         return FaultRun.sample_stop_reason(SimpleNamespace(watch=SimpleNamespace(phase=phase),
                                                            _sampled_finished=lambda: finished))
 
-    assert reason("rebuilding", True).startswith("the rebuild ended before the others")
+    assert reason("rebuilding", True).startswith("the rebuild had ended by then (during or after the last one taken)")
     assert reason("rebuilding", False) is None
     assert reason("degraded", True) is None and reason("healthy", True) is None
+
+
+def test_a_later_workload_of_a_state_that_has_ended_is_not_measured():
+    from pathlib import Path
+
+    from backupbench.recipe.model import Recipe
+    from backupbench.runner.apply import _measure_workloads
+
+    recipe = Recipe.model_validate({"name": "two", "layout": [{"name": "d", "kind": "directory", "path": "/srv"}],
+                                    "workload": [{"kind": "kb2014", "operations": ["active-full"]},
+                                                 {"kind": "kb2014", "operations": ["restore-random"]}]})
+    layout = SimpleNamespace(name="raid6", s3_drives=(), mount_point=Path("/srv/raid6"), watched_snapshots=[],
+                             actions=[])
+    measured = []
+    session = SimpleNamespace(run=SimpleNamespace(notes=[], operations=[]),
+                              measure=lambda workload, target, group, **kw: measured.append(group))
+    ended = iter(["the rebuild had ended by then"])  # asked once: before the second workload, not the first
+    _measure_workloads(session, recipe, layout, None, "rebuilding", stop_reason=lambda: next(ended))
+    assert measured == ["raid6/1-kb2014/rebuilding"]
+    assert session.run.notes == ["raid6/2-kb2014/rebuilding: not measured; the rebuild had ended by then"]

@@ -48,16 +48,20 @@ def test_a_swallowed_interrupt_is_still_known(latch):
         pass  # acknowledged: nothing raised again
 
 
-def _entry_with_app_main(monkeypatch, app_main) -> int:
-    """Run the entry point with a stand-in for the CLI module; the exit code it leaves with."""
+def _entry_importing(monkeypatch, error: Exception) -> int:
+    """Run the entry point with the CLI module failing to import with `error`; the exit code."""
     import sys
     import types
 
     from backupbench.cli import entry
 
-    fake = types.ModuleType("backupbench.cli.app")
-    fake.main = app_main
-    monkeypatch.setitem(sys.modules, "backupbench.cli.app", fake)
+    class Broken(types.ModuleType):
+        def __getattr__(self, name):
+            raise error
+
+    monkeypatch.setitem(sys.modules, "backupbench.cli.app", Broken("backupbench.cli.app"))
+    monkeypatch.setattr(sys, "argv", ["backupbench"])
+    monkeypatch.delenv("BACKUPBENCH_DEBUG", raising=False)
     left = []
     monkeypatch.setattr(entry, "_leave", left.append)
     entry.main()
@@ -65,22 +69,17 @@ def _entry_with_app_main(monkeypatch, app_main) -> int:
 
 
 def test_a_stop_an_import_turned_into_another_error_still_exits_130(latch, monkeypatch, capsys):
-    def app_main():
-        try:
-            os.kill(os.getpid(), signal.SIGTERM)
-            signal.sigtimedwait([], 0.5)
-        except KeyboardInterrupt as exc:
-            # What pydantic_core does when the interrupt lands while it builds a validator.
-            raise RuntimeError('SchemaError: Error building "literal" validator: KeyboardInterrupt') from exc
-
-    assert _entry_with_app_main(monkeypatch, app_main) == stopping.EXIT_CODE
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.sigtimedwait([], 0.5)
+    except KeyboardInterrupt:
+        pass  # swallowed, as pydantic_core does while it builds a validator
+    error = RuntimeError('SchemaError: Error building "literal" validator: KeyboardInterrupt')
+    assert _entry_importing(monkeypatch, error) == stopping.EXIT_CODE
     assert capsys.readouterr().err == "backupbench: interrupted\n"
 
 
 def test_an_import_failing_without_a_stop_is_one_line_and_exit_70(latch, monkeypatch, capsys):
-    def app_main():
-        raise ImportError("cannot import name 'x'")
-
-    assert _entry_with_app_main(monkeypatch, app_main) == 70
+    assert _entry_importing(monkeypatch, ImportError("cannot import name 'x'")) == 70
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error while starting" in err and "Traceback" not in err

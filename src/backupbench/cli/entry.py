@@ -29,8 +29,11 @@ def main() -> None:
     stopping.install()
     code = 1
     try:
-        from backupbench.cli.app import main as app_main
-
+        try:
+            from backupbench.cli.app import main as app_main
+        except Exception as exc:  # noqa: BLE001 - one line, not a traceback
+            _leave(_import_failed(exc))
+            return
         app_main()
         code = 0
     except SystemExit as exc:
@@ -38,8 +41,6 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("backupbench: interrupted\n")
         code = stopping.EXIT_CODE
-    except Exception as exc:  # noqa: BLE001 - one line, not a traceback
-        code = _import_failed(exc)
     _leave(code)
 
 
@@ -54,5 +55,8 @@ def _import_failed(exc: Exception) -> int:
         import traceback
 
         traceback.print_exc()
-    sys.stderr.write(f"backupbench: internal error while starting: {exc!r} — rerun with --debug for the traceback\n")
+    from backupbench.redaction import redact
+
+    sys.stderr.write(f"backupbench: internal error while starting: {redact(repr(exc))} — rerun with --debug for "
+                     "the traceback\n")
     return 70

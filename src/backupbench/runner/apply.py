@@ -152,6 +152,10 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
     for index, spec in enumerate(recipe.workload):
         base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
         group = naming.in_state(base, state)
+        # A later workload of a state that has ended (a rebuild) would measure the next one.
+        if index and stop_reason is not None and (reason := stop_reason()):
+            session.run.notes.append(f"{group}: not measured; {reason}")
+            continue
         before = len(session.run.operations)
         with SnapshotWatch(layout.watched_snapshots) as watch, ThinPoolWatch(thin_pool_vgs(layout)) as pools:
             session.measure(build_workload(spec, server, layout.name), target, group=group, storage=storage,

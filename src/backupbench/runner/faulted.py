@@ -236,8 +236,9 @@ class FaultRun:
         rebuilding state would measure the rebuilt array."""
         if self.watch.phase != REBUILDING or not self._sampled_finished():
             return None
-        return ("the rebuild ended before the others, which would have measured the rebuilt array "
-                "(a slower rebuild, e.g. speed_limit_max, or fewer samples keeps them all in it)")
+        return ("the rebuild had ended by then (during or after the last one taken): the rest would have "
+                "measured the rebuilt array (a slower rebuild, e.g. speed_limit_max, or fewer samples keeps them "
+                "all in it)")
 
     def _sampled_finished(self) -> bool:
         self.watch.sample()
