@@ -87,10 +87,11 @@ def in_venv(prefix: Path, code: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.fixture(params=sorted(INTERPRETERS))
-def installed(request, bundle, tmp_path) -> Path:
-    """A fresh venv made and filled by the bundle's install.sh alone; its prefix."""
-    prefix = tmp_path / "venv"
+@pytest.fixture(scope="module", params=sorted(INTERPRETERS))
+def installed(request, bundle, tmp_path_factory) -> Path:
+    """A fresh venv made and filled by the bundle's install.sh alone; its prefix. Made once per
+    interpreter for the module (about 20 s each): the tests only read it and run from it."""
+    prefix = tmp_path_factory.mktemp(f"venv-{request.param}") / "venv"
     done = install(bundle, prefix, INTERPRETERS[request.param])
     assert done.returncode == 0, done.stdout + done.stderr
     [pip_line] = [line for line in done.stdout.splitlines() if line.startswith("+ ") and " pip install " in line]
