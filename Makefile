@@ -46,7 +46,7 @@ check:
 # The whole suite, in three sessions: what needs neither root nor the lab VM on two workers
 # (a module stays on one worker, with its module-scoped servers), then the tests that need
 # root (loop devices, mounts, namespaces) on two workers, each module whole on one (they wait
-# on fio's timed phases and on hosts more than they compute: 10.6 min against 19.6 one at a
+# on fio's timed phases and on hosts more than they compute: 9.0 min against 19.6 one at a
 # time), then the lab VM tests one at a time (two emulated guests would share two cores).
 # Every session runs even when one fails; the target fails if any did. Each prints its 25
 # slowest tests, where the suite's time goes.
