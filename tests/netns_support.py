@@ -196,13 +196,14 @@ class Hosts:
 
     def _bridge_up(self) -> None:
         # Test processes (xdist workers) make bridges at the same time: the first free subnet
-        # from this one on is found and claimed under one lock, so two never take the same.
+        # from this one on is found and taken while holding the machine-wide claim, so two
+        # never take the same.
         with _subnet_claim():
             in_use = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, timeout=20).stdout
-            free = [n for n in (20 + (self.subnet - 20 + step) % 230 for step in range(230))
-                    if f" 10.231.{n}." not in in_use]
-            assert free, "every 10.231.X.0/24 subnet (X 20-249) is in use on this machine"
-            self.subnet = free[0]
+            free = next((n for n in (20 + (self.subnet - 20 + step) % 230 for step in range(230))
+                         if f" 10.231.{n}." not in in_use), None)
+            assert free is not None, "every 10.231.X.0/24 subnet (X 20-249) is in use on this machine"
+            self.subnet = free
             _ip("link", "add", self.bridge, "type", "bridge")
             self.links.append(self.bridge)
             _ip("addr", "add", f"{self.net}.1/24", "dev", self.bridge)

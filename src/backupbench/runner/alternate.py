@@ -102,6 +102,7 @@ def _started(running: ExitStack, server: MinioServer | None) -> MinioServer | No
 
 
 def _watched(session: RunSession, name: str, watch: _Watches) -> None:
+    """What the layout's LVM watches saw over all its rounds, on every phase of the layout."""
     mine = [op for op in session.run.operations if op.name.startswith(name + "/")]
     record_watches(session, name, name, mine, watch.snapshots, watch.pools)
 
