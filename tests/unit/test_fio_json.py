@@ -131,3 +131,17 @@ def test_histograms_of_different_latencies_are_never_added(fixtures):
     assert summary.write.bins is None
     assert summary.write.p99_ns == max(lat["write"]["lat_ns"]["percentile"]["99.000000"],
                                        clat["write"]["clat_ns"]["percentile"]["99.000000"])
+
+
+def test_a_group_reported_entry_ran_its_directions_runtime_not_the_sum_of_its_jobs(fixtures):
+    # Field note A's active-full (numjobs 4, group_reporting) in the lab: fio's job_runtime
+    # summed the 4 jobs (42.1 s) of a 10.6 s phase; bw x runtime then counted 4x the bytes.
+    raw = load(fixtures, "seqwrite.json")
+    job = raw["jobs"][0]
+    job["job_runtime"], job["write"]["runtime"], job["read"]["runtime"] = 42095, 10631, 0
+    summary = fio_json.parse(raw)
+    assert summary.runtime_ms == 10631
+    assert summary.runtime_ms * summary.write.bw_bytes / 1000 == pytest.approx(job["write"]["bw_bytes"] * 10.631)
+    # An entry whose directions carry no runtime still has job_runtime.
+    job["write"]["runtime"] = 0
+    assert fio_json.parse(raw).runtime_ms == 42095
