@@ -1,7 +1,7 @@
 """A/A: the same target, pairs of `backupbench run --repeat 3`; how often the verdict says
 "no difference beyond noise" (issue 25).
 
-Usage: python bench/aa.py [--pairs 10] [--size 64MiB] [--runtime 2s] [--dir DIR]
+Usage: python bench/aa.py [--pairs 10] [--size 64MiB] [--runtime 2s] [--ramp SECONDS] [--dir DIR]
 Two runs of one workload on one directory with the same settings differ only by noise: every
 comparison between them should say "no difference beyond noise". Each pair is two runs, one
 after the other; each run measures every operation 3 times (--repeat 3); each operation of the
@@ -30,11 +30,12 @@ OPERATIONS = "active-full,restore-sequential,restore-random"
 GOAL = 0.9
 
 
-def samples_by_operation(directory: Path, size: str, runtime: str, results: Path) -> dict[str, list[float]]:
+def samples_by_operation(directory: Path, args: argparse.Namespace, results: Path) -> dict[str, list[float]]:
     """One `run --repeat 3`: each operation's effective_bw samples."""
+    ramp = [] if args.ramp is None else ["--ramp", args.ramp]
     done = subprocess.run([sys.executable, "-m", "backupbench", "run", str(directory), "--operations", OPERATIONS,
-                           "--size", size, "--runtime", runtime, "--repeat", "3", "--quiet", "--json",
-                           "--results", str(results)], capture_output=True, text=True, check=True)
+                           "--size", args.size, "--runtime", args.runtime, *ramp, "--repeat", "3", "--quiet",
+                           "--json", "--results", str(results)], capture_output=True, text=True, check=True)
     phases = json.loads(done.stdout)["phases"]
     return {phase["name"]: next(f["samples"] for f in phase["figures"] if f["name"] == "effective_bw")
             for phase in phases}
@@ -45,6 +46,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--size", default="64MiB")
     parser.add_argument("--runtime", default="2s")
+    parser.add_argument("--ramp", default=None, help="each operation's ramp (default: the product's own)")
     parser.add_argument("--dir", type=Path, default=None, help="the target directory (default: a temporary one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bb-aa-", dir=args.dir) as work:
@@ -52,8 +54,8 @@ def main() -> int:
         target.mkdir()
         shares, same, total = [], 0, 0
         for pair in range(args.pairs):
-            first = samples_by_operation(target, args.size, args.runtime, results)
-            second = samples_by_operation(target, args.size, args.runtime, results)
+            first = samples_by_operation(target, args, results)
+            second = samples_by_operation(target, args, results)
             calls = {op: verdict(second[op], first[op]) for op in first if op in second}
             for op, call in calls.items():
                 print(f"pair {pair + 1} {op}: {call.text}")

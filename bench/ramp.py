@@ -13,6 +13,7 @@ with the ramp / without, over all runs, with the range of that ratio when each r
 is left out (how much one round moves it; needs 3 rounds or more).
 
     flock /tmp/bb-heavy.lock .venv/bin/python bench/ramp.py [--runs 5] [--size 1GiB] [--runtime 10s] [--dir DIR]
+        [--operations active-full,...]
 
 Goal: the ramp's CV no larger than without it for every operation (ratio <= 1), or an
 honest statement that on this machine it makes no difference beyond noise.
@@ -38,10 +39,11 @@ from backupbench.workloads.kb2014 import DEFAULT_RAMP_S, OPERATION_NAMES  # noqa
 MIB = 2**20
 
 
-def one_run(directory: Path, results: Path, ramp: float, size: str, runtime: str) -> dict[str, dict[str, float]]:
+def one_run(directory: Path, results: Path, ramp: float, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """{operation: {figure: value}} of one `backupbench run`."""
-    done = subprocess.run([sys.executable, "-m", "backupbench", "run", str(directory), "--size", size,
-                           "--runtime", runtime, "--ramp", f"{ramp:g}s", "--json", "--results", str(results)],
+    done = subprocess.run([sys.executable, "-m", "backupbench", "run", str(directory), "--size", args.size,
+                           "--runtime", args.runtime, "--ramp", f"{ramp:g}s", "--operations", ",".join(args.operations),
+                           "--json", "--results", str(results)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"backupbench run failed ({done.returncode}): {done.stderr.strip()}")
@@ -54,9 +56,9 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict[float, list[dict[st
     for round_number in range(args.runs):
         order = (0.0, DEFAULT_RAMP_S) if round_number % 2 == 0 else (DEFAULT_RAMP_S, 0.0)
         for ramp in order:
-            figures = one_run(scratch / "target", scratch / "results", ramp, args.size, args.runtime)
+            figures = one_run(scratch / "target", scratch / "results", ramp, args)
             sides[ramp].append(figures)
-            shown = "  ".join(f"{op} {figures[op]['effective_bw'] / MIB:,.1f}" for op in OPERATION_NAMES)
+            shown = "  ".join(f"{op} {figures[op]['effective_bw'] / MIB:,.1f}" for op in args.operations)
             print(f"round {round_number + 1} ramp {ramp:g} s: {shown}", flush=True)
     return sides
 
@@ -83,16 +85,16 @@ def ratio_line(op: str, ramped: list[float], plain: list[float]) -> str:
             f"{'ok' if ratio <= 1 else 'OVER'}")
 
 
-def report(sides: dict[float, list[dict[str, dict[str, float]]]]) -> None:
+def report(sides: dict[float, list[dict[str, dict[str, float]]]], operations: list[str]) -> None:
     print(f"\n{'operation':<22}{'no ramp: median':>16}{'CV':>8}{f'ramp {DEFAULT_RAMP_S:g} s: median':>21}{'CV':>8}"
           f"  disks saw (no ramp / ramp)  verdict, ramp against none")
-    for op in OPERATION_NAMES:
+    for op in operations:
         plain, ramped = spread(_bandwidths(sides[0.0], op)), spread(_bandwidths(sides[DEFAULT_RAMP_S], op))
         seen = [min(run[op].get("storage_bytes_pct", float("nan")) for run in sides[s]) for s in (0.0, DEFAULT_RAMP_S)]
         print(f"{op:<22}{plain.median:>16,.1f}{plain.cv:>8.1%}{ramped.median:>21,.1f}{ramped.cv:>8.1%}"
               f"  >= {seen[0]:,.0f}% / >= {seen[1]:,.0f}%{'':>8}{verdict(ramped, plain).text}")
     print()
-    for op in OPERATION_NAMES:
+    for op in operations:
         print(ratio_line(op, _bandwidths(sides[DEFAULT_RAMP_S], op), _bandwidths(sides[0.0], op)))
 
 
@@ -102,14 +104,19 @@ def main() -> int:
     parser.add_argument("--size", default="1GiB")
     parser.add_argument("--runtime", default="10s")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--operations", default=",".join(OPERATION_NAMES),
+                        help="comma-separated KB2014 operations (default: all five)")
     args = parser.parse_args()
+    args.operations = args.operations.split(",")
+    if unknown := set(args.operations) - set(OPERATION_NAMES):
+        parser.error(f"no such operation: {', '.join(sorted(unknown))} (known: {', '.join(OPERATION_NAMES)})")
     require("ramp", tools=("fio",))
     if args.runs < 2:
         parser.error("--runs must be at least 2: a CV needs two runs a side")
     scratch = Path(tempfile.mkdtemp(prefix="backupbench-bench-ramp-", dir=args.dir))
     try:
         (scratch / "target").mkdir()
-        report(measure(args, scratch))
+        report(measure(args, scratch), args.operations)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0

@@ -108,6 +108,6 @@ def write_recipe(tmp_path: Path, devices: list[str], layouts: str, workload: str
         'name = "host-test"\n'
         f"devices = {json.dumps(devices)}\n" + layouts
         + (workload or '\n[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\n'
-                       'size = "32MiB"\nruntime = "1s"\n')
+                       'size = "32MiB"\nruntime = "1s"\nramp = 0\n')
     )
     return recipe

@@ -44,7 +44,7 @@ FIO_SERVERS, AGENTS = "fio servers", "backupbench agents"
 class PlanOptions(BaseModel):
     """Options of `plan` and `apply` (flags), beside the recipe."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     mount_root: DirectoryPath = Field(str(DEFAULT_MOUNT_ROOT), description="Where layouts are mounted.",
                                       json_schema_extra={"metavar": "DIR"})

@@ -18,7 +18,7 @@ from host_support import write_recipe
 
 pytestmark = pytest.mark.real
 
-WORKLOAD = ('\n[[workload]]\nkind = "kb2014"\noperations = ["active-full"]\nsize = "32MiB"\nruntime = "1s"\n'
+WORKLOAD = ('\n[[workload]]\nkind = "kb2014"\noperations = ["active-full"]\nsize = "32MiB"\nruntime = "1s"\nramp = 0\n'
             'repeat = 2\n')
 
 

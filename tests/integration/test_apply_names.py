@@ -29,6 +29,7 @@ kind = "kb2014"
 operations = ["active-full", "restore-random"]
 size = "16MiB"
 runtime = "1s"
+ramp = 0
 
 [[workload]]
 kind = "smallfiles"

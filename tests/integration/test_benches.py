@@ -36,18 +36,20 @@ class Smoke:
 
 
 SMOKE = {
-    "aa": Smoke(("--pairs", "1", "--size", "16MiB", "--runtime", "1s", "--dir", "{tmp}"),
+    "aa": Smoke(("--pairs", "1", "--size", "16MiB", "--runtime", "1s", "--ramp", "0", "--dir", "{tmp}"),
                 ("A/A comparisons with no difference beyond noise / all",)),
     "agent_flood": Smoke(("--requests", "5", "--idle", "20", "--rounds", "1"),
                          ("answer time with the flood / without",)),
     "agent_overhead": Smoke(("--seconds", "2", "--window", "1"), ("agent CPU / wall time",)),
     "blockclone": Smoke(("--size", "8MiB", "--increments", "1", "--pairs", "2"),
                         ("workload/cp throughput, xfs", "workload/cp throughput, btrfs"), root=True),
+    "cli_startup": Smoke(("--rounds", "1"), ("CPU of backupbench run --help / its libraries'",)),
     "fio_overhead": Smoke(("--pairs", "1", "--size", "16MiB", "--runtime", "1s", "--dir", "{tmp}"),
                           ("backupbench/fio active-full", "backupbench/fio synthetic-full")),
     "monitor_overhead": Smoke(("--devices", "2", "--seconds", "3"), ("sampler CPU / wall time per interval",),
                               root=True),
-    "ramp": Smoke(("--runs", "2", "--size", "16MiB", "--runtime", "1s", "--dir", "{tmp}"),
+    "ramp": Smoke(("--runs", "2", "--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-random",
+                   "--dir", "{tmp}"),
                   ("CV with ramp / without, active-full", "CV with ramp / without, restore-random")),
     "s3": Smoke(("--pairs", "1", "--objects", "16", "--streams", "4", "--dir", "{tmp}"),
                 ("engine/reference PUT x4", "engine/reference GET x4")),

@@ -21,7 +21,7 @@ from host_support import write_recipe
 pytestmark = [pytest.mark.real, pytest.mark.root]
 STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
 WORKLOAD = ('\n[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\n'
-            'size = "32MiB"\nruntime = "1s"\n')
+            'size = "32MiB"\nruntime = "1s"\nramp = 0\n')
 
 
 def _layout(devices: list[str], fault: str) -> str:

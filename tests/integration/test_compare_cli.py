@@ -17,7 +17,7 @@ from report_support import stored
 from schema_support import validated
 
 MiB = 2**20
-QUICK = ("--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-random", "--quiet")
+QUICK = ("--size", "16MiB", "--runtime", "1s", "--ramp", "0", "--operations", "active-full,restore-random", "--quiet")
 
 
 def kb_run(run_id: str) -> RunRecord:
@@ -144,7 +144,7 @@ def directory_recipe(tmp_path) -> tuple:
     recipe = tmp_path / "recipe.toml"
     recipe.write_text(f'name = "dir-test"\n\n[[layout]]\nname = "dir"\nkind = "directory"\npath = "{folder}"\n'
                       '\n[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\n'
-                      'size = "16MiB"\nruntime = "1s"\n')
+                      'size = "16MiB"\nruntime = "1s"\nramp = 0\n')
     return recipe, folder
 
 

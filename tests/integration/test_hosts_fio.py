@@ -59,7 +59,7 @@ def _read_run(out: str) -> dict:
 def _run_args(servers: Hosts, target: Path, runtime: str) -> list[str]:
     return ["run", "--hosts", ",".join(servers.addresses.values()), str(target),
             "--operations", "active-full,restore-random", "--size", "32MiB", "--runtime", runtime,
-            "--json", "--quiet", "--no-monitor"]
+            "--ramp", "0", "--json", "--quiet", "--no-monitor"]
 
 
 def _wait_for_phase(results: Path, phase: str, host: str) -> None:
@@ -297,7 +297,7 @@ def test_two_ipv6_hosts_on_loopback(ipv6_servers, tmp_path):
     target.mkdir()
     names = [f"[::1]:{port}" for port in ipv6_servers]
     args = ["run", "--hosts", ",".join(names), str(target), "--operations", "active-full,restore-random",
-            "--size", "32MiB", "--runtime", "2s", "--json", "--quiet", "--no-monitor"]
+            "--size", "32MiB", "--runtime", "2s", "--ramp", "0", "--json", "--quiet", "--no-monitor"]
     child = _cli(args, tmp_path / "results", tmp_path)
     out, err = child.communicate(timeout=RUN_TIMEOUT_S)
     assert child.returncode == 0, err

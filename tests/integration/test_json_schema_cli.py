@@ -27,7 +27,7 @@ from schema_support import validated
 pytestmark = pytest.mark.real
 EXAMPLES = Path(__file__).parents[2] / "examples"
 RESULTS_DOC = Path(__file__).parents[2] / "docs" / "results.md"
-KB2014 = ["--size", "16MiB", "--runtime", "1s", "--operations", "active-full,restore-sequential,restore-random",
+KB2014 = ["--size", "16MiB", "--runtime", "1s", "--ramp", "0", "--operations", "active-full,restore-sequential,restore-random",
           "--monitor-interval", "0.2", "--quiet"]
 TiB = 2**40
 
@@ -200,7 +200,7 @@ def test_apply_stores_its_label_and_prints_a_run_document(cli, tmp_path, loop_de
     recipe.write_text(f'name = "labelled"\ndevices = ["{device}"]\n'
                       f'[[layout]]\nname = "plain"\nkind = "filesystem"\ndevices = ["{device}"]\n'
                       'filesystem = { type = "ext4" }\n'
-                      '[[workload]]\nkind = "kb2014"\nsize = "8MiB"\nruntime = "0.5s"\noperations = ["active-full"]\n')
+                      '[[workload]]\nkind = "kb2014"\nsize = "8MiB"\nruntime = "0.5s"\nramp = 0\noperations = ["active-full"]\n')
     done = cli("apply", str(recipe), "--yes", "--quiet", "--json", "--label", "ext4 on one disk",
                "--mount-root", str(tmp_path / "mnt"))
     data = ok(done, "run")

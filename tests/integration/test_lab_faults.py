@@ -22,8 +22,12 @@ from backupbench.units import MiB
 pytestmark = [pytest.mark.real, pytest.mark.vm, pytest.mark.root]
 
 DISKS = [f"/dev/vd{letter}" for letter in "abcdefg"]
+DISK_MIB = 512  # md rebuilds a whole member: 32 s at the 16 MiB/s limit below
 STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
-WORKLOAD = '\n[[workload]]\nkind = "kb2014"\noperations = ["restore-random"]\nsize = "256MiB"\nruntime = "4s"\n'
+# Small and short: what these tests check is the states, the rebuild and the cleanup, not speed
+# (bench/rebuild.py and the README's lab runs measure). Under TCG, laying out 256 MiB per state
+# cost ~12 s each.
+WORKLOAD = '\n[[workload]]\nkind = "kb2014"\noperations = ["restore-random"]\nsize = "64MiB"\nruntime = "2s"\nramp = 0\n'
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +39,7 @@ def _needs_lab():
 
 @pytest.fixture(scope="module")
 def vm(tmp_path_factory):
-    with zfs_lab_vm(tmp_path_factory, "7x1GiB", "fault") as machine:
+    with zfs_lab_vm(tmp_path_factory, f"7x{DISK_MIB}MiB", "fault") as machine:
         yield machine
 
 
@@ -81,8 +85,8 @@ def test_md_raid6_through_all_four_states_with_restore_random(vm):
         assert op["name"] == f"raid6/{state}/restore-random" and op["status"] == "complete"
         assert op["figures"]["effective_bw"] > 0 and op["detail"]["monitor_csv"]
     rebuild = ops["rebuild"]["figures"]
-    # md rebuilds the whole member: about 1 GiB onto vdf, at no more than the limit set.
-    assert 0.9 * 2**30 < rebuild["rebuild_bytes"] <= 2**30
+    # md rebuilds the whole member (less its superblock's offset) onto vdf, at no more than the limit set.
+    assert 0.85 * DISK_MIB * MiB < rebuild["rebuild_bytes"] <= DISK_MIB * MiB
     assert rebuild["rebuild_seconds"] > 0 and "rebuild_bw_loaded" in rebuild
     assert rebuild["rebuild_bw_idle"] < 16 * MiB * 1.3
     assert ops["member"]["figures"]["read_bw"] > 0 and ops["member"]["figures"]["write_bw"] > 0
@@ -101,17 +105,17 @@ def test_md_raid6_through_all_four_states_with_restore_random(vm):
 def test_raidz2_onto_a_disk_and_draid2_onto_its_distributed_spare(vm):
     layouts = ('[[layout]]\nname = "raidz2"\nkind = "zfs"\nvdev = "raidz2"\nashift = 12\n'
                f'devices = {json.dumps(DISKS[:5])}\nproperties = {{ primarycache = "metadata" }}\n'
-               'fault = { fail = "/dev/vdc", replace = "/dev/vdf", fill = "384MiB" }\n'
+               'fault = { fail = "/dev/vdc", replace = "/dev/vdf", fill = "192MiB" }\n'
                '[[layout]]\nname = "draid2"\nkind = "zfs"\nvdev = "draid2"\ndraid_data = 3\ndraid_spares = 1\n'
                f'ashift = 12\ndevices = {json.dumps(DISKS[:6])}\nproperties = {{ primarycache = "metadata" }}\n'
-               'fault = { fail = "/dev/vdc", fill = "384MiB", rebuild_load = "repeat", copy_back = "/dev/vdg" }\n')
+               'fault = { fail = "/dev/vdc", fill = "192MiB", rebuild_load = "repeat", copy_back = "/dev/vdg" }\n')
     run, results = _apply(vm, "zfs", layouts)
     for name in ("raidz2", "draid2"):
         ops = _by_state(run, name)
         assert all(ops[state]["figures"]["effective_bw"] > 0 for state in STATES), name
         rebuild = ops["rebuild"]
         assert rebuild["status"] == "complete" and rebuild["figures"]["rebuild_seconds"] > 0, rebuild
-        assert rebuild["figures"]["rebuild_bytes"] > 64 * MiB  # the fill was there to rebuild
+        assert rebuild["figures"]["rebuild_bytes"] > 32 * MiB  # the fill was there to rebuild
     assert "distributed" in _by_state(run, "draid2")["rebuild"]["detail"]["target"]
     commands = _commands_run(results)
     assert any(c.startswith("zpool replace bb_raidz2_") and c.endswith(" /dev/vdc /dev/vdf") for c in commands)
@@ -119,7 +123,7 @@ def test_raidz2_onto_a_disk_and_draid2_onto_its_distributed_spare(vm):
     # then the distributed spare's data copied back onto a real disk
     assert any(c.startswith("zpool replace bb_draid2_") and c.endswith(" /dev/vdc /dev/vdg") for c in commands)
     copied = _by_state(run, "draid2")["rebuild"]["figures"]
-    assert copied["copyback_seconds"] > 0 and copied["copyback_bytes"] > 64 * MiB
+    assert copied["copyback_seconds"] > 0 and copied["copyback_bytes"] > 32 * MiB
     assert _leftovers(vm) == ""
 
 

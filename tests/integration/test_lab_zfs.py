@@ -94,7 +94,7 @@ def test_raidz2_and_draid2_with_a_distributed_spare_built_measured_destroyed_and
               + _layout("raidz2", 'vdev = "raidz2"\nashift = 12\n'
                         'properties = { recordsize = "1M", xattr = "sa", atime = "off", compression = "lz4" }\n')
               + _layout("draid2", 'vdev = "draid2"\ndraid_data = 3\ndraid_spares = 1\n')
-              + '\n[[workload]]\nkind = "kb2014"\noperations = ["active-full"]\nsize = "128MiB"\nruntime = "3s"\n')
+              + '\n[[workload]]\nkind = "kb2014"\noperations = ["active-full"]\nsize = "64MiB"\nruntime = "2s"\nramp = 0\n')
     output, results, code = _apply_in_guest(vm, "kb2014", recipe)
     assert code == 0, output[-5000:]
     run = _run_of(results)
@@ -124,8 +124,8 @@ def test_special_mirror_and_log_carry_every_file_workload(vm):
               f'devices = {json.dumps(DISKS)}\n'
               + _layout("z1", 'vdev = "raidz1"\nspecial = ["/dev/vdd", "/dev/vde"]\nlog = ["/dev/vdf"]\n'
                         'properties = { special_small_blocks = "64K" }\n', DISKS[:3])
-              + '\n[[workload]]\nkind = "kb2014"\noperations = ["restore-random"]\nsize = "64MiB"\nruntime = "2s"\n'
-              '\n[[workload]]\nkind = "first-write"\nsize = "32MiB"\n'
+              + '\n[[workload]]\nkind = "kb2014"\noperations = ["restore-random"]\nsize = "32MiB"\nruntime = "1s"\nramp = 0\n'
+              '\n[[workload]]\nkind = "first-write"\nsize = "16MiB"\n'
               '\n[[workload]]\nkind = "smallfiles"\nfiles = 200\nfile_size = "16KiB"\nfolders = 4\n'
               'patterns = ["0x00", "0xff"]\n')
     output, results, code = _apply_in_guest(vm, "special", recipe)
@@ -157,7 +157,7 @@ def test_field_note_d_end_to_end_with_small_object_counts(zfs_image, tmp_path):
     """MinIO erasure coding over six drives (MinIO with several drives in the guest), and one
     MinIO drive on md RAID6, RAIDZ2 and dRAID2, the same disks, in one lab run."""
     example = (ROOT / "examples" / "field-note-d-s3-layouts.toml").read_text()
-    small = example.replace("objects = 200", "objects = 24").replace("concurrency = 16", "concurrency = 4")
+    small = example.replace("objects = 200", "objects = 8").replace("concurrency = 16", "concurrency = 4")
     assert small != example
     recipe = tmp_path / "field-note-d.toml"
     recipe.write_text(small)

@@ -17,7 +17,7 @@ from backupbench.engines.fio_job import FioJob
 from backupbench.errors import ProcessError
 
 pytestmark = pytest.mark.real
-QUICK = ["--size", "32MiB", "--runtime", "1s"]
+QUICK = ["--size", "32MiB", "--runtime", "1s", "--ramp", "0"]
 
 
 def one_line_error(result) -> str:
@@ -50,7 +50,7 @@ def test_read_only_filesystem(cli, mount_point):
 
 def test_not_enough_space(cli, mount_point):
     small = mount_point("tmpfs", "size=16m")
-    result = cli("run", str(small), "--size", "64MiB", "--runtime", "1s")
+    result = cli("run", str(small), "--size", "64MiB", "--runtime", "1s", "--ramp", "0")
     line = one_line_error(result)
     assert result.returncode == 3 and "not enough free space" in line and "--size" in line
     assert list(small.iterdir()) == []

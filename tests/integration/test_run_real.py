@@ -15,7 +15,7 @@ from backupbench.results.document import phase_figures
 from backupbench.workloads.kb2014 import OPERATION_NAMES
 
 pytestmark = pytest.mark.real
-QUICK = ["--size", "32MiB", "--runtime", "1s"]
+QUICK = ["--size", "32MiB", "--runtime", "1s", "--ramp", "0"]
 
 
 def leftovers(directory: Path) -> list[str]:
@@ -94,7 +94,7 @@ def test_default_scratch_directory_human_output_history_and_show(cli, tmp_path):
 
 def test_several_jobs_each_write_their_own_region(cli, tmp_path):
     repo = a_repo(tmp_path)
-    data = run_json(cli, str(repo), "--size", "32MiB", "--runtime", "1s", "--jobs", "2",
+    data = run_json(cli, str(repo), "--size", "32MiB", "--runtime", "1s", "--ramp", "0", "--jobs", "2",
                     "--operations", "active-full")
     run_dir = cli.results / "runs" / data["run"]["id"]
     job = (run_dir / "active-full.fio").read_text()
@@ -164,7 +164,7 @@ def test_buffered_run_on_a_filesystem_without_o_direct(cli, mount_point):
 
 def test_every_operation_is_monitored(cli, tmp_path):
     repo = a_repo(tmp_path)
-    data = run_json(cli, str(repo), "--size", "32MiB", "--runtime", "2s", "--operations", "active-full,restore-random",
+    data = run_json(cli, str(repo), "--size", "32MiB", "--runtime", "2s", "--ramp", "0", "--operations", "active-full,restore-random",
                     "--monitor-interval", "0.5")
     run_dir = cli.results / "runs" / data["run"]["id"]
     stack = data["run"]["host"]["device_stacks"]["target"]
@@ -183,7 +183,7 @@ def test_every_operation_is_monitored(cli, tmp_path):
 
 
 def test_monitor_can_be_switched_off(cli, tmp_path):
-    data = run_json(cli, str(tmp_path), "--size", "16MiB", "--runtime", "1s", "--operations", "active-full",
+    data = run_json(cli, str(tmp_path), "--size", "16MiB", "--runtime", "1s", "--ramp", "0", "--operations", "active-full",
                     "--no-monitor")
     assert "members_util" not in phase_figures(data["phases"][0])
     assert not list((cli.results / "runs" / data["run"]["id"]).glob("*.monitor.csv"))

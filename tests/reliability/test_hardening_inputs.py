@@ -23,7 +23,7 @@ import pytest
 from host_support import require_root_tool
 
 pytestmark = pytest.mark.real
-QUICK = ("--size", "8MiB", "--runtime", "0.5", "--operations", "active-full", "--quiet")
+QUICK = ("--size", "8MiB", "--runtime", "0.5", "--ramp", "0", "--operations", "active-full", "--quiet")
 NOBODY = 65534
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.real
 WORKS = [("victim.db:copy", "victim.db"), ("a,b", "a"), ("with space", "with"), ("déjà vu", "déjà"),
          ("-lead", "lead")]
 REFUSED_BY_FIO = [("x#y", "x"), ("x;y", "x"), ("x$HOME", "x")]
-SMALL_RUN = ("--size", "8MiB", "--runtime", "0.5", "--operations", "active-full,restore-random", "--quiet")
+SMALL_RUN = ("--size", "8MiB", "--runtime", "0.5", "--ramp", "0", "--operations", "active-full,restore-random", "--quiet")
 SMALL_FILES = ("--workload", "smallfiles", "--preset", "quick", "--files", "200", "--quiet")
 USER_DATA = b"the user's data, not backupbench's\n"
 
@@ -158,7 +158,7 @@ def test_apply_on_a_loop_device_with_an_odd_mount_root(cli, tmp_path, loop_devic
         recipe = tmp_path / "loop.toml"
         recipe.write_text(f'name = "odd mount root"\ndevices = ["{device}"]\n[[layout]]\nname = "plain"\n'
                           f'kind = "filesystem"\ndevices = ["{device}"]\nfilesystem = {{ type = "ext4" }}\n'
-                          '[[workload]]\nkind = "kb2014"\nsize = "8MiB"\nruntime = "0.5s"\n'
+                          '[[workload]]\nkind = "kb2014"\nsize = "8MiB"\nruntime = "0.5s"\nramp = 0\n'
                           'operations = ["active-full"]\n')
         result = cli("apply", str(recipe), "--yes", "--quiet", "--json", "--mount-root", str(root))
         assert result.returncode == 0, result.stderr

@@ -5,7 +5,8 @@ Each test first runs the workload uninterrupted (it must leave nothing either) t
 how long it takes; signals then land at seeded random moments inside that window, from
 0.1 s on: in the first ~30 ms the Python interpreter is still starting and no program's
 handler is in place yet (README, "Guarantees"). Set BACKUPBENCH_TRIAL_SEED to replay other
-moments; BACKUPBENCH_TRIALS for more trials per case.
+moments; BACKUPBENCH_TRIALS for more trials per case than the suite's 2 (each costs a run's worth
+of seconds; bench/signal_trials.py runs 20 per case by default).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from trials import run_trial, uninterrupted_seconds, workloads
 pytestmark = pytest.mark.real
 
 SEED = int(os.environ.get("BACKUPBENCH_TRIAL_SEED", "20261123"))
-TRIALS = int(os.environ.get("BACKUPBENCH_TRIALS", "4"))
+TRIALS = int(os.environ.get("BACKUPBENCH_TRIALS", "2"))
 EARLIEST_S = 0.1
 
 

@@ -81,7 +81,7 @@ class ProtocolError(InputError):
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=True)
 
 
 class Hello(_Request):

@@ -8,7 +8,7 @@ from backupbench.schema import PositiveSize
 
 
 class ShowOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     backup_size: PositiveSize | None = Field(
         None, description="Add the backup windows for a full backup of this size, e.g. 10TiB.",

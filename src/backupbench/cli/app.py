@@ -12,18 +12,7 @@ import click
 
 from backupbench import __version__, stopping
 from backupbench.cli.common import finished_runs, printed_documents, stderr, write_document
-from backupbench.cli.export_cmd import export_command, export_fio_command
-from backupbench.cli.history_cmd import history_command, show_command
-from backupbench.cli.monitor_cmd import monitor_command
-from backupbench.cli.agent_cmd import agent_command
-from backupbench.cli.devices_cmd import devices_command
-from backupbench.cli.lab_cmd import lab_command
-from backupbench.cli.size_cmd import size_command
-from backupbench.cli.repository_cmd import repository_command
-from backupbench.cli.report_cmd import report_command
-from backupbench.cli.recipe_cmds import apply_command, cleanup_command, plan_command
-from backupbench.cli.run_cmd import run_command
-from backupbench.cli.hosts_cmd import hosts_command
+from backupbench.cli.lazy_group import LazyGroup
 from backupbench.errors import BackupbenchError
 from backupbench.redaction import redact, redact_logging
 from backupbench.results.document import error_document
@@ -33,31 +22,34 @@ DEBUG_FLAG = "--debug"
 JSON_FLAG = "--json"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# Each command's module is imported when the command is named (cli/lazy_group.py says why).
+COMMANDS = {
+    "run": "backupbench.cli.run_cmd:run_command",
+    "history": "backupbench.cli.history_cmd:history_command",
+    "show": "backupbench.cli.history_cmd:show_command",
+    "export-fio": "backupbench.cli.export_cmd:export_fio_command",
+    "export": "backupbench.cli.export_cmd:export_command",
+    "monitor": "backupbench.cli.monitor_cmd:monitor_command",
+    "devices": "backupbench.cli.devices_cmd:devices_command",
+    "lab": "backupbench.cli.lab_cmd:lab_command",
+    "size": "backupbench.cli.size_cmd:size_command",
+    "report": "backupbench.cli.report_cmd:report_command",
+    "plan": "backupbench.cli.recipe_cmds:plan_command",
+    "apply": "backupbench.cli.recipe_cmds:apply_command",
+    "cleanup": "backupbench.cli.recipe_cmds:cleanup_command",
+    "hosts": "backupbench.cli.hosts_cmd:hosts_command",
+    "agent": "backupbench.cli.agent_cmd:agent_command",
+}
+
+
+@click.group(cls=LazyGroup, lazy_commands=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="backupbench")
 def app() -> None:
     """What will this storage do under my backup jobs?
 
     Add --debug anywhere for tracebacks and the commands run.
     """
-
-
-app.add_command(run_command)
-app.add_command(history_command)
-app.add_command(show_command)
-app.add_command(export_fio_command)
-app.add_command(export_command)
-app.add_command(monitor_command)
-app.add_command(devices_command)
-app.add_command(lab_command)
-app.add_command(size_command)
-size_command.add_command(repository_command)
-app.add_command(report_command)
-app.add_command(plan_command)
-app.add_command(apply_command)
-app.add_command(cleanup_command)
-app.add_command(hosts_command)
-app.add_command(agent_command)
 
 
 def _fail(message: str, code: int, debug: bool, fix: str | None = None, as_json: bool = False) -> int:
@@ -97,6 +89,11 @@ def _dispatch(args: list[str], debug: bool) -> int:
     except click.ClickException as exc:
         return _fail(exc.format_message(), exc.exit_code, debug, as_json=as_json)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        if stopping.requested() is not None:
+            # A stop can surface as another error: pydantic's compiled core turns a
+            # KeyboardInterrupt raised while it builds a validator (a command's module imported,
+            # a model first used) into a SchemaError. The stop is what happened.
+            return _fail("interrupted", stopping.EXIT_CODE, debug, as_json=as_json)
         return _fail(f"internal error: {exc!r}", 70, debug, "rerun with --debug for the traceback", as_json)
     return code if isinstance(code, int) else 0
 

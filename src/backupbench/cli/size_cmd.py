@@ -14,6 +14,7 @@ import click
 
 from backupbench.cli import options as cli_options
 from backupbench.cli.common import open_store, print_document, results_option, stdout
+from backupbench.cli.repository_cmd import repository_command
 from backupbench.errors import InputError
 from backupbench.report.sizing import (capacity_table, measured_table, notes, rate_text, rebuild_table,
                                       snapshot_lines, snapshot_table, window_table)
@@ -177,3 +178,6 @@ def window_command(as_json: bool, results: Path | None, **values: object) -> Non
         stdout.print(window_table(estimate))
     if measured and run_id is not None:
         stdout.print(measured_table(run_id, measured, options.backup_size))
+
+
+size_command.add_command(repository_command)

@@ -28,7 +28,7 @@ Devices = Annotated[tuple[DevicePath, ...], BeforeValidator(_as_tuple)]
 
 
 class FaultSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     fail: Union[int, Devices] = Field(..., description="The member(s) to fail: device path(s) of the layout, or a "
                                                        "count (that many of its last devices).")

@@ -17,7 +17,7 @@ DEFAULT_DISK_RATE = "50MiB/s"
 
 
 class LabOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     disks: str = Field(
         "4x4GiB", description="Virtual disks, COUNTxSIZE[:FS] comma-separated; sparse files, "

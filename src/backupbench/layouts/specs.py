@@ -22,7 +22,7 @@ NAME_PATTERN = r"^[a-z][a-z0-9-]{0,23}$"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 # A user or group name as chown takes it (or a number); never an option such as '--reference=...'.

@@ -9,7 +9,7 @@ from backupbench.schema import Duration
 
 
 class MonitorOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     no_monitor: bool = Field(False, description="Do not sample CPU, memory, load and disks during the run.")
     monitor_interval: Duration = Field(

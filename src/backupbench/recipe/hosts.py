@@ -71,7 +71,7 @@ AgentAddress = Annotated[str, Field(min_length=1, max_length=MAX_ADDRESS_CHARS),
 class HostsSpec(BaseModel):
     """The [hosts] table: where a recipe's workloads run when not on storage built here."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     names: tuple[HostName, ...] = Field(
         (), max_length=256,

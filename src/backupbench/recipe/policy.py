@@ -62,7 +62,7 @@ Ratio = Annotated[float, BeforeValidator(parse_ratio)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class BackupPolicy(_Model):

@@ -17,7 +17,7 @@ Argv = list[str]
 class DeviceFacts(Shape):
     """The device's facts as collected (devices/blockfacts.py): more keys than these two."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(defer_build=True, extra="allow")
     path: str
     size_bytes: Optional[int] = Field(description="bytes")
 

@@ -30,7 +30,7 @@ def sometimes(description: str, **constraints: Any) -> Any:
 class Shape(BaseModel):
     """A document's part: every key it may have is declared."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 class Header(Shape):

@@ -28,7 +28,7 @@ Names = Annotated[tuple[str, ...], BeforeValidator(comma_list)]
 
 
 class _Options(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class LayoutOptions(_Options):

@@ -25,7 +25,7 @@ Source = Literal["measured", "model", "given"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
 
 class Speed(_Frozen):

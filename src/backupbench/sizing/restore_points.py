@@ -106,7 +106,7 @@ def incremental_size(protected: int, change_percent: float, reduction: float) ->
 class Counts(BaseModel):
     """Restore points on disk at the peak, by kind (see the module doc)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     points: int           # chain points: the dailies and what retention keeps with them
     chain_fulls: int
@@ -137,7 +137,7 @@ def counts(policy: BackupPolicy) -> Counts:
 class PointRow(BaseModel):
     """One kind of restore point: how many, and the bytes each holds in each year."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: str
     count: int
@@ -149,7 +149,7 @@ class PointRow(BaseModel):
 
 
 class RetentionTable(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     years: list[int]
     protected_bytes: list[int]

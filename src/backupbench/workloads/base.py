@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from backupbench.artefacts import Remover
 from backupbench.engines import fio_client
@@ -133,6 +133,8 @@ MAX_REPEAT = 100
 class RepeatKey(BaseModel):
     """The key every recipe workload entry has beside its options (not a workload option: it is
     how often the pipeline runs the workload, the same for every kind)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     repeat: int = Field(1, ge=1, le=MAX_REPEAT,
                         description="Measure each phase this many times (the whole workload, that many times in "

@@ -69,7 +69,7 @@ Percent = Annotated[float, BeforeValidator(_percent)]
 class BlockCloneOptions(ContentOptions):
     """`backupbench run --workload block-clone` flags and the recipe keys of `kind = "block-clone"`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     full_size: PositiveSize = Field(
         units.GiB, description="Logical size of the full backup file and of each synthetic full, in bytes "

@@ -12,7 +12,7 @@ from backupbench.schema import Pattern
 
 
 class ContentOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     data: DataKind = Field(
         "incompressible", description="What the bytes written are: incompressible (random, fresh for every "

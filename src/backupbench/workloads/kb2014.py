@@ -108,7 +108,7 @@ MIN_FILE_SIZE = 4 * units.KiB
 class SuiteOptions(ContentOptions):
     """Options of the fio suite: `backupbench run` flags, recipe keys of kb2014 and first-write."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     size: Size = Field(
         units.GiB,

@@ -113,7 +113,7 @@ class S3Options(ContentOptions):
     """One S3 run. Field names are the recipe keys; `--kebab-case` are the flags."""
 
     # Keys may be among the input: pydantic's own message (a --debug traceback) must not quote them.
-    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, hide_input_in_errors=True)
 
     endpoint: str = Field(
         description="S3 endpoint URL, e.g. http://127.0.0.1:9000 (no path; path-style requests are used).",

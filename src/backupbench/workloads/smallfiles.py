@@ -66,7 +66,7 @@ def _default_threads() -> int:
 class SmallFilesSpec(ContentOptions):
     """One small-file run. Field names are the recipe keys; `--kebab-case` are the flags."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     files: int = Field(
         104_857, ge=1, le=10_000_000,
