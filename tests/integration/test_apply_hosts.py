@@ -52,7 +52,7 @@ def _recipe(tmp_path: Path, names: list[str], target: Path, first_write: bool = 
         f"[hosts]\nnames = {json.dumps(names)}\npath = {json.dumps(str(target))}\n"
         + "".join(f"{key} = {json.dumps(value)}\n" for key, value in hosts.items())
         + '[[workload]]\nkind = "kb2014"\noperations = ["active-full", "restore-random"]\nsize = "16MiB"\n'
-        f'runtime = "{runtime}"\nramp = 0\n'
+        f'runtime = "{runtime}"\n'
         + ('[[workload]]\nkind = "first-write"\nsize = "8MiB"\n' if first_write else ""))
     return recipe
 

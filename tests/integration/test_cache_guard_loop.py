@@ -20,7 +20,9 @@ from host_support import require_root_tool
 
 from backupbench.results.document import phase_figures
 
-pytestmark = [pytest.mark.real, pytest.mark.root]
+# alone: the guard reads the disk under the loop's backing file, which every other test's I/O
+# moves too (with four root workers a read the page cache served was seen as the disk's).
+pytestmark = [pytest.mark.real, pytest.mark.root, pytest.mark.alone]
 
 
 def _ext4_on_loop(loop_device, tmp_path: Path, name: str, direct_io: bool) -> tuple[str, Path]:

@@ -18,7 +18,8 @@ from host_support import require_tools
 from backupbench.monitor import Sampler, device_stack
 from backupbench.process import Background, run
 
-pytestmark = pytest.mark.real
+# alone: the sampler's and iostat's 1 s windows are compared to 5%; other workers' CPU load shifts them.
+pytestmark = [pytest.mark.real, pytest.mark.alone]
 
 
 def need(*tools: str) -> None:
