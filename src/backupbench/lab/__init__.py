@@ -46,9 +46,12 @@ host, which other engineers' test runs share):
   cost 4.7 s under TCG; the rest load on first use through the kernel's modprobe requests,
   LVM's own `modprobe`, and the static /dev nodes from modules.devname).
 - Option (a) was not built: its ~100 MB initramfs would add roughly 1.5-3 s of unpacking to
-  every boot at the measured rate for 18 MB, and Python would not run faster - in the guest
-  `import backupbench.cli.app` takes 6-10 s against 0.4 s on the host, nearly all user CPU
-  (TCG runs Python ~20x slower), not 9p reads.
+  every boot at the measured rate for 18 MB, and Python would not run faster: TCG runs it
+  about 30x slower (in the guest `import pydantic` costs 3.3 s of CPU against 0.095 s on the
+  host, 50 frozen dataclasses 1.9 s against 0.061 s), and 9p reads are not what costs. So the
+  CLI imports only the command it runs and pydantic builds a validator on first use:
+  `backupbench apply --help` in the guest 14.0-14.8 s of CPU where it took 24.9-31.6 s
+  (`run --help` 11.5-14.4 s against 19.8-25.6 s; two rounds in one boot).
 - Field note A (4 disks at 50 MiB/s, fio 512 KiB sequential direct writes, 4 jobs, 15 s):
   linear 50.0 MiB/s, striped 200.0-200.3 MiB/s, ratio 4.00-4.01; guest CPU 11-16 % / 23-35 %;
   from LabVM() to the VM gone 43-49 s (bench/lab.py). The same experiment as a recipe
