@@ -5,10 +5,8 @@ page made."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
@@ -49,10 +47,4 @@ def page_requests(net_log: Path) -> list[str]:
 
 
 def report(cli, *args: str, cwd: Path):
-    from backupbench.cli.app import app
-
-    if "report" in app.commands:
-        return cli("report", *args, cwd=cwd)
-    done = subprocess.run([sys.executable, "-m", "backupbench", "report", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "BACKUPBENCH_RESULTS": str(cli.results)})
-    return done
+    return cli("report", *args, cwd=cwd)

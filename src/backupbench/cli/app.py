@@ -9,6 +9,7 @@ import sys
 import traceback
 
 import click
+from pydantic_core import SchemaError
 
 from backupbench import __version__, stopping
 from backupbench.cli.common import finished_runs, printed_documents, stderr, write_document
@@ -89,10 +90,10 @@ def _dispatch(args: list[str], debug: bool) -> int:
     except click.ClickException as exc:
         return _fail(exc.format_message(), exc.exit_code, debug, as_json=as_json)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
-        if stopping.requested() is not None:
-            # A stop can surface as another error: pydantic's compiled core turns a
-            # KeyboardInterrupt raised while it builds a validator (a command's module imported,
-            # a model first used) into a SchemaError. The stop is what happened.
+        if isinstance(exc, SchemaError) and stopping.requested() is not None:
+            # pydantic's compiled core turns a KeyboardInterrupt raised while it builds a
+            # validator (a command's module imported, a model first used) into a SchemaError:
+            # the stop is what happened. Any other error after a stop is still shown.
             return _fail("interrupted", stopping.EXIT_CODE, debug, as_json=as_json)
         return _fail(f"internal error: {exc!r}", 70, debug, "rerun with --debug for the traceback", as_json)
     return code if isinstance(code, int) else 0

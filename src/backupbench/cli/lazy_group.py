@@ -8,7 +8,7 @@ lists every command: listing imports them all.
 
 from __future__ import annotations
 
-import importlib
+from importlib import import_module
 
 import click
 
@@ -25,7 +25,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy_commands and cmd_name not in self.commands:
             module, attribute = self.lazy_commands[cmd_name].split(":")
-            command = vars(importlib.import_module(module))[attribute]  # a missing one is a bug: KeyError
+            command = vars(import_module(module))[attribute]  # a missing one is a bug: KeyError
             if command.name != cmd_name:
                 raise RuntimeError(f"{module}:{attribute} is the command {command.name!r}, not {cmd_name!r}")
             self.add_command(command)
