@@ -85,11 +85,22 @@ def test_an_import_failing_without_a_stop_is_one_line_and_exit_70(latch, monkeyp
     assert err.count("\n") == 1 and "internal error while starting" in err and "Traceback" not in err
 
 
-def _command_importing(monkeypatch, raise_in_import) -> int:
-    """`backupbench run --help` in-process with run's module failing to import; the exit code."""
+def _command_importing(monkeypatch, error: Exception, stop_first: bool) -> int:
+    """`backupbench run --help` in-process with run's module failing to import with `error`
+    (after a SIGTERM the import swallowed, as pydantic_core does while it builds a validator,
+    when `stop_first`); the exit code."""
     from backupbench.cli import app as cli_app, lazy_group
 
-    monkeypatch.setattr(lazy_group, "import_module", lambda name: raise_in_import())
+    def failing_import(name):
+        if stop_first:
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                signal.sigtimedwait([], 0.5)
+            except KeyboardInterrupt:
+                pass
+        raise error
+
+    monkeypatch.setattr(lazy_group, "import_module", failing_import)
     monkeypatch.delitem(cli_app.app.commands, "run", raising=False)  # imported by an earlier test
     monkeypatch.delenv("BACKUPBENCH_DEBUG", raising=False)
     return cli_app.main(["run", "--help"])
@@ -98,36 +109,19 @@ def _command_importing(monkeypatch, raise_in_import) -> int:
 def test_a_stop_while_a_command_is_imported_exits_130(latch, monkeypatch, capsys):
     from pydantic_core import SchemaError
 
-    def stopped_import():
-        try:
-            os.kill(os.getpid(), signal.SIGTERM)
-            signal.sigtimedwait([], 0.5)
-        except KeyboardInterrupt:
-            pass  # swallowed, as pydantic_core does while it builds a validator
-        raise SchemaError('Error building "literal" validator: KeyboardInterrupt')
-
-    assert _command_importing(monkeypatch, stopped_import) == stopping.EXIT_CODE
+    error = SchemaError('Error building "literal" validator: KeyboardInterrupt')
+    assert _command_importing(monkeypatch, error, stop_first=True) == stopping.EXIT_CODE
     assert capsys.readouterr().err == "backupbench: interrupted\n"
 
 
 def test_a_command_failing_to_import_without_a_stop_is_one_line_and_exit_70(latch, monkeypatch, capsys):
-    def broken_import():
-        raise ImportError("cannot import name 'x'")
-
-    assert _command_importing(monkeypatch, broken_import) == 70
+    assert _command_importing(monkeypatch, ImportError("cannot import name 'x'"), stop_first=False) == 70
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error" in err and "Traceback" not in err
 
 
 def test_another_error_after_a_stop_is_still_shown(latch, monkeypatch, capsys):
-    def stopped_then_broken():
-        try:
-            os.kill(os.getpid(), signal.SIGTERM)
-            signal.sigtimedwait([], 0.5)
-        except KeyboardInterrupt:
-            pass
-        raise OSError(28, "No space left on device")
-
-    assert _command_importing(monkeypatch, stopped_then_broken) == stopping.EXIT_CODE
+    error = OSError(28, "No space left on device")
+    assert _command_importing(monkeypatch, error, stop_first=True) == stopping.EXIT_CODE
     err = capsys.readouterr().err
     assert "internal error: OSError(28" in err and "interrupted (SIGTERM)" in err
