@@ -115,3 +115,22 @@ def test_the_pipeline_and_cli_ask_workloads_instead_of_probing_them():
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
                 pytest.fail(f"{path.relative_to(SRC)}:{node.lineno} probes with {node.func.id}")
+
+
+def test_every_pydantic_model_builds_its_validator_on_first_use():
+    """defer_build on each model that derives from BaseModel itself (subclasses inherit it): an
+    eager one is built by every command that imports it, ~30x the host's cost in the lab guest."""
+    eager = []
+    for path, tree in _trees().items():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "BaseModel"
+                                                           for b in node.bases)):
+                continue
+            configs = [statement.value for statement in node.body if isinstance(statement, ast.Assign)
+                       and any(isinstance(t, ast.Name) and t.id == "model_config" for t in statement.targets)]
+            deferred = any(isinstance(config, ast.Call) and any(k.arg == "defer_build" and isinstance(k.value, ast.Constant)
+                                                                and k.value.value is True for k in config.keywords)
+                           for config in configs)
+            if not deferred:
+                eager.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name}")
+    assert eager == []

@@ -30,7 +30,8 @@ WorkloadSpec = Annotated[Union[tuple(d.recipe_entry for d in WORKLOADS.values())
 class Recipe(BaseModel):
     # A recipe may hold S3 keys: pydantic's own message (a --debug traceback) must not quote them.
     # defer_build, here and on every model: a validator is built when first used, not at import
-    # (a command builds only the ones it uses; under the lab's TCG each import costs ~30x).
+    # (a command builds only the ones it uses; under the lab's TCG each import costs ~30x;
+    # tests/unit/test_architecture.py holds every model to it).
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, hide_input_in_errors=True)
 
     name: str = Field(..., min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$",
