@@ -334,3 +334,28 @@ def test_devices_command_maps_kernel_names_and_reports_usable(tmp_path):
     result = CliRunner().invoke(devices_command, ["vdb", "vda3"], obj=probe)
     assert result.exit_code == 3
     assert "usable" in result.output and "is on the disk that holds / and /boot" in result.output
+
+
+def test_the_plans_checks_and_each_recheck_ask_lsblk_and_pvs_once_for_all_their_devices(tmp_path):
+    from backupbench.plan import DeviceChecks
+
+    host, runner = small_machine(tmp_path)
+    opened = []
+    checks = DeviceChecks(run=runner, host=host, open_exclusive=opened.append)
+    verdicts = {device: checks.reasons(device) for device in ("/dev/vdb", "/dev/vdc", "/dev/vdd")}
+    # Each device still gets its own verdict from the one host-wide look.
+    assert verdicts["/dev/vdb"] == []
+    assert any("mounted" in reason for reason in verdicts["/dev/vdc"]), verdicts
+    assert any("swap" in reason for reason in verdicts["/dev/vdd"]), verdicts
+    tools = [argv[0] for argv in runner.calls]
+    assert (tools.count("lsblk"), tools.count("pvs"), tools.count("wipefs")) == (1, 1, 3)
+
+    runner.calls.clear()
+    checks.recheck(("/dev/vdb", "/dev/vdb"))
+    tools = [argv[0] for argv in runner.calls]
+    # Collected again right before the write (nothing reused from the plan), once for both.
+    assert (tools.count("lsblk"), tools.count("pvs"), tools.count("wipefs")) == (1, 1, 2)
+    assert opened == ["/dev/vdb", "/dev/vdb"]
+
+    with pytest.raises(DeviceRefused, match="/dev/vdd"):
+        checks.recheck(("/dev/vdb", "/dev/vdd"))

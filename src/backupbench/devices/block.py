@@ -88,13 +88,16 @@ def open_exclusive(path: str) -> None:
 
 def recheck_before_write(path: str | os.PathLike[str], *, expected: BlockFacts | None = None,
                          run: Runner = process.run, host: Host | None = None,
+                         system: SystemFacts | None = None,
                          open_exclusive: Callable[[str], None] = open_exclusive) -> None:
     """Raise DeviceRefused (a RefusedError) unless the device may be written right now.
 
     Re-collects every fact (nothing cached), applies the rules, compares with `expected`
-    (the facts the plan was made from) and requires an exclusive open to succeed.
+    (the facts the plan was made from) and requires an exclusive open to succeed. `system`:
+    the host-wide facts (lsblk, pvs, mounts) when the caller has just collected them for all
+    the devices it is about to write, so that they are not collected once per device.
     """
-    facts = collect(path, run=run, host=host)
+    facts = collect(path, run=run, host=host, system=system)
     reasons = refusals(facts)
     if expected is not None:
         changed = changes(expected, facts)
