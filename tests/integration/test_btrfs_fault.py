@@ -44,7 +44,7 @@ def _commands(results) -> list[str]:
 
 def test_btrfs_raid1_member_failed_and_replaced_through_all_four_states(cli, tmp_path, loops):
     (d0, _), (d1, _), (d2, _), (spare, _) = loops(4)
-    fault = f'{{ fail = "{d0}", replace = "{spare}", fill = "96MiB" }}'
+    fault = f'{{ member_runtime = "1s", fail = "{d0}", replace = "{spare}", fill = "96MiB" }}'
     recipe = write_recipe(tmp_path, [d0, d1, d2, spare], _layout([d0, d1, d2], fault), WORKLOAD)
     mount_root = tmp_path / "mnt"
     result = cli("apply", str(recipe), "--yes", "--mount-root", str(mount_root), "--json")
@@ -98,7 +98,7 @@ def test_ctrl_c_in_the_degraded_state_leaves_nothing(cli, tmp_path, loops):
     # and wipe every device, the replacement too.
     workload = ('\n[[workload]]\nkind = "kb2014"\noperations = ["restore-random"]\n'
                 'size = "32MiB"\nruntime = "30s"\n')
-    fault = f'{{ fail = 1, replace = "{spare}" }}'
+    fault = f'{{ member_runtime = "1s", fail = 1, replace = "{spare}" }}'
     recipe = write_recipe(tmp_path, [d0, d1, spare], _layout([d0, d1], fault), workload)
     mount_root = tmp_path / "mnt"
     env = {**os.environ, "BACKUPBENCH_RESULTS": str(cli.results)}

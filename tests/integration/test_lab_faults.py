@@ -77,7 +77,7 @@ def _by_state(run: dict, layout: str) -> dict[str, dict]:
 def test_md_raid6_through_all_four_states_with_restore_random(vm):
     layout = ('[[layout]]\nname = "raid6"\nkind = "mdraid"\nlevel = 6\nchunk = "64k"\n'
               f'devices = {json.dumps(DISKS[:5])}\nfilesystem = {{ type = "xfs" }}\n'
-              'fault = { fail = "/dev/vdc", replace = "/dev/vdf", speed_limit_max = "16MiB/s" }\n')
+              'fault = { member_runtime = "1s", fail = "/dev/vdc", replace = "/dev/vdf", speed_limit_max = "16MiB/s" }\n')
     run, results = _apply(vm, "md", layout)
     ops = _by_state(run, "raid6")
     for state in STATES:
@@ -105,10 +105,10 @@ def test_md_raid6_through_all_four_states_with_restore_random(vm):
 def test_raidz2_onto_a_disk_and_draid2_onto_its_distributed_spare(vm):
     layouts = ('[[layout]]\nname = "raidz2"\nkind = "zfs"\nvdev = "raidz2"\nashift = 12\n'
                f'devices = {json.dumps(DISKS[:5])}\nproperties = {{ primarycache = "metadata" }}\n'
-               'fault = { fail = "/dev/vdc", replace = "/dev/vdf", fill = "192MiB" }\n'
+               'fault = { member_runtime = "1s", fail = "/dev/vdc", replace = "/dev/vdf", fill = "192MiB" }\n'
                '[[layout]]\nname = "draid2"\nkind = "zfs"\nvdev = "draid2"\ndraid_data = 3\ndraid_spares = 1\n'
                f'ashift = 12\ndevices = {json.dumps(DISKS[:6])}\nproperties = {{ primarycache = "metadata" }}\n'
-               'fault = { fail = "/dev/vdc", fill = "192MiB", rebuild_load = "repeat", copy_back = "/dev/vdg" }\n')
+               'fault = { member_runtime = "1s", fail = "/dev/vdc", fill = "192MiB", rebuild_load = "repeat", copy_back = "/dev/vdg" }\n')
     run, results = _apply(vm, "zfs", layouts)
     for name in ("raidz2", "draid2"):
         ops = _by_state(run, name)
@@ -130,7 +130,7 @@ def test_raidz2_onto_a_disk_and_draid2_onto_its_distributed_spare(vm):
 def test_ctrl_c_mid_rebuild_tears_the_array_down_and_restores_the_limit(vm):
     layout = ('[[layout]]\nname = "slow"\nkind = "mdraid"\nlevel = 6\n'
               f'devices = {json.dumps(DISKS[:5])}\nfilesystem = {{ type = "xfs" }}\n'
-              'fault = { fail = 1, replace = "/dev/vdf", speed_limit_max = "1MiB/s", rebuild_load = "none" }\n')
+              'fault = { member_runtime = "1s", fail = 1, replace = "/dev/vdf", speed_limit_max = "1MiB/s", rebuild_load = "none" }\n')
     folder = vm.shared / "interrupt"  # type: ignore[attr-defined]
     recipe = _recipe(folder, layout)
     results = folder / "results"

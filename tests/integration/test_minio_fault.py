@@ -26,7 +26,7 @@ def _recipe(tmp_path: Path, devices: list[str]) -> Path:
         f"devices = {json.dumps(devices)}\n"
         f'\n[[layout]]\nname = "ec"\nkind = "minio-ec"\ndevices = [{drives}]\nparity = 2\n'
         'filesystem = { type = "xfs" }\n'
-        f'fault = {{ fail = "{devices[3]}", replace = "{devices[4]}", fill = "48MiB", rebuild_timeout = "300s" }}\n'
+        f'fault = {{ member_runtime = "1s", fail = "{devices[3]}", replace = "{devices[4]}", fill = "48MiB", rebuild_timeout = "300s" }}\n'
         '\n[[workload]]\nkind = "s3"\nobjects = 40\nobject_size = "64KiB"\nconcurrency = 4\n'
         's3_phases = ["put", "get"]\n'
     )

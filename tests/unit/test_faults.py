@@ -509,3 +509,27 @@ def test_plan_shows_what_the_fault_runs_between_the_states():
     assert f"copy back onto /dev/vdg (idle, timed):\n    $ zpool replace {pool} /dev/vdc /dev/vdg" in text
     assert plan_view.as_dict(plan)["layouts"][0]["fault"]["copy_back"] == [["zpool", "replace", pool, "/dev/vdc",
                                                                           "/dev/vdg"]]
+
+
+def test_the_member_is_measured_for_member_runtime_read_only_first_and_written_only_after_a_recheck(monkeypatch):
+    from backupbench import process
+    from backupbench.runner import faulted
+
+    fio_json = (Path(__file__).parents[1] / "fixtures" / "fio").glob("*.json")
+    sample = next(p for p in sorted(fio_json) if '"jobs"' in p.read_text() and "client_stats" not in p.read_text())
+    events: list[tuple] = []
+
+    def run(argv, timeout, **_kwargs):
+        events.append(("fio", next(a for a in argv if a.startswith("--rw=")),
+                       next(a for a in argv if a.startswith("--runtime=")), "--readonly" in argv, timeout))
+        return process.Result(list(argv), 0, sample.read_text(), "")
+    monkeypatch.setattr(process, "run", run)
+    for fault, runtime, seconds in (({"fail": "/dev/vdc"}, "--runtime=5000ms", 5.0),
+                                    ({"fail": "/dev/vdc", "member_runtime": "1.5s"}, "--runtime=1500ms", 1.5)):
+        events.clear()
+        layout = plan_layouts(_recipe({**RAID6, "fault": fault}), RUN_ID)[0]
+        record = faulted.member_baseline(layout, lambda devices: events.append(("recheck", devices)))
+        assert events == [("fio", "--rw=read", runtime, True, 120 + seconds), ("recheck", ("/dev/vdc",)),
+                          ("fio", "--rw=write", runtime, False, 120 + seconds)]
+        assert record.detail["device"] == "/dev/vdc" and record.status == "complete"
+    assert "member_runtime" in _refusal({**RAID6, "fault": {"fail": 1, "member_runtime": "0.5s"}})

@@ -51,6 +51,9 @@ class FaultSpec(BaseModel):
                                                             "run, e.g. '1MiB/s' (restored afterwards).")
     speed_limit_max: Rate | None = Field(None, description="md only: /proc/sys/dev/raid/speed_limit_max during the "
                                                             "run, e.g. '20MiB/s' (restored afterwards).")
+    member_runtime: Duration = Field(5.0, ge=1, description="How long fio reads one member, then writes it, "
+                                                             "before the layout is built: the single-disk "
+                                                             "reference the rebuild model starts from.")
     rebuild_timeout: Duration = Field(4 * 3600.0, gt=0, description="Give up waiting for the rebuild after this "
                                                                     "long (the layout is torn down all the same).")
     allow_data_loss: bool = Field(False, description="Allow failing more members than the parity survives "

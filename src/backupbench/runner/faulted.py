@@ -270,13 +270,11 @@ class FaultRun:
         return record
 
 
-MEMBER_SECONDS = 5
-
-
-def _member_fio(device: str, rw: str) -> list[str]:
+def _member_fio(device: str, rw: str, seconds: float) -> list[str]:
     readonly = ["--readonly"] if rw == "read" else []
     return ["fio", "--name=member", f"--filename={device}", *readonly, f"--rw={rw}", "--bs=1M", "--iodepth=4",
-            "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={MEMBER_SECONDS}", "--output-format=json"]
+            "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={round(seconds * 1000)}ms",
+            "--output-format=json"]
 
 
 def member_baseline(layout: LayoutPlan, recheck: Callable[[tuple[str, ...]], None],
@@ -295,10 +293,11 @@ def member_baseline(layout: LayoutPlan, recheck: Callable[[tuple[str, ...]], Non
     if sectors and sectors.isdigit():
         record.figures["member_bytes"] = float(int(sectors) * 512)
         record.units["member_bytes"] = "B"
-    read = parse_text(process.run(_member_fio(device, "read"), timeout=120 + MEMBER_SECONDS).stdout)
+    seconds = layout.fault.spec.member_runtime
+    read = parse_text(process.run(_member_fio(device, "read", seconds), timeout=120 + seconds).stdout)
     record.figures["read_bw"] = read.read.bw_bytes
     recheck((device,))
-    written = parse_text(process.run(_member_fio(device, "write"), timeout=120 + MEMBER_SECONDS).stdout)
+    written = parse_text(process.run(_member_fio(device, "write", seconds), timeout=120 + seconds).stdout)
     record.figures["write_bw"] = written.write.bw_bytes
     record.status, record.finished_at = COMPLETE, now_iso()
     return record
