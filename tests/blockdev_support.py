@@ -63,9 +63,13 @@ def write_proc(root: Path, mountinfo: str, swaps: str = "Filename\tType\tSize\tU
 
 
 def wipefs_json(device: str, signatures: list[tuple[str, int]]) -> str:
-    return json.dumps({"signatures": [
-        {"device": os.path.basename(device), "offset": hex(offset), "type": kind, "uuid": None, "label": None}
-        for kind, offset in signatures]})
+    return json.dumps({"signatures": _wipefs_entries(device, signatures)})
+
+
+def _wipefs_entries(device: str, signatures: list[tuple[str, int]]) -> list[dict]:
+    # As wipefs names a device in its JSON: the last part of the path it was given.
+    return [{"device": os.path.basename(device), "offset": hex(offset), "type": kind, "uuid": None, "label": None}
+            for kind, offset in signatures]
 
 
 class FakeRunner:
@@ -89,7 +93,9 @@ class FakeRunner:
         if tool == "wipefs":
             if self.blkid is not None:
                 raise ToolMissingError("wipefs is not installed")
-            return process.Result(argv, 0, wipefs_json(argv[-1], self.wipefs.get(argv[-1], [])), "")
+            devices = [arg for arg in argv[1:] if not arg.startswith("-")]
+            entries = [entry for device in devices for entry in _wipefs_entries(device, self.wipefs.get(device, []))]
+            return process.Result(argv, 0, json.dumps({"signatures": entries}), "")
         if tool == "blkid" and self.blkid is not None:
             text = self.blkid.get(argv[-1], "")
             return process.Result(argv, 0 if text else 2, text, "")

@@ -16,12 +16,8 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from backupbench import process
 from backupbench.devices import identity
-from backupbench.devices.block import eligible, open_exclusive, recheck_before_write
-from backupbench.devices.blockfacts import BlockFacts
-from backupbench.devices.probe_host import Host
-from backupbench.devices.systemfacts import Runner, SystemFacts, collect_system
+from backupbench.devices.checks import DeviceChecks
 from backupbench.errors import BackupbenchError
 from backupbench.faults import rules as fault_rules
 from backupbench.layouts import capabilities
@@ -106,43 +102,6 @@ class Plan:
         return ([f"devices: {reason}" for reason in self.device_refusals]
                 + [f"{step.layout.name}: {reason}" for step in self.steps for reason in step.refusals]
                 + [f"hosts: {reason}" for reason in self.remote_refusals])
-
-
-class DeviceChecks:
-    """Checks each device once for the plan, and keeps what it saw: right before the first
-    write, the re-check compares the device with it (same disk, size, nothing new on it).
-
-    The host-wide facts (lsblk, pvs, mounts, swaps, md arrays) are collected once for the
-    plan and once per re-check, not once per device: on a slow host (the lab's emulated
-    guest runs each tool for about half a second) a four-disk layout's re-check took 12
-    tool runs where it now takes 6."""
-
-    def __init__(self, *, run: Runner = process.run, host: Host | None = None,
-                 open_exclusive: Callable[[str], None] = open_exclusive) -> None:
-        self.seen: dict[str, BlockFacts] = {}
-        self._run, self._host, self._open_exclusive = run, host, open_exclusive
-        self._planned_system: SystemFacts | None = None
-
-    def _system(self) -> SystemFacts:
-        return collect_system(run=self._run, host=self._host)
-
-    def reasons(self, path: str) -> list[str]:
-        if self._planned_system is None:
-            self._planned_system = self._system()
-        facts, reasons = eligible(path, run=self._run, host=self._host, system=self._planned_system)
-        self.seen[path] = facts
-        return [f"{r.problem} ({r.fix})" for r in reasons]
-
-    def kind_of(self, path: str) -> str | None:
-        """lsblk's type of a device already checked (disk, part, ...)."""
-        facts = self.seen.get(path)
-        return facts.type if facts is not None else None
-
-    def recheck(self, devices: tuple[str, ...]) -> None:
-        system = self._system()  # now, right before the write: nothing from the plan
-        for device in devices:
-            recheck_before_write(device, expected=self.seen.get(device), run=self._run, host=self._host,
-                                 system=system, open_exclusive=self._open_exclusive)
 
 
 def _missing_reason(kind: str, missing: list) -> str:
@@ -247,7 +206,7 @@ def make(recipe: Recipe, run_id: str, options: PlanOptions,
          remote_check: RemoteCheck = lambda _recipe: []) -> tuple[Plan, DeviceChecks]:
     """The plan on this host: layouts planned once, the host asked only for the tools and
     kernel features they declare, every device checked (read-only)."""
-    checks = DeviceChecks()
+    checks = DeviceChecks(tuple(recipe.devices))
     if recipe.hosts is not None:  # nothing is built here: nothing of this host to ask
         nothing = capabilities.HostCapabilities(frozenset(), frozenset())
         return build(recipe, run_id, nothing, checks.reasons, remote_check=remote_check), checks

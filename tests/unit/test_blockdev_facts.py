@@ -21,6 +21,7 @@ from backupbench import process, units
 from backupbench.cli.devices_cmd import DeviceProbe, devices_command
 from backupbench.devices.block import DeviceRefused, changes, eligible, recheck_before_write
 from backupbench.devices.blockfacts import BlockFacts, collect
+from backupbench.devices.checks import DeviceChecks
 from backupbench.devices.systemfacts import collect_system
 from backupbench.devices.blockrules import named_refusals
 from backupbench.errors import RefusedError, ToolMissingError
@@ -336,26 +337,38 @@ def test_devices_command_maps_kernel_names_and_reports_usable(tmp_path):
     assert "usable" in result.output and "is on the disk that holds / and /boot" in result.output
 
 
-def test_the_plans_checks_and_each_recheck_ask_lsblk_and_pvs_once_for_all_their_devices(tmp_path):
-    from backupbench.plan import DeviceChecks
-
-    host, runner = small_machine(tmp_path)
+def test_the_plans_checks_and_each_recheck_look_once_at_all_their_devices(tmp_path):
+    host, runner = small_machine(tmp_path, extra_wipefs={"/dev/vda3": [("xfs", 0)]})
     opened = []
-    checks = DeviceChecks(run=runner, host=host, open_exclusive=opened.append)
-    verdicts = {device: checks.reasons(device) for device in ("/dev/vdb", "/dev/vdc", "/dev/vdd")}
-    # Each device still gets its own verdict from the one host-wide look.
+    devices = ("/dev/vdb", "/dev/vdc", "/dev/vdd", "/dev/vda3")
+    checks = DeviceChecks(devices, run=runner, host=host, open_exclusive=opened.append)
+    verdicts = {device: checks.reasons(device) for device in devices}
+    # One lsblk, one pvs, one wipefs for all four, and still each device's own verdict.
+    assert [argv[0] for argv in runner.calls] == ["lsblk", "pvs", "wipefs"]
+    assert runner.calls[-1][-4:] == ["/dev/vdb", "/dev/vdc", "/dev/vdd", "/dev/vda3"]
     assert verdicts["/dev/vdb"] == []
     assert any("mounted" in reason for reason in verdicts["/dev/vdc"]), verdicts
     assert any("swap" in reason for reason in verdicts["/dev/vdd"]), verdicts
-    tools = [argv[0] for argv in runner.calls]
-    assert (tools.count("lsblk"), tools.count("pvs"), tools.count("wipefs")) == (1, 1, 3)
+    assert any("carries an xfs filesystem" in reason for reason in verdicts["/dev/vda3"]), verdicts
 
     runner.calls.clear()
-    checks.recheck(("/dev/vdb", "/dev/vdb"))
-    tools = [argv[0] for argv in runner.calls]
-    # Collected again right before the write (nothing reused from the plan), once for both.
-    assert (tools.count("lsblk"), tools.count("pvs"), tools.count("wipefs")) == (1, 1, 2)
-    assert opened == ["/dev/vdb", "/dev/vdb"]
-
+    checks.recheck(("/dev/vdb",))
+    # Looked at again right before the write (nothing reused from the plan).
+    assert [argv[0] for argv in runner.calls] == ["lsblk", "pvs", "wipefs"]
+    assert opened == ["/dev/vdb"]
     with pytest.raises(DeviceRefused, match="/dev/vdd"):
         checks.recheck(("/dev/vdb", "/dev/vdd"))
+
+
+def test_a_wipefs_run_over_several_devices_that_fails_is_asked_again_device_by_device(tmp_path):
+    host, runner = small_machine(tmp_path, extra_wipefs={"/dev/vdb": [("ext4", 0x438)]})
+
+    def first_batch_fails(argv, **kwargs):
+        if argv[0] == "wipefs" and len(argv) > 4:
+            runner.calls.append([str(a) for a in argv])
+            return process.Result(list(argv), 1, "", "wipefs: error: /dev/vdc: probing initialization failed")
+        return runner(argv, **kwargs)
+    checks = DeviceChecks(("/dev/vdb", "/dev/vdd"), run=first_batch_fails, host=host)
+    assert any("carries an ext4 filesystem" in reason for reason in checks.reasons("/dev/vdb"))
+    wipefs = [argv[3:] for argv in runner.calls if argv[0] == "wipefs"]
+    assert wipefs == [["/dev/vdb", "/dev/vdd"], ["/dev/vdb"]]

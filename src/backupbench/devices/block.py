@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Callable
+from typing import Callable, Mapping
 
 from backupbench import process, units
-from backupbench.devices.blockfacts import BlockFacts, collect
+from backupbench.devices.blockfacts import BlockFacts, Probed, collect
 from backupbench.devices.probe_host import Host
 from backupbench.devices.systemfacts import Runner, SystemFacts
 from backupbench.devices.blockrules import refusals
@@ -37,9 +37,10 @@ class DeviceRefused(RefusedError):
 
 
 def eligible(path: str | os.PathLike[str], *, run: Runner = process.run, host: Host | None = None,
-             system: SystemFacts | None = None) -> tuple[BlockFacts, list[Reason]]:
+             system: SystemFacts | None = None,
+             signatures: Mapping[str, Probed] | None = None) -> tuple[BlockFacts, list[Reason]]:
     """The facts about the device at `path` and the reasons it may not be used (read-only)."""
-    facts = collect(path, run=run, host=host, system=system)
+    facts = collect(path, run=run, host=host, system=system, signatures=signatures)
     return facts, refusals(facts)
 
 
@@ -88,16 +89,16 @@ def open_exclusive(path: str) -> None:
 
 def recheck_before_write(path: str | os.PathLike[str], *, expected: BlockFacts | None = None,
                          run: Runner = process.run, host: Host | None = None,
-                         system: SystemFacts | None = None,
+                         system: SystemFacts | None = None, signatures: Mapping[str, Probed] | None = None,
                          open_exclusive: Callable[[str], None] = open_exclusive) -> None:
     """Raise DeviceRefused (a RefusedError) unless the device may be written right now.
 
     Re-collects every fact (nothing cached), applies the rules, compares with `expected`
-    (the facts the plan was made from) and requires an exclusive open to succeed. `system`:
-    the host-wide facts (lsblk, pvs, mounts) when the caller has just collected them for all
-    the devices it is about to write, so that they are not collected once per device.
+    (the facts the plan was made from) and requires an exclusive open to succeed. `system`
+    (lsblk, pvs, mounts) and `signatures` (wipefs): when the caller has just collected them
+    for all the devices it is about to write, so that they are not collected once per device.
     """
-    facts = collect(path, run=run, host=host, system=system)
+    facts = collect(path, run=run, host=host, system=system, signatures=signatures)
     reasons = refusals(facts)
     if expected is not None:
         changed = changes(expected, facts)

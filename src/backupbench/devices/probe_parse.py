@@ -168,6 +168,21 @@ def parse_wipefs_json(text: str) -> list[Signature]:
         raise ValueError(f"not wipefs JSON output: {exc}") from None
 
 
+def parse_wipefs_json_by_device(text: str) -> dict[str, list[Signature]]:
+    """`wipefs --no-act --json DEV1 DEV2 ...` -> each device's signatures, by the name wipefs
+    gives it (the path's last part: `loop0` for /dev/loop0); a device without any is absent."""
+    if not text.strip():
+        return {}
+    try:
+        found: dict[str, list[Signature]] = {}
+        for entry in json.loads(text)["signatures"]:
+            [signature] = parse_wipefs_json(json.dumps({"signatures": [entry]}))
+            found.setdefault(str(entry["device"]), []).append(signature)
+        return found
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"not wipefs JSON output: {exc}") from None
+
+
 _EXPORT_LINE = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$")
 
 
