@@ -18,14 +18,11 @@ Ctrl-C or SIGTERM. Needs root and losetup.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from _common import ratio_line, require, spread
-from monitor_overhead import cleanup, create_loops, loop_indices
+from _loops import made_loops
 
 from backupbench import process
 from backupbench.devices.block import eligible, recheck_before_write
@@ -76,23 +73,12 @@ def main() -> int:
     args = parser.parse_args()
     require("device_checks", root=True, tools=("losetup", "lsblk", "wipefs"))
 
-    def on_term(_signum, _frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
-    folder = Path(tempfile.mkdtemp(prefix="bb-device-checks-bench-"))
-    indices_before = loop_indices()
-    created: list[str] = []
     try:
-        create_loops(args.devices, folder, created)
-        got = measure(tuple(created), args.pairs)
+        with made_loops(args.devices, "bb-device-checks-bench-") as (created, _folder):
+            got = measure(tuple(created), args.pairs)
     except KeyboardInterrupt:
-        print("interrupted; cleaning up", file=sys.stderr)
+        print("interrupted; cleaned up", file=sys.stderr)
         return 130
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)    # a second Ctrl-C must not stop the cleanup
-        cleanup(created, indices_before, folder)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     for name, figures in got.items():
         print(f"{name:17} tool runs {spread((r for r, _ in figures), 'pairs').text(0)}, "

@@ -18,57 +18,17 @@ the loop device nodes it added removed again), temp files deleted. Needs root an
 from __future__ import annotations
 
 import argparse
-import errno
-import fcntl
 import os
-import shutil
-import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from _common import ratio_line, require, spread
+from _loops import made_loops
 from backupbench.monitor import Sampler
-from backupbench.process import run
 
 GOAL_PCT = 1.0
-LOOP_CTL_REMOVE = 0x4C81
-
-
-def loop_indices() -> set[int]:
-    return {int(n[4:]) for n in os.listdir("/sys/block") if n.startswith("loop") and n[4:].isdigit()}
-
-
-def create_loops(count: int, folder: Path, created: list[str]) -> None:
-    for i in range(count):
-        backing = folder / f"bb-monitor-bench-{i:03d}.img"
-        with open(backing, "wb") as handle:
-            handle.truncate(16 * 1024 * 1024)
-        created.append(run(["losetup", "--find", "--show", str(backing)], timeout=30).stdout.strip())
-
-
-def cleanup(created: list[str], indices_before: set[int], folder: Path) -> None:
-    for dev in reversed(created):
-        result = run(["losetup", "-d", dev], timeout=30, check=False)
-        if result.returncode != 0:
-            print(f"warning: could not detach {dev}: {result.stderr.strip()}", file=sys.stderr)
-    # Remove the loop device nodes this run added, so the machine is left as it was.
-    # The kernel refuses (EBUSY) for any that something else has attached since.
-    ours = {int(os.path.basename(d)[4:]) for d in created} - indices_before
-    if ours and os.path.exists("/dev/loop-control"):
-        fd = os.open("/dev/loop-control", os.O_RDWR)
-        try:
-            for index in sorted(ours):
-                try:
-                    fcntl.ioctl(fd, LOOP_CTL_REMOVE, index)
-                except OSError as exc:
-                    if exc.errno not in (errno.EBUSY, errno.ENODEV, errno.ENXIO):
-                        print(f"warning: could not remove loop{index}: {exc}", file=sys.stderr)
-        finally:
-            os.close(fd)
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def measure(seconds: float, interval: float, csv_path: Path) -> dict:
@@ -109,27 +69,15 @@ def main() -> int:
     args = parser.parse_args()
     require("monitor_overhead", root=True, tools=("losetup",))
 
-    def on_term(_signum, _frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
-    folder = Path(tempfile.mkdtemp(prefix="bb-monitor-bench-"))
-    indices_before = loop_indices()
-    created: list[str] = []
     try:
-        print(f"creating {args.devices} loop devices on sparse files in {folder} ...", flush=True)
-        create_loops(args.devices, folder, created)
-        present = len([n for n in os.listdir("/sys/block")])
-        print(f"{present} block devices present; sampling all of them every {args.interval:g} s "
-              f"for {args.seconds:g} s ...", flush=True)
-        r = measure(args.seconds, args.interval, folder / "monitor.csv")
+        with made_loops(args.devices, "bb-monitor-bench-") as (created, folder):
+            present = len([n for n in os.listdir("/sys/block")])
+            print(f"{present} block devices present; sampling all of them every {args.interval:g} s "
+                  f"for {args.seconds:g} s ...", flush=True)
+            r = measure(args.seconds, args.interval, folder / "monitor.csv")
     except KeyboardInterrupt:
-        print("interrupted; cleaning up", file=sys.stderr)
+        print("interrupted; cleaned up", file=sys.stderr)
         return 130
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)    # a second Ctrl-C must not stop the cleanup
-        cleanup(created, indices_before, folder)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     thread_pct = r["thread_cpu"] / r["wall"] * 100
     per_sample_ms = r["thread_cpu"] / max(r["samples"], 1) * 1000
