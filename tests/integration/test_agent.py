@@ -45,7 +45,7 @@ def local(setup):
 
 @pytest.fixture
 def namespace(netns):
-    """Namespace 1 of netns_support's Hosts: (the `ip netns exec` prefix, the agent's address)."""
+    """Namespace 1 of netns_support's Hosts: (the prefix that runs a command in it, the agent's address)."""
     return netns.exec_prefix(1), netns.make(1)
 
 

@@ -224,7 +224,7 @@ def test_ctrl_c_stops_every_host_and_removes_every_file(servers, tmp_path):
             child.wait()
     assert child.returncode == 130, err
     assert list(target.iterdir()) == []
-    # The servers' job children are gone: each server (`ip netns exec` execs fio in place) is
+    # The servers' job children are gone: each server (nsenter execs fio in place) is
     # alone in its session again.
     for n, server in servers.servers.items():
         for _ in range(100):  # bounded: 10 s for fio to end its jobs after the client's quit

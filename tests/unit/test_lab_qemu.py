@@ -90,3 +90,12 @@ def test_consoles():
 def test_memory_checked(memory):
     with pytest.raises(ValueError):
         qemu_argv(_config(memory=memory))
+
+
+def test_a_qemu_that_ends_without_a_word_is_described_by_its_exit_status():
+    from backupbench.lab.qemu import describe_exit
+
+    assert describe_exit(None) == "" and describe_exit(0) == ""
+    assert describe_exit(-11) == " (QEMU was ended by SIGSEGV)"
+    assert describe_exit(-9) == " (QEMU was ended by SIGKILL)"
+    assert describe_exit(1) == " (QEMU exit code 1)"

@@ -1,4 +1,5 @@
-"""The QEMU command line for a lab VM, as a pure function of its configuration.
+"""The QEMU command line for a lab VM, as a pure function of its configuration (and, when QEMU
+ends without a word, what its exit status says).
 
 Choices, each measured on the development machines (see shared/docs/lab-notes.md):
 - TCG, not KVM: /dev/kvm there is PVM, Debian's kernel crawls under it and `-cpu host` dies.
@@ -25,6 +26,7 @@ Choices, each measured on the development machines (see shared/docs/lab-notes.md
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,3 +107,16 @@ def qemu_argv(config: VMConfig) -> list[str]:
         "-chardev", f"pipe,id=agent,path={escape(config.agent_pipe)}", "-serial", "chardev:agent",
     ]
     return argv
+
+
+def describe_exit(code: int | None) -> str:
+    """How QEMU ended, when that says more than its output: a signal (a crash of QEMU itself,
+    which leaves no error message) or an exit code other than 0."""
+    if code is None or code == 0:
+        return ""
+    if code < 0:
+        try:
+            return f" (QEMU was ended by {signal.Signals(-code).name})"
+        except ValueError:
+            return f" (QEMU was ended by signal {-code})"
+    return f" (QEMU exit code {code})"

@@ -34,7 +34,7 @@ from backupbench.lab import disks as lab_disks, zfs_module
 from backupbench.lab.agent import AgentStream, Event, parse_cpu_pair
 from backupbench.lab.disks import DiskSpec, Throttle
 from backupbench.lab.image import LabImage, ensure_image
-from backupbench.lab.qemu import QEMU, Disk, Share, VMConfig, qemu_argv
+from backupbench.lab.qemu import QEMU, Disk, Share, VMConfig, describe_exit, qemu_argv
 from backupbench.units import GiB, MiB
 
 log = logging.getLogger("backupbench.lab")
@@ -285,7 +285,8 @@ class LabVM:
         console = self._console_lines()
         self._log_console(console)
         detail = stderr.splitlines()[-1] if stderr else (console[-1] if console else "no output")
-        return LabError(f"the lab VM stopped {what}: {detail}", self._console_hint())
+        return LabError(f"the lab VM stopped {what}: {detail}{describe_exit(self._qemu.proc.poll())}",
+                        self._console_hint())
 
     def _console_lines(self) -> list[str]:
         try:
