@@ -231,3 +231,14 @@ def test_an_agent_in_a_namespace_serves_only_its_address(namespace, setup, tmp_p
     finally:
         assert agent.stop() == 0, agent.log.read_text()
     assert list(root.iterdir()) == []
+
+
+def test_a_command_in_a_test_namespace_shares_this_mount_namespace_so_an_umount_here_frees_the_device(namespace):
+    """netns_support enters the network namespace only: `ip netns exec` gave each server and
+    agent a copy of every mount at its start, and another test's filesystem stayed mounted in
+    it after that test's umount, so its wipefs failed with EBUSY."""
+    prefix, _address = namespace
+    inside = subprocess.run([*prefix, "readlink", "/proc/self/ns/mnt", "/proc/self/ns/net"],
+                            capture_output=True, text=True, timeout=30, check=True).stdout.split()
+    here = [os.readlink("/proc/self/ns/mnt"), os.readlink("/proc/self/ns/net")]
+    assert inside[0] == here[0] and inside[1] != here[1], (inside, here)
