@@ -26,7 +26,7 @@ def made_loops(count: int, prefix: str) -> Iterator[tuple[list[str], Path]]:
     def on_term(_signum, _frame):
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, on_term)
+    previous_term = signal.signal(signal.SIGTERM, on_term)
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     indices_before = loop_indices()
     created: list[str] = []
@@ -38,6 +38,7 @@ def made_loops(count: int, prefix: str) -> Iterator[tuple[list[str], Path]]:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         cleanup(created, indices_before, folder)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, previous_term)
 
 
 def loop_indices() -> set[int]:

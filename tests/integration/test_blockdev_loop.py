@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from backupbench import units
 from backupbench.cli.devices_cmd import devices_command
 from backupbench.devices.block import DeviceRefused, eligible, recheck_before_write
-from backupbench.devices.blockfacts import collect
+from backupbench.devices.blockfacts import collect, probe_signatures
 from backupbench.devices.blockrules import named_refusals
 from host_support import Loop, LoopDevices, require_tools
 
@@ -161,6 +161,18 @@ def test_blank_loop_device_is_usable_and_passes_the_recheck(scratch):
     assert facts.signatures == () and facts.holders == () and facts.probe_errors == ()
     recheck_before_write(loop.device, expected=facts)   # nothing changed, exclusive open works
     assert sha256(loop.backing) == before
+
+
+def test_one_wipefs_run_tells_each_loop_devices_signatures_apart(scratch):
+    """The real wipefs names each device as the device checks expect (devices/checks.py):
+    otherwise every check would quietly fall back to one wipefs per device."""
+    blank, formatted = scratch.loop("blank"), scratch.loop("formatted")
+    mkfs_ext4(formatted.device)
+    found = probe_signatures([blank.device, formatted.device])
+    assert set(found) == {blank.device, formatted.device}, found
+    assert found[blank.device] == ([], None)
+    [(signatures, why)] = [found[formatted.device]]
+    assert [s.type for s in signatures] == ["ext4"] and why is None
 
 
 def prepare_ext4(s: Scratch, loop: Loop) -> str:

@@ -20,12 +20,14 @@ from click.testing import CliRunner
 from backupbench import process, units
 from backupbench.cli.devices_cmd import DeviceProbe, devices_command
 from backupbench.devices.block import DeviceRefused, changes, eligible, recheck_before_write
-from backupbench.devices.blockfacts import BlockFacts, collect
+from backupbench.devices.blockfacts import BlockFacts, collect, probe_signatures
 from backupbench.devices.checks import DeviceChecks
+from backupbench.devices.probe_parse import Signature
 from backupbench.devices.systemfacts import collect_system
 from backupbench.devices.blockrules import named_refusals
 from backupbench.errors import RefusedError, ToolMissingError
-from blockdev_support import FakeHost, FakeRunner, block_node, make_sysfs, small_machine, write_proc
+from blockdev_support import (FakeHost, FakeRunner, block_node, make_sysfs, small_machine, wipefs_json,
+                              write_proc)
 
 LAB_DISKS = [f"vd{c}" for c in "abcdefgh"]
 # Where libblkid finds each signature (byte offset of the magic), as wipefs reports it.
@@ -358,6 +360,48 @@ def test_the_plans_checks_and_each_recheck_look_once_at_all_their_devices(tmp_pa
     assert opened == ["/dev/vdb"]
     with pytest.raises(DeviceRefused, match="/dev/vdd"):
         checks.recheck(("/dev/vdb", "/dev/vdd"))
+
+
+def test_a_recheck_of_several_devices_sees_what_was_written_on_one_since_the_plan(tmp_path):
+    host, runner = small_machine(tmp_path)
+    checks = DeviceChecks(("/dev/vdb", "/dev/vdd"), run=runner, host=host, open_exclusive=lambda path: None)
+    assert checks.reasons("/dev/vdb") == [] and checks.reasons("/dev/vdd") != []
+    runner.wipefs["/dev/vdb"] = [("ext4", 0x438)]   # someone's mkfs after the plan
+    with pytest.raises(DeviceRefused) as caught:
+        checks.recheck(("/dev/vdb", "/dev/vdd"))
+    # vdb is checked first: with the plan's facts it would pass, and vdd's swap would be the refusal.
+    assert "/dev/vdb carries an ext4 filesystem" in caught.value.message
+    assert "signatures none -> ext4@0x438" in caught.value.message
+    assert [argv[3:] for argv in runner.calls if argv[0] == "wipefs"][-1] == ["/dev/vdb", "/dev/vdd"]
+
+
+def test_one_wipefs_for_several_devices_only_when_its_answer_can_be_told_apart(tmp_path):
+    host, runner = small_machine(tmp_path, extra_wipefs={"/dev/vdb": [("ext4", 0x438)]})
+    # A symlink and a node named like another device: wipefs would call both "vdb".
+    host.nodes["/dev/disk/by-id/virtio-b"] = block_node("/dev/disk/by-id/virtio-b", "254:16", "/dev/vdb")
+    host.nodes["/dev/other/vdb"] = block_node("/dev/other/vdb", "254:17")
+    found = probe_signatures(["/dev/disk/by-id/virtio-b", "/dev/vdd", "/tmp/not-a-device"], runner, host)
+    assert found == {"/dev/vdb": ([Signature("ext4", 0x438)], None),
+                     "/dev/vdd": ([Signature("swap", 0xFF6)], None)}
+    assert runner.calls[-1][3:] == ["/dev/vdb", "/dev/vdd"]
+    runner.calls.clear()
+    assert probe_signatures(["/dev/vdb", "/dev/other/vdb"], runner, host) == {}
+    assert probe_signatures(["/dev/vdb"], runner, host) == {}
+    assert runner.calls == []   # nothing to gain from one run, or no way to tell them apart
+
+    def answers_for_another(argv, **kwargs):
+        return process.Result(list(argv), 0, wipefs_json("/dev/vdz", [("xfs", 0)]), "")
+    assert probe_signatures(["/dev/vdb", "/dev/vdd"], answers_for_another, host) == {}
+
+
+def test_without_wipefs_the_checks_ask_blkid_device_by_device(tmp_path):
+    host, recorded = small_machine(tmp_path)
+    runner = FakeRunner(recorded.lsblk, {}, pvs=None, blkid={"/dev/vdb": "DEVNAME=/dev/vdb\nTYPE=xfs\n"})
+    checks = DeviceChecks(("/dev/vdb", "/dev/vdd"), run=runner, host=host)
+    assert any("carries an xfs filesystem" in reason for reason in checks.reasons("/dev/vdb"))
+    assert any("swap" in reason for reason in checks.reasons("/dev/vdd"))
+    # The one run for both finds no wipefs; then each device: wipefs (missing), then blkid.
+    assert [argv[0] for argv in runner.calls] == ["lsblk", "pvs", "wipefs", "wipefs", "blkid", "wipefs", "blkid"]
 
 
 def test_a_wipefs_run_over_several_devices_that_fails_is_asked_again_device_by_device(tmp_path):

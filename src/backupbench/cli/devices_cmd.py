@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import click
 from backupbench import process
 from backupbench.cli.common import print_document, stdout
-from backupbench.devices.blockfacts import collect
+from backupbench.devices.blockfacts import collect, probe_signatures
 from backupbench.devices.probe_host import Host
 from backupbench.devices.probe_parse import LsblkDevice, parse_lsblk_json
 from backupbench.devices.systemfacts import Runner, collect_system, run_tool
@@ -69,8 +69,9 @@ def _devices(ctx: click.Context, device_args: tuple[str, ...], as_json: bool) ->
         for device in system.devices:
             plain = f"/dev/{device.kname}"
             targets.append(plain if probe.host.path_info(plain).exists else (device.path or plain))
-    rows = [(facts, named_refusals(facts))
-            for facts in (collect(t, run=probe.run, host=probe.host, system=system) for t in targets)]
+    signatures = probe_signatures(targets, probe.run, probe.host)
+    rows = [(facts, named_refusals(facts)) for facts in (
+        collect(t, run=probe.run, host=probe.host, system=system, signatures=signatures) for t in targets)]
     identities = _identities(probe.run)
 
     if as_json:

@@ -1,7 +1,8 @@
 """May this block device be written? Checked when planning, and again right before writing.
 
 `eligible` collects the facts and applies the rules. `recheck_before_write` is called by a
-layout immediately before its first destructive command: it collects everything again and
+layout immediately before its first destructive command: everything is collected again, at
+that moment (by it, or by its caller for all the devices of the write: devices/checks.py), and it
 refuses if any rule objects, if anything changed since the plan was made, or if an
 exclusive open (O_EXCL) fails, which the kernel refuses (EBUSY) while the device is mounted
 (in any mount namespace, so also where our mountinfo cannot see it), held by
@@ -93,10 +94,10 @@ def recheck_before_write(path: str | os.PathLike[str], *, expected: BlockFacts |
                          open_exclusive: Callable[[str], None] = open_exclusive) -> None:
     """Raise DeviceRefused (a RefusedError) unless the device may be written right now.
 
-    Re-collects every fact (nothing cached), applies the rules, compares with `expected`
-    (the facts the plan was made from) and requires an exclusive open to succeed. `system`
-    (lsblk, pvs, mounts) and `signatures` (wipefs): when the caller has just collected them
-    for all the devices it is about to write, so that they are not collected once per device.
+    Collects every fact again (nothing from the plan), applies the rules, compares with
+    `expected` (the facts the plan was made from) and requires an exclusive open to succeed.
+    `system` (lsblk, pvs, mounts) and `signatures` (wipefs): only what the caller collected
+    for all the devices of this write right before calling, never facts kept from earlier.
     """
     facts = collect(path, run=run, host=host, system=system, signatures=signatures)
     reasons = refusals(facts)

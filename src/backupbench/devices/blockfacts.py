@@ -75,12 +75,16 @@ class BlockFacts:
 Probed = tuple[list[Signature], str | None]
 
 
-def probe_signatures(devices: Iterable[str], run: Runner = process.run) -> dict[str, Probed]:
-    """The signatures on each of these block devices (resolved paths) from one wipefs run:
-    on a slow host every run costs (about 0.4 s in the lab's emulated guest). Empty when one
-    run cannot tell them apart or fails (a device busy or gone, wipefs missing): collect()
-    then probes each device on its own, which says which one failed."""
-    devices = list(dict.fromkeys(devices))
+def probe_signatures(paths: Iterable[str], run: Runner = process.run, host: Host | None = None) -> dict[str, Probed]:
+    """The signatures on each block device among `paths`, by its resolved path, from one
+    wipefs run for all of them: on a slow host every program started costs (about 0.4 s in
+    the lab's emulated guest). Empty (collect() then probes each device on its own, which
+    also says which one failed) for fewer than two devices, two of one name (wipefs names
+    a device by its path's last part), or a run that fails (a device gone or unreadable,
+    wipefs missing: blkid is then asked device by device) or answers for a device not asked."""
+    host = host or Host()
+    devices = list(dict.fromkeys(info.resolved for info in map(host.path_info, paths)
+                                 if info.is_block and not info.error))
     names = [os.path.basename(device) for device in devices]
     if len(devices) < 2 or len(set(names)) < len(names):
         return {}
@@ -135,8 +139,9 @@ def collect(path: str | os.PathLike[str], *, run: Runner = process.run, host: Ho
             system: SystemFacts | None = None, signatures: Mapping[str, Probed] | None = None) -> BlockFacts:
     """Collect the facts about the device at `path` (read-only). Never raises for a bad
     device: a missing path, a file, or a failed probe are facts the rules refuse.
-    `system` and `signatures` (probe_signatures, by resolved path): collected just now for
-    several devices at once; what they lack is collected here."""
+    `system` and `signatures` (probe_signatures, by resolved path): collected by the caller
+    for several devices at once, just before this call (never older facts: what is collected
+    is the device as it is now); what they lack is collected here."""
     host = host or Host()
     path = os.fspath(path)
     info = host.path_info(path)

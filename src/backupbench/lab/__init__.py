@@ -52,6 +52,11 @@ host, which other engineers' test runs share):
   CLI imports only the command it runs and pydantic builds a validator on first use:
   `backupbench apply --help` in the guest 14.0-14.8 s of CPU where it took 24.9-31.6 s
   (`run --help` 11.5-14.4 s against 19.8-25.6 s; two rounds in one boot).
+- Every program started in the guest costs time of its own (two rounds in one boot): /bin/true
+  0.13-0.22 s, lsblk and wipefs 0.2-0.5 s, an LVM command 0.4-1.0 s, fio 0.8-2.2 s (its 64
+  libraries), `zpool status` 0.4-1.6 s. So the device checks look at all of a write's devices
+  with one lsblk, pvs and wipefs (devices/checks.py): one apply of four LVM and md layouts ran
+  126 programs in 70 s before, 95 in 53 s after the lsblk/pvs half of that change.
 - Field note A (4 disks at 50 MiB/s, fio 512 KiB sequential direct writes, 4 jobs, 15 s):
   linear 50.0 MiB/s, striped 200.0-200.3 MiB/s, ratio 4.00-4.01; guest CPU 11-16 % / 23-35 %;
   from LabVM() to the VM gone 43-49 s (bench/lab.py). The same experiment as a recipe

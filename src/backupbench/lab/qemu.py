@@ -1,5 +1,5 @@
-"""The QEMU command line for a lab VM, as a pure function of its configuration (and, when QEMU
-ends without a word, what its exit status says).
+"""The QEMU command line for a lab VM, as a pure function of its configuration (and what
+QEMU's exit status says when it stops early: a crash of QEMU itself leaves no message).
 
 Choices, each measured on the development machines (see shared/docs/lab-notes.md):
 - TCG, not KVM: /dev/kvm there is PVM, Debian's kernel crawls under it and `-cpu host` dies.
@@ -110,8 +110,8 @@ def qemu_argv(config: VMConfig) -> list[str]:
 
 
 def describe_exit(code: int | None) -> str:
-    """How QEMU ended, when that says more than its output: a signal (a crash of QEMU itself,
-    which leaves no error message) or an exit code other than 0."""
+    """How QEMU ended, added to what it and the guest said: a signal (a crash of QEMU itself
+    leaves no error message) or an exit code other than 0; nothing for 0 or still running."""
     if code is None or code == 0:
         return ""
     if code < 0:
