@@ -87,10 +87,16 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
 
 
+def in_namespace(name: str) -> list[str]:
+    # Its network namespace only: `ip netns exec` would also copy every mount into a mount
+    # namespace of its own, keeping filesystems others unmount meanwhile in use (tests/netns_support.py).
+    return ["nsenter", f"--net=/run/netns/{name}"]
+
+
 def start_minio(drive: Path, user: str, password: str, log: Path) -> subprocess.Popen:
     env = {**os.environ, "MINIO_ROOT_USER": user, "MINIO_ROOT_PASSWORD": password, "MINIO_BROWSER": "off"}
     with open(log, "wb") as out:
-        proc = subprocess.Popen(["nsenter", f"--net=/run/netns/{NAMESPACES[0]}", MINIO, "server", "--quiet", "--address",
+        proc = subprocess.Popen([*in_namespace(NAMESPACES[0]), MINIO, "server", "--quiet", "--address",
                                  f"{NET}.2:9000", str(drive)], env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -108,7 +114,7 @@ def start_agent(index: int, token_file: Path, root: Path, authority) -> subproce
     """The agent over TLS, its certificate from the run's own CA (controllers get --agent-ca)."""
     root.mkdir()
     cert = authority.issue(f"{NET}.{index + 3}", f"agent{index}")
-    proc = subprocess.Popen(["nsenter", f"--net=/run/netns/{NAMESPACES[index + 1]}", BACKUPBENCH, "agent", "--listen",
+    proc = subprocess.Popen([*in_namespace(NAMESPACES[index + 1]), BACKUPBENCH, "agent", "--listen",
                              f"{NET}.{index + 3}:7480", "--token-file", str(token_file), "--root", str(root),
                              *cert.agent_args()],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

@@ -8,7 +8,7 @@ import pytest
 
 from backupbench.devices.probe_parse import (
     MdMember, Signature, parse_blkid_export, parse_lsblk_json, parse_mdstat, parse_pvs_json, parse_swaps,
-    parse_wipefs_json,
+    parse_wipefs_json, parse_wipefs_json_by_device,
 )
 
 LAB = "lab-guest"
@@ -108,6 +108,20 @@ def test_wipefs_lists_every_signature_with_byte_offsets():
 def test_wipefs_garbage_is_an_error():
     with pytest.raises(ValueError):
         parse_wipefs_json('{"signatures": [{"offset": "0x0"}]}')
+    with pytest.raises(ValueError):
+        parse_wipefs_json('{"signatures": ["xfs"]}')
+
+
+def test_wipefs_over_several_devices_groups_the_signatures_by_the_name_it_gives_each():
+    text = ('{"signatures": [{"device": "loop0", "offset": "0x438", "type": "ext4"},'
+            ' {"device": "vdb", "offset": "0x1000", "type": "linux_raid_member"},'
+            ' {"device": "vdb", "offset": "0xff6", "type": "swap"}]}')
+    assert parse_wipefs_json_by_device(text) == {
+        "loop0": [Signature("ext4", 0x438)],
+        "vdb": [Signature("linux_raid_member", 0x1000), Signature("swap", 0xFF6)]}
+    assert parse_wipefs_json_by_device(WIPEFS_BLANK) == {} and parse_wipefs_json_by_device("") == {}
+    with pytest.raises(ValueError, match="names no device"):   # cannot say whose it is
+        parse_wipefs_json_by_device('{"signatures": [{"offset": "0x0", "type": "xfs"}]}')
 
 
 def test_blkid_export_types_and_partition_tables():

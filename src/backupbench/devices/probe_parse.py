@@ -152,35 +152,34 @@ def parse_lsblk_json(text: str) -> list[LsblkDevice]:
     return list(found.values())
 
 
-def parse_wipefs_json(text: str) -> list[Signature]:
-    """`wipefs --no-act --json DEVICE` -> every signature it found (wipefs lists all of them,
-    unlike blkid, which stops at a RAID superblock and so hides e.g. a swap header next to it)."""
+def _wipefs_rows(text: str) -> list[tuple[str | None, Signature]]:
+    """`wipefs --no-act --json DEV...` -> (the device wipefs names, its signature) for each one."""
     if not text.strip():
         return []  # wipefs prints nothing at all for a blank device on some versions
     try:
-        entries = json.loads(text)["signatures"]
-        return [
-            Signature(type=str(e["type"]), offset=int(str(e["offset"]), 0),
-                      uuid=_text(e.get("uuid")), label=_text(e.get("label")))
-            for e in entries
-        ]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        return [(None if e.get("device") is None else str(e["device"]),
+                 Signature(type=str(e["type"]), offset=int(str(e["offset"]), 0),
+                           uuid=_text(e.get("uuid")), label=_text(e.get("label"))))
+                for e in json.loads(text)["signatures"]]
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not wipefs JSON output: {exc}") from None
+
+
+def parse_wipefs_json(text: str) -> list[Signature]:
+    """`wipefs --no-act --json DEVICE` -> every signature it found (wipefs lists all of them,
+    unlike blkid, which stops at a RAID superblock and so hides e.g. a swap header next to it)."""
+    return [signature for _device, signature in _wipefs_rows(text)]
 
 
 def parse_wipefs_json_by_device(text: str) -> dict[str, list[Signature]]:
     """`wipefs --no-act --json DEV1 DEV2 ...` -> each device's signatures, by the name wipefs
     gives it (the path's last part: `loop0` for /dev/loop0); a device without any is absent."""
-    if not text.strip():
-        return {}
-    try:
-        found: dict[str, list[Signature]] = {}
-        for entry in json.loads(text)["signatures"]:
-            [signature] = parse_wipefs_json(json.dumps({"signatures": [entry]}))
-            found.setdefault(str(entry["device"]), []).append(signature)
-        return found
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"not wipefs JSON output: {exc}") from None
+    found: dict[str, list[Signature]] = {}
+    for device, signature in _wipefs_rows(text):
+        if device is None:
+            raise ValueError("not wipefs JSON output: a signature names no device")
+        found.setdefault(device, []).append(signature)
+    return found
 
 
 _EXPORT_LINE = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$")

@@ -2,8 +2,8 @@
 table, swaps, md arrays, LVM physical volumes, and the sysfs tree between devices.
 
 Listing every device then costs one lsblk and one pvs (blockfacts.py adds one wipefs for all
-the devices, or one per device when that run fails). Probes never raise: what could not be read is recorded in `errors`, and a device
-whose facts carry errors is refused (fail closed).
+the devices, or one per device when that run fails). Probes never raise: what could not be
+read is recorded in `errors`, and a device whose facts carry errors is refused (fail closed).
 """
 
 from __future__ import annotations
