@@ -12,6 +12,10 @@ from host_support import CliResult, LoopDevices, require_root_tool, run_cli
 pytest_plugins = ["s3_fixtures", "netns_support", "s3_agents_support"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# pytest-xdist's workers start with COLUMNS=80 in their environment (not so a plain pytest).
+# The commands honour COLUMNS (cli/common.piped_width); the tests read what a command prints
+# into a file or a pipe, so they run it as it runs there, without one.
+os.environ.pop("COLUMNS", None)
 # Fixtures that need root (loop devices, mounts, network namespaces, another user's view of a
 # folder): every test that uses one, directly or through another fixture, is marked `root`
 # here, so `pytest -m "not root"` deselects exactly the tests that would skip without root.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +31,16 @@ from backupbench.results.store import Store
 finished_runs: list[tuple[Store, str]] = []
 
 # Humans read stderr while a run goes on; stdout carries results (tables, or JSON with --json).
-# Piped output (a file, CI logs) gets a width that fits the run table instead of 80 columns.
+# Piped output (a file, CI logs) gets a width that fits the run table instead of 80 columns,
+# unless COLUMNS names one.
 # Whatever they print passes redaction.py: no URL's userinfo, no known secret.
-stdout = Console(file=RedactedStream("stdout"), highlight=False, width=None if sys.stdout.isatty() else 140)
+def piped_width(stream: Any, piped: int) -> int | None:
+    """None (rich's own choice) on a terminal or when COLUMNS says the width; `piped` otherwise,
+    so that a file or a pipe gets whole tables instead of rich's 80 columns."""
+    return None if stream.isatty() or os.environ.get("COLUMNS", "").isdigit() else piped
+
+
+stdout = Console(file=RedactedStream("stdout"), highlight=False, width=piped_width(sys.stdout, 140))
 stderr = Console(file=RedactedStream("stderr"), highlight=False)
 
 

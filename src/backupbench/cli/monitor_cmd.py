@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.live import Live
 
 from backupbench import stopping
+from backupbench.cli.common import piped_width
 from backupbench.errors import InputError
 from backupbench.monitor import sysfs
 from backupbench.paths import check_length
@@ -89,7 +90,7 @@ def _samples(arrived: queue.Queue, deadline: float | None, count: int | None) ->
 def _stderr_console() -> Console:
     """Piped, stdout carries only the blocks; the averages go where a person still sees them,
     whole even when stderr is a file too."""
-    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else _WIDE)
+    return Console(stderr=True, highlight=False, width=piped_width(sys.stderr, _WIDE))
 
 
 def _print_summary(console: Console, summary: MonitorSummary, labels: dict[str, str]) -> None:
