@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from backupbench.errors import RecipeError
+from backupbench.errors import ProcessError, RecipeError
 from backupbench.faults.figures import RebuildSpan, rebuild_figures
 from backupbench.monitor.rebuild import RebuildState, Sample, md_state, zpool_state
-from backupbench.monitor.rebuild_btrfs import btrfs_state, members, replace_status
+from backupbench.monitor import rebuild_btrfs
+from backupbench.monitor.rebuild_btrfs import BtrfsReader, btrfs_state, members, replace_status
 from backupbench.plan import build, plan_layouts
 from backupbench.layouts import capabilities
 from backupbench.recipe.model import parse
@@ -109,6 +110,28 @@ def test_btrfs_state_from_real_show_and_replace_status_output():
     assert not members(_fixture("show-replaced.txt"))[3].missing
     with pytest.raises(ValueError, match="does not know"):
         replace_status("something new")
+
+
+def _btrfs_reader_that_fails(monkeypatch, mounted_after: bool) -> BtrfsReader:
+    """A reader whose mount point is a mount when it looks, and then (mounted_after) still or no
+    longer one when btrfs fails on it."""
+    answers = iter([True, mounted_after])
+    monkeypatch.setattr(rebuild_btrfs.os.path, "ismount", lambda path: next(answers))
+
+    def failing(argv: list[str]) -> str:
+        raise ProcessError(argv, 1, "ERROR: not a valid btrfs filesystem: /mnt/x")
+    monkeypatch.setattr(rebuild_btrfs, "_output", failing)
+    return BtrfsReader("/mnt/x", (3,))
+
+
+def test_a_btrfs_unmounted_while_it_is_read_is_the_unmounted_moment_not_an_error(monkeypatch):
+    state = _btrfs_reader_that_fails(monkeypatch, mounted_after=False)()
+    assert state.degraded and not state.rebuilding and state.percent is None
+
+
+def test_a_btrfs_command_that_fails_on_a_mounted_filesystem_is_still_an_error(monkeypatch):
+    with pytest.raises(ProcessError, match="not a valid btrfs"):
+        _btrfs_reader_that_fails(monkeypatch, mounted_after=True)()
 
 
 @pytest.mark.parametrize("layout, words", [

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from backupbench import process
+from backupbench.errors import ProcessError
 from backupbench.monitor.rebuild import RebuildState
 
 _DEVID = re.compile(r"^\s*devid\s+(\d+)\s+size\s+(\d+)\s+used\s+(\d+)\s+path\s+(.*?)\s*$")
@@ -63,6 +64,11 @@ def btrfs_state(show_raw: str, status: str, held: dict[int, int]) -> RebuildStat
                         finished=progress == "finished" and not missing)
 
 
+# The fault's own moments (a member failed, the rest about to be mounted degraded) and the
+# teardown's: no filesystem at the mount point to ask.
+_UNMOUNTED = RebuildState(False, True, None, None, None)
+
+
 def _output(argv: list[str]) -> str:
     return process.run(argv, timeout=30).stdout
 
@@ -74,9 +80,16 @@ class BtrfsReader:
     held: dict[int, int] = field(default_factory=dict)
 
     def __call__(self) -> RebuildState:
+        try:
+            return self._read()
+        except ProcessError:
+            if not os.path.ismount(self.mount_point):
+                return _UNMOUNTED  # unmounted between the check and the command: not a failure
+            raise
+
+    def _read(self) -> RebuildState:
         if not os.path.ismount(self.mount_point):
-            # The fault's own moment: unmounted to fail a member, about to be mounted degraded.
-            return RebuildState(False, True, None, None, None)
+            return _UNMOUNTED
         show = _output(["btrfs", "filesystem", "show", "--raw", self.mount_point])
         # While present, and again once replaced (then: what the replace copied).
         for devid, member in members(show).items():
