@@ -12,9 +12,9 @@ from host_support import CliResult, LoopDevices, require_root_tool, run_cli
 pytest_plugins = ["s3_fixtures", "netns_support", "s3_agents_support"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
-# pytest-xdist's workers start with COLUMNS=80 in their environment (not so a plain pytest).
-# The commands honour COLUMNS (cli/common.piped_width); the tests read what a command prints
-# into a file or a pipe, so they run it as it runs there, without one.
+# The commands honour COLUMNS (cli/common.piped_width), and a test session may inherit one (the
+# pytest-xdist workers here had COLUMNS=80; a plain pytest had none). The tests read what a
+# command prints into a file or a pipe, so they run it as it runs there, without COLUMNS.
 os.environ.pop("COLUMNS", None)
 # Fixtures that need root (loop devices, mounts, network namespaces, another user's view of a
 # folder): every test that uses one, directly or through another fixture, is marked `root`

@@ -31,8 +31,9 @@ def test_a_terminal_leaves_the_width_to_rich(monkeypatch):
 def test_piped_output_is_wide_unless_columns_names_a_width(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
     assert piped_width(_Stream(tty=False), 140) == 140
-    monkeypatch.setenv("COLUMNS", "wide")
-    assert piped_width(_Stream(tty=False), 140) == 140
+    for no_width in ("wide", "0", "-5"):
+        monkeypatch.setenv("COLUMNS", no_width)
+        assert piped_width(_Stream(tty=False), 140) == 140
     monkeypatch.setenv("COLUMNS", "70")
     assert piped_width(_Stream(tty=False), 140) is None  # rich reads COLUMNS itself
 

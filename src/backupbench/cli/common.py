@@ -35,9 +35,11 @@ finished_runs: list[tuple[Store, str]] = []
 # unless COLUMNS names one.
 # Whatever they print passes redaction.py: no URL's userinfo, no known secret.
 def piped_width(stream: Any, piped: int) -> int | None:
-    """None (rich's own choice) on a terminal or when COLUMNS says the width; `piped` otherwise,
-    so that a file or a pipe gets whole tables instead of rich's 80 columns."""
-    return None if stream.isatty() or os.environ.get("COLUMNS", "").isdigit() else piped
+    """None (rich's own choice) on a terminal or when COLUMNS says a width; `piped` otherwise,
+    so that a file or a pipe gets whole tables instead of rich's 80 columns. COLUMNS=0 (rich
+    would print nothing at all) says no width."""
+    columns = os.environ.get("COLUMNS", "")
+    return None if stream.isatty() or (columns.isdigit() and int(columns) > 0) else piped
 
 
 stdout = Console(file=RedactedStream("stdout"), highlight=False, width=piped_width(sys.stdout, 140))

@@ -29,7 +29,8 @@ def main() -> None:
     stopping.install()
     # backupbench uses no pydantic plugin. Without this, the first model built looks for plugins
     # in every installed distribution's entry points: in the lab guest (emulated CPU, Python's
-    # files read over 9p) 1.6 s of the CLI's 14 s start (median of 3 each; 12.6 s without).
+    # files read over 9p) 1.6 s of the CLI's start: 14.2 s with the look, 12.6 s without (median
+    # of 3 each).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     code = 1
     try:

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from backupbench import process
-from backupbench.devices.holders import foreign_mounts
 from backupbench.errors import BackupbenchError
 from backupbench.journal import Journal
 from backupbench.layouts.actions import Action
@@ -72,7 +71,6 @@ def undo_actions(actions: list[Action], journal: Journal | None, run: Runner = p
                 # Stop here: the next command (a --zero-superblock after a failed --stop) would
                 # act on something still in use; the whole undo is retried by `cleanup`.
                 errors.append(exc.message)
-                errors += [m.sentence() for m in foreign_mounts([a for a in argv if a.startswith("/dev/")])]
                 break
         if errors:
             report.failed.append(f"{action.description}: {'; '.join(errors)}")

@@ -64,8 +64,8 @@ def btrfs_state(show_raw: str, status: str, held: dict[int, int]) -> RebuildStat
                         finished=progress == "finished" and not missing)
 
 
-# The fault's own moments (a member failed, the rest about to be mounted degraded) and the
-# teardown's: no filesystem at the mount point to ask.
+# The fault's own moment (unmounted to fail a member, about to be mounted degraded): no
+# filesystem at the mount point to ask.
 _UNMOUNTED = RebuildState(False, True, None, None, None)
 
 
