@@ -74,3 +74,42 @@ def test_each_round_reverses_the_order_of_the_one_before():
     for name in names:
         places = [round_order(names, r).index(name) for r in (1, 2)]
         assert sum(places) == len(names) - 1
+
+
+def test_the_plan_says_beforehand_what_the_run_will_say_afterwards():
+    alternating = [Layout("raid", ("/dev/loop1",), fault="fail one"), Layout("a", ("/dev/loop2",)),
+                   Layout("b", ("/dev/loop3",))]
+    planned, done = schedule(alternating, [2], planned=True), schedule(alternating, [2])
+    assert planned.alternated == done.alternated and planned.one_by_one == done.one_by_one
+    assert "so they will be built together and measured in 2 rounds" in planned.note
+    assert "raid (with a fault: its states run in order) will be built, measured and torn down" in planned.note
+    assert "were built" in done.note and "will" not in done.note
+    shared = [Layout("a", ("/dev/loop1",)), Layout("b", ("/dev/loop1",))]
+    assert schedule(shared, [3], planned=True).note.startswith("repeats: each layout's 3 samples will run back to back")
+
+
+def test_plan_prints_and_documents_the_order(tmp_path):
+    """The plan of two directory layouts with repeat = 3: the order in the text and in --json;
+    without repeats, neither."""
+    from rich.console import Console
+
+    from backupbench.layouts.capabilities import HostCapabilities
+    from backupbench.plan import build
+    from backupbench.recipe import model
+    from backupbench.report import plan_view
+
+    layouts = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        layouts.append({"name": name, "kind": "directory", "path": str(tmp_path / name)})
+
+    def planned(repeat: int):
+        recipe = model.parse({"name": "alt", "layout": layouts,
+                              "workload": [{"kind": "first-write", "size": "16MiB", "repeat": repeat}]})
+        return build(recipe, "20261126T000000-order000", HostCapabilities(frozenset(), frozenset()), lambda device: [])
+
+    console = Console(record=True, width=300)
+    console.print(plan_view.render(planned(3)))
+    assert "order: repeats: layouts a, b use no device in common, so they will be built together" in console.export_text()
+    assert plan_view.as_dict(planned(3))["order"].startswith("repeats: layouts a, b")
+    assert plan_view.as_dict(planned(1))["order"] is None

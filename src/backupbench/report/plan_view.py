@@ -8,6 +8,7 @@ from rich.text import Text
 from backupbench import process
 from backupbench.faults.plan import FaultPlan
 from backupbench.plan import Plan
+from backupbench.runner.schedule import schedule
 
 
 def _command(argv) -> Text:
@@ -60,6 +61,9 @@ def render(plan: Plan) -> RenderableType:
             lines.append(Text("  teardown (each step only if its object still carries the run's tag):"))
             for action in step.teardown:
                 lines.extend(_command(argv) for argv in action.undo)
+    order = planned_order(plan)
+    if order:
+        lines.append(Text(f"\norder: {order}"))
     verdict = ("\nREFUSED: nothing will be changed." if plan.refusals
                else "\nNothing has been changed. Run it with: backupbench apply RECIPE --yes")
     lines.append(Text(verdict, style="red" if plan.refusals else "green"))
@@ -74,9 +78,16 @@ def _fault_dict(fault: FaultPlan | None) -> dict | None:
             "sysctls": {name: kib for name, kib in fault.sysctls}}
 
 
+def planned_order(plan: Plan) -> str | None:
+    """With repeats: whether the layouts will be measured in alternating rounds or one after
+    another, and why (the run stores the same note, said after the fact)."""
+    return schedule([step.layout for step in plan.steps], [spec.repeat for spec in plan.recipe.workload],
+                    planned=True).note
+
+
 def as_dict(plan: Plan) -> dict:
     return {
-        "recipe": plan.recipe.name, "run_id": plan.run_id, "refusals": plan.refusals,
+        "recipe": plan.recipe.name, "run_id": plan.run_id, "refusals": plan.refusals, "order": planned_order(plan),
         "layouts": [
             {"name": s.layout.name, "kind": s.layout.kind, "devices": list(s.layout.devices),
              "mount_point": str(s.layout.mount_point) if s.layout.mount_point else None,

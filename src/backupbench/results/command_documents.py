@@ -105,6 +105,8 @@ class PlanDocument(Header):
     recipe: str
     run_id: str = Field(min_length=1)
     refusals: list[str]
+    order: str | None = Field(description="with repeats: whether the layouts will be measured in alternating "
+                                          "rounds or one after another, and why; null without repeats")
     layouts: list[PlannedLayout]
     hosts: list[PlannedRemote] = Field(description="a recipe with [hosts]: each workload and its machines")
 

@@ -32,8 +32,15 @@ class Schedule:
     note: str | None             # what a reader comparing the layouts must know (None: nothing)
 
 
-def schedule(layouts: Sequence[Scheduled], repeats: Sequence[int]) -> Schedule:
-    """How a recipe's `layouts` (in recipe order) are measured, given each workload's `repeat`."""
+# The note's verbs: told before the run (`plan`) or after it (the run's note).
+_PLANNED = {"built": "will be built", "was built": "will be built", "ran": "will run"}
+_DONE = {"built": "were built", "was built": "was built", "ran": "ran"}
+
+
+def schedule(layouts: Sequence[Scheduled], repeats: Sequence[int], planned: bool = False) -> Schedule:
+    """How a recipe's `layouts` (in recipe order) are measured, given each workload's `repeat`;
+    `planned`: the note says what will happen (for `plan`), not what did."""
+    verbs = _PLANNED if planned else _DONE
     rounds = max(repeats, default=1)
     names = tuple(layout.name for layout in layouts)
     if len(layouts) < 2 or rounds < 2:
@@ -42,9 +49,9 @@ def schedule(layouts: Sequence[Scheduled], repeats: Sequence[int]) -> Schedule:
     faulted = tuple(layout.name for layout in layouts if layout.fault is not None)
     shared = shared_devices(plain)
     if shared or len(plain) < 2:
-        return Schedule((), names, 1, back_to_back_note(rounds, shared, faulted))
+        return Schedule((), names, 1, back_to_back_note(rounds, shared, faulted, verbs))
     alternated = tuple(layout.name for layout in plain)
-    return Schedule(alternated, faulted, rounds, alternated_note(alternated, rounds, faulted))
+    return Schedule(alternated, faulted, rounds, alternated_note(alternated, rounds, faulted, verbs))
 
 
 def shared_devices(layouts: Sequence[Scheduled]) -> list[tuple[str, str, str]]:
@@ -64,18 +71,19 @@ def round_order(names: Sequence[str], round_number: int) -> tuple[str, ...]:
     return tuple(names) if round_number % 2 else tuple(reversed(names))
 
 
-def alternated_note(names: Sequence[str], rounds: int, faulted: Sequence[str]) -> str:
+def alternated_note(names: Sequence[str], rounds: int, faulted: Sequence[str], verbs: dict[str, str] = _DONE) -> str:
     first, second = ", ".join(round_order(names, 1)), ", ".join(round_order(names, 2))
-    note = (f"repeats: layouts {', '.join(names)} use no device in common, so they were built together and "
+    note = (f"repeats: layouts {', '.join(names)} use no device in common, so they {verbs['built']} together and "
             f"measured in {rounds} rounds, each round one sample of every layout in turn (round 1: {first}; "
             f"round 2: {second}; and so on), so drift over the run falls on them alike")
     if faulted:
-        note += (f"; {', '.join(faulted)} (with a fault: its states run in order) was built, measured and torn down "
+        note += (f"; {', '.join(faulted)} (with a fault: its states run in order) {verbs['was built']}, measured and torn down "
                  "on its own after them, its samples back to back")
     return note
 
 
-def back_to_back_note(rounds: int, shared: Sequence[tuple[str, str, str]], faulted: Sequence[str]) -> str:
+def back_to_back_note(rounds: int, shared: Sequence[tuple[str, str, str]], faulted: Sequence[str],
+                      verbs: dict[str, str] = _DONE) -> str:
     """Samples not interleaved across layouts, and why: a device two layouts use (alternating
     them would mean building each again per sample), or a fault's states run in order."""
     if shared:
@@ -85,5 +93,5 @@ def back_to_back_note(rounds: int, shared: Sequence[tuple[str, str, str]], fault
     else:
         why = (f"{', '.join(faulted)} has a fault, whose states run in order on one array, and no two other layouts "
                "are left to alternate")
-    return (f"repeats: each layout's {rounds} samples ran back to back, layout after layout ({why}): drift over "
+    return (f"repeats: each layout's {rounds} samples {verbs['ran']} back to back, layout after layout ({why}): drift over "
             "the run falls on the layouts unequally")
