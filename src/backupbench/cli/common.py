@@ -30,10 +30,7 @@ from backupbench.results.store import Store
 # still marks it interrupted (the command exits 130, and the store agrees).
 finished_runs: list[tuple[Store, str]] = []
 
-# Humans read stderr while a run goes on; stdout carries results (tables, or JSON with --json).
-# Piped output (a file, CI logs) gets a width that fits the run table instead of 80 columns,
-# unless COLUMNS names one.
-# Whatever they print passes redaction.py: no URL's userinfo, no known secret.
+
 def piped_width(stream: Any, piped: int) -> int | None:
     """None (rich's own choice) on a terminal or when COLUMNS says a width; `piped` otherwise,
     so that a file or a pipe gets whole tables instead of rich's 80 columns. COLUMNS=0 (rich
@@ -42,6 +39,10 @@ def piped_width(stream: Any, piped: int) -> int | None:
     return None if stream.isatty() or (columns.isdigit() and int(columns) > 0) else piped
 
 
+# Humans read stderr while a run goes on; stdout carries results (tables, or JSON with --json).
+# Piped output (a file, CI logs) gets a width that fits the run table instead of 80 columns,
+# unless COLUMNS names one.
+# Whatever they print passes redaction.py: no URL's userinfo, no known secret.
 stdout = Console(file=RedactedStream("stdout"), highlight=False, width=piped_width(sys.stdout, 140))
 stderr = Console(file=RedactedStream("stderr"), highlight=False)
 
