@@ -40,6 +40,7 @@ import urllib.request
 from pathlib import Path
 
 from _common import ratio_line, require, require_built, spread
+from backupbench.layouts.minio import HEALTH_PATH
 
 BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
 MINIO = str(Path(__file__).resolve().parents[1] / ".tools" / "bin" / "minio")
@@ -102,7 +103,7 @@ def start_minio(drive: Path, user: str, password: str, log: Path) -> subprocess.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            with urllib.request.urlopen(f"http://{NET}.2:9000/minio/health/live", timeout=2):
+            with urllib.request.urlopen(f"http://{NET}.2:9000{HEALTH_PATH}", timeout=2):
                 return proc
         except OSError:
             time.sleep(0.3)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import pytest
 
-from backupbench.layouts.minio import find_minio
+from backupbench.layouts.minio import HEALTH_PATH, find_minio
 from netns_support import BACKUPBENCH, Agent, Hosts, hosts_for
 from s3_fixtures import S3Admin, require_s3_tools
 
@@ -74,7 +74,9 @@ def s3_agents_lab(tmp_path_factory):
                                           str(base / "drive")], env=env, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
             endpoint = f"http://{address}:9000"
-            _wait_ready(f"{endpoint}/minio/health/live", minio, log)
+            # /minio/health/live answers as soon as HTTP is up, before the drive is formatted:
+            # a PUT then got 503 XMinioServerNotInitialized. The product's path waits for write quorum.
+            _wait_ready(f"{endpoint}{HEALTH_PATH}", minio, log)
             admin = S3Admin(endpoint, user, password)
             admin.create_bucket(BUCKET)
             yield S3AgentsLab(endpoint, admin, token_file, base, hosts)
