@@ -10,6 +10,7 @@ from rich.console import Console
 
 from backupbench.analysis.compare import (
     layout_matrix, overall_verdict, phase_verdict, relative_speed, require_common_phase, run_names, speed_changes,
+    target_line, target_text,
 )
 from backupbench.analysis.settings_diff import settings_differences
 from backupbench.analysis.windows import restore_range
@@ -93,6 +94,37 @@ def test_a_baseline_with_no_phase_in_common_is_an_error_naming_both():
         require_common_phase(["create", "update-1"], "run new", baseline)
     assert raised.value.message == ("run new and baseline base have no phase in common "
                                     "(run new: create, update-1; base: active-full)")
+
+
+def _on(fs_type: str, device: str) -> dict[str, str]:
+    return {"fs_type": fs_type, "block_device": device, "source": f"/dev/{device}"}
+
+
+@pytest.mark.parametrize("targets, under", [
+    ({}, ""),
+    ({"target": {"fs_type": None, "source": "tmpfs"}}, ""),
+    ({"target": _on("xfs", "sdb")}, "xfs on sdb"),
+    # layouts built one after another on the same disks: one device, said once
+    ({"linear": _on("xfs", "dm-0"), "striped": _on("xfs", "dm-0")}, "xfs on dm-0"),
+    # layouts built together (alternating repeats): the caption named only linear's dm-0 before
+    ({"linear": _on("xfs", "dm-0"), "striped": _on("xfs", "dm-2"), "thin": _on("xfs", "dm-6")},
+     "xfs on dm-0 (linear), dm-2 (striped), dm-6 (thin)"),
+    # field note D's filesystems on one loop device: each layout's own, not the first one's
+    ({"ext4": _on("ext4", "loop0"), "xfs": _on("xfs", "loop0"), "xfs-reflink": _on("xfs", "loop0")},
+     "ext4 on loop0 (ext4), xfs on loop0 (xfs), loop0 (xfs-reflink)"),
+    ({"nfs": {"fs_type": "nfs4", "source": "nas:/export"}}, "nfs4 on nas:/export"),
+])
+def test_target_text_names_what_lies_under_every_layout(targets, under):
+    run = kb_run("r", {"active-full": 100})
+    run.host["targets"] = targets
+    assert target_text(run) == under
+    assert target_line(run) == "/srv/backups" + (f" ({under})" if under else "")
+
+
+def test_a_run_tables_caption_names_each_layouts_device():
+    run = kb_run("r", {"linear/active-full": 50, "striped/active-full": 100})
+    run.host["targets"] = {"linear": _on("xfs", "dm-0"), "striped": _on("xfs", "dm-2")}
+    assert "xfs on dm-0 (linear), dm-2 (striped)" in " ".join(text_of(run_report(run)).split())
 
 
 def test_settings_that_differ_are_listed_with_each_runs_value():

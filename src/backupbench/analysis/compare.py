@@ -62,6 +62,28 @@ def run_heading(run: RunRecord) -> str:
     return f"Run {run.run_id}" + (f" ({run.label})" if run.label else "")
 
 
+def target_text(run: RunRecord) -> str:
+    """What lies under the run's target: 'xfs on dm-0'. A recipe's layouts that stood on
+    different filesystems or devices are each named, so no layout's rows are captioned with
+    another's: 'xfs on dm-0 (linear), dm-2 (striped), ext4 on loop1 (scratch)'. '' when no
+    target has a filesystem."""
+    under = {name: (str(target["fs_type"]), str(target.get("block_device") or target.get("source") or "?"))
+             for name, target in (run.host.get("targets") or {}).items() if target.get("fs_type")}
+    if len(set(under.values())) <= 1:
+        return " on ".join(next(iter(under.values()), ()))
+    parts, previous_fs = [], None
+    for name, (fs_type, device) in under.items():
+        parts.append(f"{device} ({name})" if fs_type == previous_fs else f"{fs_type} on {device} ({name})")
+        previous_fs = fs_type
+    return ", ".join(parts)
+
+
+def target_line(run: RunRecord) -> str:
+    """The run's target and what lies under it: '/mnt/repo (xfs on dm-0)'."""
+    under = target_text(run)
+    return run.target + (f" ({under})" if under else "")
+
+
 def run_names(runs: Sequence[RunRecord]) -> list[str]:
     """Each run's name, with the id added where two runs share a label, so columns stay apart."""
     names = [run_name(run) for run in runs]

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 from pydantic import ValidationError
 
 from backupbench import units
+from backupbench.analysis.compare import target_line
 from backupbench.engines.content import from_settings
 from backupbench.engines.fio_client import parse_hosts
 from backupbench.errors import BackupbenchError
@@ -113,13 +114,6 @@ def _host_fact(key: str) -> Callable[[RunRecord], str]:
     return lambda run: str(run.host.get(key) or MISSING)
 
 
-def _target(run: RunRecord) -> str:
-    target = next(iter(run.host.get("targets", {}).values()), {})
-    under = f" ({target['fs_type']} on {target.get('block_device') or target.get('source') or '?'})" \
-        if target.get("fs_type") else ""
-    return run.target + under
-
-
 def _layouts(run: RunRecord) -> str:
     layouts = (run.settings.get("recipe") or {}).get("layout") or []
     return ", ".join(f"{layout.get('name')} ({layout.get('kind')})" for layout in layouts) or MISSING
@@ -150,7 +144,7 @@ SETTINGS: tuple[tuple[str, Callable[[RunRecord], str]], ...] = (
     ("agents", _workload_value("agents", _listed)),
     ("fio version", _host_fact("fio")),
     ("layouts", _layouts),
-    ("target", _target),
+    ("target", target_line),
 )
 
 

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from backupbench import units
 from backupbench.analysis.compare import (
     SAME_WITHIN, Verdict, overall_verdict, p99_label, phase_p99, phase_verdict, relative_speed, run_names,
+    target_line,
 )
 from backupbench.analysis.settings_diff import differing_names, settings_differences
 from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effective_speeds, restore_range
@@ -20,7 +21,7 @@ from backupbench.report.palette import Colours
 from backupbench.report import charts
 from backupbench.report import html_page as page
 from backupbench.report.html_page import e
-from backupbench.report.tables import restore_range_text, target_text
+from backupbench.report.tables import restore_range_text
 from backupbench.results.location import run_folder
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.results.runfiles import phase_samples
@@ -171,11 +172,10 @@ def runs_html(runs: Sequence[RunRecord], names: Sequence[str]) -> str:
     labelled = any(run.label for run in runs)
     facts = []
     for name, run in zip(names, runs):
-        target = run.target + (f" ({target_text(run)})" if target_text(run) else "")
         restore = restore_range(run)
         size = run.settings.get("file_size") or run.settings.get("size")
         facts.append([e(name), *([f"<code>{e(run.run_id)}</code>"] if labelled else []),
-                      e(run.started_at.replace("+00:00", "").replace("T", " ")), e(run.kind), e(run.status), e(target),
+                      e(run.started_at.replace("+00:00", "").replace("T", " ")), e(run.kind), e(run.status), e(target_line(run)),
                       e(run.host.get("hostname", "")), e(units.format_size(size) if size else "-"),
                       e(restore_range_text(restore) if restore else "-")])
     headings = ["run", *(["id"] if labelled else []), "started (UTC)", "kind", "status", "target", "host", "test file",

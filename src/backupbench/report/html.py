@@ -16,7 +16,8 @@ from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.fault_chart import fault_timeline, rebuild_points, workload_segments
 from backupbench.report.faults import comparison_rows, headings as fault_headings, rebuild_line
 from backupbench.report.faults import rows as fault_rows, title as fault_title
-from backupbench.analysis.compare import first_write_penalty, layout_matrix, run_name, speed_changes, speed_text
+from backupbench.analysis.compare import (first_write_penalty, layout_matrix, run_name, speed_changes, speed_text,
+                                          target_line)
 from backupbench.analysis.headline import run_headline
 from backupbench.analysis.windows import backup_windows, restore_range
 from backupbench.report import charts
@@ -29,7 +30,7 @@ from backupbench.errors import InputError
 from backupbench.sizing.recipe_plan import plan_of_run
 from backupbench.report.palette import Colours
 from backupbench.analysis.hosts import run_hosts
-from backupbench.report.tables import OperationsTable, layout_cells, restore_range_text, run_tables, target_text
+from backupbench.report.tables import OperationsTable, layout_cells, restore_range_text, run_tables
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
 from backupbench.results.model import COMPLETE, RunRecord
@@ -47,7 +48,7 @@ def _header(run: RunRecord, missed: Sequence[str] = ()) -> str:
         ("started (UTC)", run.started_at.replace("+00:00", "").replace("T", " ")),
         ("finished (UTC)", (run.finished_at or "-").replace("+00:00", "").replace("T", " ")),
         ("host", " ".join(str(run.host.get(k, "")) for k in ("hostname", "kernel") if run.host.get(k))),
-        ("target", run.target + (f" ({target_text(run)})" if target_text(run) else "")),
+        ("target", target_line(run)),
     ]
     buffered = " (BUFFERED: results include the page cache)" if run.settings.get("buffered") else ""
     dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts if v)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from backupbench import units
-from backupbench.analysis.compare import relative_speed, run_heading
+from backupbench.analysis.compare import relative_speed, run_heading, target_text
 from backupbench.analysis.windows import RestoreRange
 from backupbench.engines.content import settings_label
 from backupbench.engines.s3_records import of_kind
@@ -44,14 +44,6 @@ def _latency(op_figures: dict[str, float]) -> str:
         return "-"
     worst_ms = max(values) / 1e6
     return f"{worst_ms:,.2f} ms"
-
-
-def target_text(run: RunRecord) -> str:
-    """'xfs on dm-0': the filesystem and device under the (first) target, or ''."""
-    target = next(iter(run.host.get("targets", {}).values()), {})
-    if not target.get("fs_type"):
-        return ""
-    return f"{target['fs_type']} on {target.get('block_device') or target.get('source') or '?'}"
 
 
 def _fio_caption(run: RunRecord) -> str:
