@@ -18,6 +18,7 @@ class RichReporter:
             console=console, transient=False,
         )
         self.tasks: dict[str, TaskID] = {}
+        self.starts: dict[str, int] = {}  # how often each stage started: a repeated phase's samples
 
     def __enter__(self) -> "RichReporter":
         self.progress.start()
@@ -30,7 +31,11 @@ class RichReporter:
         self.console.print(f"run {run.run_id}: {run.target}", highlight=False)
 
     def stage_started(self, name: str, description: str) -> None:
-        self.tasks[name] = self.progress.add_task(name, total=1.0, detail="")
+        # A repeated phase (--repeat, or layouts measured in rounds) starts once per sample: its
+        # bars would read the same without the sample's number.
+        count = self.starts[name] = self.starts.get(name, 0) + 1
+        label = name if count == 1 else f"{name} #{count}"
+        self.tasks[name] = self.progress.add_task(label, total=1.0, detail="")
 
     def stage_progress(self, name: str, fraction: float, detail: str) -> None:
         self.progress.update(self.tasks[name], completed=fraction, detail=detail)
