@@ -108,10 +108,11 @@ def _on(fs_type: str, device: str) -> dict[str, str]:
     ({"linear": _on("xfs", "dm-0"), "striped": _on("xfs", "dm-0")}, "xfs on dm-0"),
     # layouts built together (alternating repeats): the caption named only linear's dm-0 before
     ({"linear": _on("xfs", "dm-0"), "striped": _on("xfs", "dm-2"), "thin": _on("xfs", "dm-6")},
-     "xfs on dm-0 (linear), dm-2 (striped), dm-6 (thin)"),
+     "xfs on dm-0 (linear) / dm-2 (striped) / dm-6 (thin)"),
     # field note D's filesystems on one loop device: each layout's own, not the first one's
     ({"ext4": _on("ext4", "loop0"), "xfs": _on("xfs", "loop0"), "xfs-reflink": _on("xfs", "loop0")},
-     "ext4 on loop0 (ext4), xfs on loop0 (xfs), loop0 (xfs-reflink)"),
+     "ext4 on loop0 (ext4) / xfs on loop0 (xfs) / loop0 (xfs-reflink)"),
+    ({"gone": None, "target": _on("xfs", "sdb")}, "xfs on sdb"),
     ({"nfs": {"fs_type": "nfs4", "source": "nas:/export"}}, "nfs4 on nas:/export"),
 ])
 def test_target_text_names_what_lies_under_every_layout(targets, under):
@@ -124,7 +125,26 @@ def test_target_text_names_what_lies_under_every_layout(targets, under):
 def test_a_run_tables_caption_names_each_layouts_device():
     run = kb_run("r", {"linear/active-full": 50, "striped/active-full": 100})
     run.host["targets"] = {"linear": _on("xfs", "dm-0"), "striped": _on("xfs", "dm-2")}
-    assert "xfs on dm-0 (linear), dm-2 (striped)" in " ".join(text_of(run_report(run)).split())
+    assert "xfs on dm-0 (linear) / dm-2 (striped)" in " ".join(text_of(run_report(run)).split())
+
+
+def test_runs_whose_layouts_were_numbered_otherwise_do_not_differ_in_target():
+    """Built one after another, layouts land on dm-0 each; built together (repeats), on dm-0,
+    dm-1: the same storage, which a comparison must not call a difference in settings."""
+    one_by_one, together = kb_run("a", {"active-full": 100}), kb_run("b", {"active-full": 100})
+    for run in (one_by_one, together):
+        run.kind = "recipe"
+    one_by_one.host["targets"] = {"linear": _on("xfs", "dm-0"), "striped": _on("xfs", "dm-0")}
+    together.host["targets"] = {"linear": _on("xfs", "dm-0"), "striped": _on("xfs", "dm-1")}
+    assert "target" not in {d.setting for d in settings_differences([one_by_one, together])}
+    together.host["targets"]["striped"] = _on("ext4", "dm-1")
+    found = {d.setting: d.values for d in settings_differences([one_by_one, together])}
+    assert found["target"] == ("/srv/backups (xfs)", "/srv/backups (xfs (linear) / ext4 (striped))")
+    # a plain run's device is the storage itself: another disk under the same path is a difference
+    plain_sdb, plain_sdc = kb_run("c", {"active-full": 100}), kb_run("d", {"active-full": 100})
+    plain_sdb.host["targets"], plain_sdc.host["targets"] = {"target": _on("xfs", "sdb")}, {"target": _on("xfs", "sdc")}
+    assert {d.setting: d.values for d in settings_differences([plain_sdb, plain_sdc])}["target"] == (
+        "/srv/backups (xfs on sdb)", "/srv/backups (xfs on sdc)")
 
 
 def test_settings_that_differ_are_listed_with_each_runs_value():

@@ -62,25 +62,30 @@ def run_heading(run: RunRecord) -> str:
     return f"Run {run.run_id}" + (f" ({run.label})" if run.label else "")
 
 
-def target_text(run: RunRecord) -> str:
+def target_text(run: RunRecord, devices: bool = True) -> str:
     """What lies under the run's target: 'xfs on dm-0'. A recipe's layouts that stood on
     different filesystems or devices are each named, so no layout's rows are captioned with
-    another's: 'xfs on dm-0 (linear), dm-2 (striped), ext4 on loop1 (scratch)'. '' when no
-    target has a filesystem."""
-    under = {name: (str(target["fs_type"]), str(target.get("block_device") or target.get("source") or "?"))
-             for name, target in (run.host.get("targets") or {}).items() if target.get("fs_type")}
+    another's: 'xfs on dm-0 (linear) / dm-2 (striped) / ext4 on loop1 (scratch)' (slashes: the
+    captions around it are lists with commas). devices=False: the filesystems alone ('xfs').
+    '' when no target has a filesystem."""
+    under: dict[str, tuple[str, str]] = {}
+    for name, target in (run.host.get("targets") or {}).items():
+        if isinstance(target, dict) and target.get("fs_type"):
+            device = str(target.get("block_device") or target.get("source") or "?") if devices else ""
+            under[str(name)] = (str(target["fs_type"]), device)
     if len(set(under.values())) <= 1:
-        return " on ".join(next(iter(under.values()), ()))
+        return " on ".join(part for part in next(iter(under.values()), ()) if part)
     parts, previous_fs = [], None
     for name, (fs_type, device) in under.items():
-        parts.append(f"{device} ({name})" if fs_type == previous_fs else f"{fs_type} on {device} ({name})")
+        where = device if devices and fs_type == previous_fs else " on ".join(p for p in (fs_type, device) if p)
+        parts.append(f"{where} ({name})")
         previous_fs = fs_type
-    return ", ".join(parts)
+    return " / ".join(parts)
 
 
-def target_line(run: RunRecord) -> str:
+def target_line(run: RunRecord, devices: bool = True) -> str:
     """The run's target and what lies under it: '/mnt/repo (xfs on dm-0)'."""
-    under = target_text(run)
+    under = target_text(run, devices)
     return run.target + (f" ({under})" if under else "")
 
 

@@ -114,6 +114,12 @@ def _host_fact(key: str) -> Callable[[RunRecord], str]:
     return lambda run: str(run.host.get(key) or MISSING)
 
 
+def _target(run: RunRecord) -> str:
+    # A recipe's layouts stand on devices the run made: their kernel names (dm-0, md127, loop1)
+    # say in what order they were built, not what storage was measured (the layouts row does).
+    return target_line(run, devices=run.kind != "recipe")
+
+
 def _layouts(run: RunRecord) -> str:
     layouts = (run.settings.get("recipe") or {}).get("layout") or []
     return ", ".join(f"{layout.get('name')} ({layout.get('kind')})" for layout in layouts) or MISSING
@@ -144,7 +150,7 @@ SETTINGS: tuple[tuple[str, Callable[[RunRecord], str]], ...] = (
     ("agents", _workload_value("agents", _listed)),
     ("fio version", _host_fact("fio")),
     ("layouts", _layouts),
-    ("target", target_line),
+    ("target", _target),
 )
 
 
