@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from lab_support import lab_missing
+from proc_support import running
 
 import backupbench
 from backupbench.errors import RefusedError, ToolMissingError
@@ -252,7 +253,7 @@ def test_cli_ctrl_c_kills_the_vm_and_removes_the_images(lab_image, tmp_path):
     assert proc.returncode == 130, stderr
     assert list(work.iterdir()) == []
     for pid in qemu_pids:
-        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        assert not running(pid)
 
 
 def _qemu_pids(work: Path) -> list[int]:

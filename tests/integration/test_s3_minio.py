@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from proc_support import running
 from s3_fixtures import Hooks, S3Admin, files_text, options, require_s3_tools
 
 from backupbench.cli.progress import QuietReporter
@@ -322,13 +323,9 @@ def test_minio_dies_with_a_killed_backupbench(tmp_path):
         parent.send_signal(signal.SIGKILL)
         parent.wait()
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-        status = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}/status").exists() else ""
-        if "State:\tZ" in status:
-            break
+    while time.monotonic() < deadline and running(pid):
         time.sleep(0.05)
-    alive = Path(f"/proc/{pid}/status").exists() and "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    assert not alive, "minio outlived the process that started it"
+    assert not running(pid), "minio outlived the process that started it"
 
 
 def test_tls_endpoint_with_a_self_signed_certificate(tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from host_support import require_root_tool
+import proc_support
 
 from backupbench.engines.smallfiles import PhaseResult, SmallFilesEngine
 from backupbench.errors import EngineError, InputError, Interrupted, RefusedError
@@ -36,7 +37,10 @@ def file_path(root: Path, spec: SmallFilesSpec, i: int) -> Path:
 def child_pids() -> set[int]:
     pids: set[int] = set()
     for task in Path("/proc/self/task").iterdir():
-        pids.update(int(p) for p in (task / "children").read_text().split())
+        try:
+            pids.update(int(p) for p in (task / "children").read_text().split())
+        except OSError:  # a thread that ended since the listing
+            continue
     return pids
 
 
@@ -335,8 +339,7 @@ def test_a_killed_worker_fails_the_run_cleanly(tmp_path):
         # files and exits (a zombie until reaped). The one left alive is the blocked one.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            alive = [pid for pid in child_pids()
-                     if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+            alive = [pid for pid in child_pids() if proc_support.running(pid)]
             if len(alive) == 1:
                 os.kill(alive[0], signal.SIGKILL)
                 return
