@@ -153,14 +153,16 @@ def is_alive(ident: str) -> bool:
     """Whether the process `identity()` named is still running (on this boot)."""
     try:
         boot, pid, ticks = ident.split()
-        return boot == boot_id() and start_ticks(int(pid)) == int(ticks) and not _zombie(int(pid))
+        return boot == boot_id() and start_ticks(int(pid)) == int(ticks) and running(int(pid))
     except ValueError:
         return False
 
 
-def _zombie(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether process `pid` exists and has not ended: a zombie has (only its reaping is left).
+    Never raises for a process that ends meanwhile."""
     fields = _stat_fields(pid)
-    return not fields or fields[0] == "Z"
+    return bool(fields) and fields[0] != "Z"
 
 
 # ---- dying with backupbench ---------------------------------------------------------------

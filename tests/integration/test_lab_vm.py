@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from lab_support import lab_missing
-from proc_support import running
 
 import backupbench
 from backupbench.errors import RefusedError, ToolMissingError
+from backupbench.process import running
 from backupbench.lab import kernel, selftest
 from backupbench.lab.disks import Throttle, parse_disks
 from backupbench.lab.image import LabImage, ensure_image

@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from backupbench.process import running
+
 pytestmark = pytest.mark.real
 
 
@@ -49,3 +51,16 @@ def test_a_background_child_dies_when_backupbench_is_killed(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_running_is_false_for_a_zombie_and_for_a_reaped_process():
+    assert running(os.getpid())
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while running(child.pid):  # until it has exited: a zombie, as nobody has reaped it yet
+        assert time.monotonic() < deadline, "true did not end"
+        time.sleep(0.01)
+    with open(f"/proc/{child.pid}/stat") as handle:
+        assert handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    child.wait()
+    assert not running(child.pid)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
-from proc_support import running
 from s3_fixtures import Hooks, S3Admin, files_text, options, require_s3_tools
 
 from backupbench.cli.progress import QuietReporter
@@ -23,6 +22,7 @@ from backupbench.engines.s3 import S3Engine
 from backupbench.engines.s3_records import read_records
 from backupbench.errors import EngineError, InputError, RefusedError
 from backupbench.layouts.minio import MinioServer, free_port
+from backupbench.process import running
 from backupbench.monitor.options import MonitorOptions
 from backupbench.runner.pipeline import RunRequest, execute
 from backupbench.workloads.s3 import S3Workload

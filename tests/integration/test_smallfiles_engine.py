@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from host_support import require_root_tool
-import proc_support
 
+from backupbench import process
 from backupbench.engines.smallfiles import PhaseResult, SmallFilesEngine
 from backupbench.errors import EngineError, InputError, Interrupted, RefusedError
 from backupbench.workloads.smallfiles import PHASES, SmallFilesSpec
@@ -339,7 +339,7 @@ def test_a_killed_worker_fails_the_run_cleanly(tmp_path):
         # files and exits (a zombie until reaped). The one left alive is the blocked one.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            alive = [pid for pid in child_pids() if proc_support.running(pid)]
+            alive = [pid for pid in child_pids() if process.running(pid)]
             if len(alive) == 1:
                 os.kill(alive[0], signal.SIGKILL)
                 return
