@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -73,7 +74,8 @@ def main() -> int:
         forked = work / "suite-forked.fio"
         forked.write_text("".join(line for line in job_file.read_text().splitlines(keepends=True)
                                   if line.strip() != "thread=1"))
-        test_file = work / "backupbench-export.dat"
+        # Each export names a file of its own (export_cmd._new_test_file): read it from the suite.
+        test_file = Path(re.search(r"^filename=(.*)$", job_file.read_text(), re.M).group(1).replace("\\:", ":"))
         print(f"{'operation':<16}{'pair':>5}{'backupbench MiB/s':>19}{'fio MiB/s':>12}{'ratio':>8}"
               f"{'fio forked MiB/s':>18}{'ratio':>8}")
         summary: dict[str, tuple[list[float], list[float]]] = {}

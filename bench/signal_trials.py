@@ -4,7 +4,10 @@ moment, counting orphans, leftovers and wrong stored states (goal: 0 of N).
     python bench/signal_trials.py [--trials 20] [--seed 20261123] [--no-s3]
 
 For each workload it first times an uninterrupted run (the reference, measured in the same
-run): signals land inside 0.1 s .. 0.9 x that time. Also prints the median time from the
+run): signals land inside 0 .. 0.9 x that time counted from the moment backupbench's stop
+handlers are in place (the README's promise starts there; `--from-start` counts from the
+process's start, 0.1 s on, as before, which includes the interpreter's own start when the
+machine is slow), and the median time from the start to the handlers. Also prints the median time from the
 signal to the process's exit, against the reference run's length, and that ratio per
 workload and signal as the median of the trials with their min-max. The harness is the one
 the test suite uses (tests/reliability/trials.py). SIGKILL trials run `backupbench
@@ -37,6 +40,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20261123)
     parser.add_argument("--no-s3", action="store_true", help="skip the S3 workload (needs the built MinIO)")
     parser.add_argument("--workloads", default="kb2014,smallfiles,s3")
+    parser.add_argument("--from-start", action="store_true",
+                        help="count each moment from the process's start (0.1 s on), not from its handlers")
     args = parser.parse_args()
     chosen = args.workloads.split(",")
     server = None
@@ -67,9 +72,11 @@ def main() -> int:
                 for index in range(args.trials):
                     folder = base / f"{sig.name}-{index}"
                     folder.mkdir()
-                    delay = rng.uniform(0.1, max(0.15, 0.9 * reference))
+                    earliest = 0.1 if args.from_start else 0.0
+                    delay = rng.uniform(earliest, max(earliest + 0.05, 0.9 * reference))
                     bucket = f"bb-bench-{sig.name.lower()}-{index}" if name == "s3" else None
-                    outcomes.append(run_trial(workload, sig, delay, folder, env, bucket, admin))
+                    outcomes.append(run_trial(workload, sig, delay, folder, env, bucket, admin,
+                                              after_handlers=not args.from_start))
                     shutil.rmtree(folder, ignore_errors=True)
                 real = [o for o in outcomes if not o.finished_first]
                 bad = [o for o in real if o.problems()]
@@ -83,6 +90,10 @@ def main() -> int:
                 if real:
                     print("    " + ratio_line(f"stop time / reference run, {name} {sig.name}",
                                               [o.seconds_to_exit / reference for o in real], what="trials"))
+                handlers = [o.handlers_s for o in outcomes if o.handlers_s is not None]
+                if handlers:
+                    print(f"    start to handlers in place: median {statistics.median(handlers) * 1000:.0f} ms "
+                          f"({min(handlers) * 1000:.0f}-{max(handlers) * 1000:.0f})")
                 for outcome in bad:
                     print(f"    {outcome.describe()}")
             shutil.rmtree(base, ignore_errors=True)

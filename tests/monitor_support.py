@@ -1,6 +1,6 @@
 """What the monitor's tests share: a fake /proc driven by a hand clock (FakeProc, disk_line)
-the recorded lab guest's /sys and mountinfo (FakeSys, lab_guest_host), and phase hooks that keep
-what they were told (RecordedHooks)."""
+the recorded lab guest's /sys and mountinfo (FakeSys, lab_guest_host), a host's tree written from a
+recorded listing (recorded_tree), and phase hooks that keep what they were told (RecordedHooks)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ class FakeSys:
             (root / d).mkdir(parents=True, exist_ok=True)
 
     def add(self, name: str, major: int, minor: int, slaves=(), parent: str | None = None,
-            dm_name: str | None = None, md_level: str | None = None, backing: str | None = None) -> None:
+            dm_name: str | None = None, md_level: str | None = None, backing: str | None = None,
+            holders=()) -> None:
         if parent:
             rel = Path("devices/virtual/block") / parent / name
             (self.root / "sys" / rel / "partition").parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +89,8 @@ class FakeSys:
         (node / "holders").mkdir(exist_ok=True)
         for s in slaves:
             os.symlink(f"../../{s}", node / "slaves" / s)
+        for h in holders:
+            os.symlink(f"../../{h}", node / "holders" / h)
         if dm_name:
             (node / "dm").mkdir()
             (node / "dm" / "name").write_text(dm_name + "\n")
@@ -101,16 +104,20 @@ class FakeSys:
         os.symlink(f"../../{rel}", self.root / "sys/dev/block" / f"{major}:{minor}")
 
 
+# dmsetup-table.txt's names; the recording has no dm/uuid, so an LVM -real is known by its name.
+LAB_DM_NAMES = {"dm-0": "vg0-lin", "dm-5": "vg0-thin", "dm-7": "vg0-lin-real", "dm-8": "vg0-linsnap-cow",
+                "dm-9": "vg0-linsnap"}
+
+
 def lab_guest_host(tmp_path: Path) -> HostFiles:
     """The recorded lab guest's /sys and mountinfo under tmp_path (a loop device on /mnt/loop disk)."""
     numbers = {n: (c.major, c.minor) for n, c in parse_diskstats((LAB / "diskstats-1.txt").read_text()).items()}
     fake = FakeSys(tmp_path)
     for line in (LAB / "sys-block-slaves.txt").read_text().splitlines():
         name, _, rest = line.partition(":")
-        slaves = rest.split("holders=")[0].replace("slaves=", "").split()
-        fake.add(name, *numbers[name], slaves=slaves,
-                 dm_name={"dm-0": "vg0-lin", "dm-5": "vg0-thin", "dm-7": "vg0-lin-real"}.get(name),
-                 md_level="raid6" if name == "md0" else None)
+        slaves, _, holders = rest.partition("holders=")
+        fake.add(name, *numbers[name], slaves=slaves.replace("slaves=", "").split(), holders=holders.split(),
+                 dm_name=LAB_DM_NAMES.get(name), md_level="raid6" if name == "md0" else None)
     fake.add("vdb1", 254, 17, parent="vdb")
     fake.add("vdc1", 254, 33, parent="vdc")
     fake.add("dm-10", 253, 10, slaves=["vdb1", "vdc1"], dm_name="vgp-lv")
@@ -121,6 +128,29 @@ def lab_guest_host(tmp_path: Path) -> HostFiles:
         fake.add(f"{disk}1", 254, minor, parent=disk)
     (tmp_path / "proc/self/mountinfo").write_text(MOUNTINFO)
     return HostFiles(tmp_path)
+
+
+def recorded_tree(root: Path, listing: Path) -> HostFiles:
+    """A host written under root from a recorded listing of its /sys and mountinfo
+    (tests/fixtures/btrfs/sysfs-three-filesystems.txt says the format)."""
+    mounts: list[str] = []
+    for line in listing.read_text().splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "mount":
+            mounts.append(rest)
+        elif kind == "link":
+            path, _, target = rest.partition(" -> ")
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).symlink_to(target)
+        elif kind == "file":
+            path, _, value = rest.partition(" = ")
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(value + "\n")
+        elif kind == "dir":
+            (root / rest.split()[0]).mkdir(parents=True, exist_ok=True)
+    (root / "proc/self").mkdir(parents=True, exist_ok=True)
+    (root / "proc/self/mountinfo").write_text("".join(line + "\n" for line in mounts))
+    return HostFiles(root)
 
 
 class RecordedHooks:

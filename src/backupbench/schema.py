@@ -5,23 +5,31 @@ monitor's, the lab's and the sizing calculators' all use these, so none of them 
 import another's package.
 
 Every size is at most MAX_SIZE (a signed 64-bit byte count: what fio, LVM, mkfs and SQLite
-can hold), every duration finite and at most MAX_DURATION_S; fields narrow these further
-to what their tool takes. `validate()` turns pydantic's errors into a RecipeError that names
-the key (or flag) as the user wrote it.
+can hold), every rate at most MAX_SIZE a second, every duration finite and at most
+MAX_DURATION_S; fields narrow these further to what their tool takes. `validate()` turns
+pydantic's errors into a RecipeError that names the key (or flag) as the user wrote it.
+
+A count (`Count`) and a switch (`Flag`) take only what they are: pydantic's lax mode read
+`monthlies = true` as 1, `7.5` or `"7"` as a number and `reflink = "0"` as false, each a
+guess at what a typo meant. Text is a count only where every value is text (a command line):
+the recipe reader validates with TYPED, and there a count in quotes is refused too.
 """
 
 from __future__ import annotations
 
 import datetime
 import math
+import re
 from typing import Annotated, Any, Callable, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, PlainSerializer, ValidationError
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, Field, PlainSerializer, Strict, ValidationError,
+                      ValidationInfo)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from backupbench import units
 from backupbench.errors import RecipeError
 from backupbench.paths import PathRefused, Syntax, for_program
-from backupbench.redaction import is_secret_key, redact
+from backupbench.redaction import is_secret_key, redact, redact_value
 
 MAX_SIZE = 2**63 - 1
 # A year: longer than any benchmark phase or watch anybody means.
@@ -57,10 +65,60 @@ def _more_than_nothing(value: int) -> int:
     return value
 
 
+def _bounded_rate(value: int) -> int:
+    if value > MAX_SIZE:
+        raise ValueError(f"{value:,} bytes/s is more than any device moves (at most 8 EiB/s)")
+    return value
+
+
+def _some_speed(value: int) -> int:
+    if value == 0:
+        raise ValueError("must be more than 0 bytes/s: nothing moves at 0")
+    return value
+
+
+# Given to pydantic as validation context by the recipe reader: its values carry the types the
+# file wrote them in, so a count in quotes is a slip; a command line's values are all text.
+TYPED = "typed"
+# A count's digits as text; int() refuses 4,300 digits, and a count's bounds are far below 100.
+_DIGITS = re.compile(r"[+-]?\d+")
+MAX_DIGITS = 100
+
+
+def whole_number(value: object, info: ValidationInfo) -> object:
+    """A count as written: an integer, never true/false or 7.0; as text (a flag's), its digits."""
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number, not a boolean")
+    if isinstance(value, float):
+        raise ValueError("must be a whole number, without a decimal point")
+    if isinstance(value, str):
+        if (info.context or {}).get(TYPED):
+            raise ValueError("must be a whole number, written without quotes")
+        text = value.strip()
+        if not _DIGITS.fullmatch(text):
+            raise ValueError("must be a whole number")
+        if len(text) > MAX_DIGITS:
+            raise ValueError(f"a number of more than {MAX_DIGITS} digits is no count")
+        return int(text)
+    return value
+
+
+def true_or_false(value: object) -> object:
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false" + (", without quotes" if isinstance(value, str) else ""))
+    return value
+
+
+Count = Annotated[int, BeforeValidator(whole_number), Strict()]
+Flag = Annotated[bool, BeforeValidator(true_or_false), Strict()]
+
+
 Size = Annotated[int, BeforeValidator(units.parse_size), AfterValidator(_bounded_size), PlainSerializer(int)]
 PositiveSize = Annotated[Size, AfterValidator(_more_than_nothing)]
 Duration = Annotated[float, BeforeValidator(units.parse_duration), AfterValidator(_finite_duration)]
-Rate = Annotated[int, BeforeValidator(units.parse_rate), PlainSerializer(int)]
+Rate = Annotated[int, BeforeValidator(units.parse_rate), AfterValidator(_bounded_rate), PlainSerializer(int)]
+# A speed a model divides by: 0 B/s is no speed (it made `size repository` divide by zero).
+PositiveRate = Annotated[Rate, AfterValidator(_some_speed)]
 Percent = Annotated[float, BeforeValidator(units.parse_percent)]
 DevicePath = Annotated[str, AfterValidator(_absolute("/dev/vdb"))]
 DirectoryPath = Annotated[str, AfterValidator(_absolute("/srv/backups"))]
@@ -116,12 +174,18 @@ Model = TypeVar("Model", bound=BaseModel)
 SHOWN_VALUE_CHARS = 60
 
 
-def shown(value: Any) -> str:
+def shown(value: Any, key: object = None) -> str:
     """repr() of a value, cut short, never recursing into a deep structure; a TOML date or
-    time as TOML writes it (2026-01-01), not as Python's repr."""
+    time as TOML writes it (2026-01-01), not as Python's repr. key: the key or flag it was
+    given for (a URL's is quoted as one URL: redaction.redact_value)."""
     if isinstance(value, (list, tuple, dict)):
         return f"a {'table' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
-    text = value.isoformat() if isinstance(value, (datetime.date, datetime.time)) else redact(repr(value))
+    if isinstance(value, (datetime.date, datetime.time)):
+        text = value.isoformat()
+    elif isinstance(value, bool):  # as TOML writes it: `monthlies = true` is said back as true
+        text = "true" if value else "false"
+    else:  # a string redacted as the value it is, then quoted
+        text = repr(redact_value(value, key)) if isinstance(value, str) else redact(repr(value))
     if len(text) <= SHOWN_VALUE_CHARS:
         return text
     if isinstance(value, str):  # keep the closing quote: the cut is inside the string
@@ -147,19 +211,30 @@ def describe(error: dict[str, Any]) -> str:
     value = error.get("input")
     if any(is_secret_key(part) for part in error.get("loc", ())):
         return message  # a secret's value is never echoed
-    if kind not in ("missing", "extra_forbidden") and value is not None and not isinstance(value, dict) and shown(value) not in message:
-        message += f" (got {shown(value)})"
+    key = next((part for part in reversed(error.get("loc", ())) if isinstance(part, str)), None)
+    if kind not in ("missing", "extra_forbidden") and value is not None and not isinstance(value, dict) and shown(value, key) not in message:
+        message += f" (got {shown(value, key)})"
     return message
+
+
+def key_error(key: str, message: str, value: Any) -> ValidationError:
+    """A check of a whole table that is about one of its keys, raised from a model validator:
+    pydantic puts a ValueError there at the table (`layout[3]`), this at the key
+    (`layout[3].draid_data`)."""
+    error = PydanticCustomError("value_error", "{message}", {"message": message})
+    return ValidationError.from_exception_data("key", [InitErrorDetails(type=error, loc=(key,), input=value)])
 
 
 def validate(model: type[Model], data: Any, key_name: Callable[[tuple], str], *,
              suggest: Callable[[dict[str, Any]], str] = lambda error: "", source: str = "",
              fix: str | None = None,
-             choose: Callable[[list[dict[str, Any]]], dict[str, Any]] = lambda errors: errors[0]) -> Model:
+             choose: Callable[[list[dict[str, Any]]], dict[str, Any]] = lambda errors: errors[0],
+             context: dict[str, Any] | None = None) -> Model:
     """Validate `data`; on failure raise RecipeError naming the key as the user wrote it.
-    choose: the one error of pydantic's list that is reported (the first, unless told)."""
+    choose: the one error of pydantic's list that is reported (the first, unless told);
+    context: pydantic's validation context (TYPED for a file's values)."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except RecursionError:
         raise RecipeError(f"{source + ': ' if source else ''}values are nested too deeply", fix) from None
     except ValidationError as exc:

@@ -12,12 +12,12 @@ arrives inside it is recorded, and raised when the section ends.
 
 from __future__ import annotations
 
-import signal
-import threading
+# _signal, not signal: the entry point installs the handlers before anything else it imports,
+# and `signal` pulls in enum (several ms at start, a window in which Python's own
+# KeyboardInterrupt traceback is what a Ctrl-C gets). threading is imported where it is used.
+import _signal
 
-# Imported first thing by the entry point, before the handlers are in place: so only
-# modules Python has loaded anyway (no typing, no contextlib) are used here.
-WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+WATCHED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 EXIT_CODE = 130
 
 
@@ -27,6 +27,9 @@ class _State:
         self.raised = False               # KeyboardInterrupt was raised for it
         self.holds = 0
         self.installed = False
+        # Unarmed, a signal is only recorded: the entry point installs the handlers before it
+        # is inside the try that turns KeyboardInterrupt into one line and exit 130.
+        self.armed = True
 
 
 _state = _State()
@@ -35,16 +38,25 @@ _state = _State()
 def _on_signal(signum: int, _frame: object) -> None:
     if _state.received is None:
         _state.received = signum
-    if not _state.raised and _state.holds == 0:
+    if _state.armed and not _state.raised and _state.holds == 0:
         _state.raised = True
         raise KeyboardInterrupt
 
 
-def install() -> None:
-    """Route SIGINT, SIGTERM and SIGHUP here (the CLI calls this first thing)."""
+def install(armed: bool = True) -> None:
+    """Route SIGINT, SIGTERM and SIGHUP here (the CLI calls this first thing). armed=False:
+    signals are recorded and raised only by `arm()`."""
+    _state.armed = armed
     for sig in WATCHED:
-        signal.signal(sig, _on_signal)
+        _signal.signal(sig, _on_signal)
     _state.installed = True
+
+
+def arm() -> None:
+    """From here on the first signal raises KeyboardInterrupt; one recorded before is raised now."""
+    _state.armed = True
+    if _state.holds == 0:
+        check()
 
 
 def requested() -> int | None:
@@ -53,6 +65,8 @@ def requested() -> int | None:
 
 
 def signal_name(signum: int) -> str:
+    import signal
+
     return signal.Signals(signum).name
 
 
@@ -67,6 +81,8 @@ class held:
     """`with held():` signals arriving inside are recorded, and acted on when the section ends."""
 
     def __enter__(self) -> None:
+        import threading
+
         self._counted = threading.current_thread() is threading.main_thread()
         if self._counted:
             _state.holds += 1

@@ -48,7 +48,9 @@ def test_every_lvm_kind_and_raid6_built_measured_and_torn_down_by_apply(tmp_path
             ("linear", "lvm-linear", 'size = "320MiB"\n'),  # XFS needs more than 300 MB
             ("striped", "lvm-striped", 'stripe_size = "128k"\nsize = "320MiB"\n'),
             ("thin", "lvm-thin", 'pool_size = "512MiB"\nchunk_size = "64k"\nvirtual_size = "1GiB"\n'),
-            ("snap", "lvm-snapshot", 'origin_size = "320MiB"\nsnapshots = 1\nsnapshot_size = "128MiB"\n'),
+            # The origin fills the first PV (255 extents of 4 MiB on a 1 GiB disk), so its
+            # snapshot's COW lands on the second: the stack must reach it through the snapshot.
+            ("snap", "lvm-snapshot", 'origin_size = "1020MiB"\nsnapshots = 1\nsnapshot_size = "128MiB"\n'),
             ("raid6", "mdraid", 'level = 6\nchunk = "64k"\nfilesystem = { type = "ext4" }\n'),
             # 8 MiB of CoW space for 32 MiB of first writes: the snapshot overflows (Invalid).
             ("overflow", "lvm-snapshot", 'origin_size = "320MiB"\nsnapshots = 1\nsnapshot_size = "8MiB"\n'),
@@ -70,6 +72,9 @@ def test_every_lvm_kind_and_raid6_built_measured_and_torn_down_by_apply(tmp_path
     assert all(op["figures"]["effective_bw"] > 0 for op in run["operations"])
     # The classic snapshot's fill was sampled while the workload wrote under it.
     assert ops["snap/first-write"]["figures"]["snapshot.snap1.data_pct_max"] > 0
+    # The origin's writes copied into the COW on vdb, which the monitor sampled with the origin's vda.
+    snap_stack = run["host"]["device_stacks"]["snap"]
+    assert snap_stack["members"] == ["vda", "vdb"] and "-snap1-cow)" in snap_stack["describe"], snap_stack
     # So was the thin pool's (monitor/thinwatch.py): data and metadata %, highest per phase.
     thin = ops["thin/first-write"]["figures"]
     pool_data = [v for k, v in thin.items() if k.startswith("thinpool.") and k.endswith(".data_pct_max")]

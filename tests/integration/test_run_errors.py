@@ -79,7 +79,7 @@ def test_a_results_path_that_is_a_file_is_one_line(cli, tmp_path):
     file = tmp_path / "results-file"
     file.write_text("mine")
     result = cli("history", "--results", str(file))
-    assert result.returncode == 1 and "is a file, not a directory" in one_line_error(result)
+    assert result.returncode == 2 and "is a file, not a directory" in one_line_error(result)
     assert file.read_text() == "mine"
 
 

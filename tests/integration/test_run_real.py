@@ -117,6 +117,34 @@ def test_exported_job_file_runs_with_plain_fio(cli, tmp_path):
     assert list(repo.iterdir()) == []  # the last job's unlink=1 removed the test file
 
 
+def test_an_exported_suite_never_touches_a_file_that_was_there(cli, tmp_path):
+    """The name the old exports used, and any other, survives the suite it runs: each export
+    names a file that did not exist, and only that one is written and removed."""
+    repo = a_repo(tmp_path)
+    users = {name: f"{name}: the user's own\n".encode() for name in ("backupbench-export.dat", "full.vbk")}
+    for name, data in users.items():
+        (repo / name).write_bytes(data)
+    first = cli("export-fio", "restore-sequential", "--path", str(repo), "--size", "8MiB", "--runtime", "1s")
+    second = cli("export-fio", "restore-sequential", "--path", str(repo), "--size", "8MiB", "--runtime", "1s")
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    named = [re.findall(r"^filename=(.*)$", out.stdout, re.M) for out in (first, second)]
+    assert len(set(named[0])) == 1 and set(named[0]) != set(named[1])  # a new name each export
+    assert Path(named[0][0]).parent == repo and Path(named[0][0]).name not in users
+    job_file = tmp_path / "suite.fio"
+    job_file.write_text(first.stdout)
+    done = subprocess.run(["fio", "--output-format=json", str(job_file)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert {p.name: p.read_bytes() for p in repo.iterdir()} == users
+
+
+def test_export_to_a_path_that_is_a_file_is_refused(cli, tmp_path):
+    backup = tmp_path / "full.vbk"
+    backup.write_bytes(b"a backup")
+    refused = cli("export-fio", "--path", str(backup))
+    assert refused.returncode == 2 and "is not a directory" in refused.stderr, refused.stderr
+    assert refused.stdout == "" and backup.read_bytes() == b"a backup"
+
+
 def _fio_runtimes(job_file, *fio_args):
     done = subprocess.run(["fio", "--output-format=json", *fio_args, str(job_file)],
                           capture_output=True, text=True, timeout=120)

@@ -63,7 +63,7 @@ def test_a_passing_plan_as_json(cli):
                                       "GFS keeps periodic fulls, and forever-forward never makes one"),
     (["--rto", "4h"], "--rto needs --restore-size: the size of the restore it is for"),
     (["--protected", "0"], "--protected: must be more than 0 bytes"),
-    (["--disk-size", "0"], "--disk-size: raid6's disks must be above 0 bytes"),
+    (["--disk-size", "0"], "--disk-size: must be more than 0 bytes"),
     (["--layout", "raid0,draid2"], "raid0 has no redundancy: a failed disk loses the backups"),
     (["--reduction", "1:2"], "--reduction: not a ratio: '1:2'"),
 ])

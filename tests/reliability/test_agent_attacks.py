@@ -69,3 +69,51 @@ def test_every_request_with_the_token_is_answered_under_a_flood(tmp_path, plain)
         code = agent.stop()
     assert code == 0, agent.log.read_text()
     assert list(root.iterdir()) == []
+
+
+# ---- the token and the length as a real agent reads them off a socket (issue 37) ---------------
+
+HELLO = b'{"kind": "hello", "version": "x"}'
+
+
+def _status(address: str, head: bytes, body: bytes = b"") -> int:
+    """Send `head` and `body` as raw bytes; the status of the answer the agent closes with."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(head + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+def _head(authorization: bytes, length: bytes = str(len(HELLO)).encode()) -> bytes:
+    return (b"POST /v1 HTTP/1.1\r\nHost: agent\r\nAuthorization:" + authorization + b"\r\nContent-Length: " + length
+            + b"\r\nContent-Type: application/json\r\n\r\n")
+
+
+# What a `value.strip()` took for the token, and more; sent as these very bytes.
+SPELLINGS = [b" Bearer  %s", b" Bearer %s ", b" Bearer %s\t", b" Bearer %s\x0b", b" Bearer %s\x1f", b" Bearer %s\x85",
+             b" Bearer %s\xa0", b" Bearer %s\xc2\xa0", b" Bearer %s\xe3\x80\x80", b"  Bearer %s", b"\tBearer %s",
+             b" \x0bBearer %s", b" Bearer %s\x00", b" Bearer %s\r", b" Bearer\t%s", b" Bearer \x0c%s", b" bearer %s"]
+
+
+def test_a_real_agent_takes_the_token_in_one_spelling_and_sizes_a_body_by_number(tmp_path):
+    token = token_file(tmp_path)
+    secret = token.read_text().strip().encode()
+    root = tmp_path / "root"
+    root.mkdir()
+    agent = Agent([], "127.0.0.1:0", token, root, tmp_path / "agent.log", plain=True)
+    try:
+        refused = {spelling: _status(agent.address, _head(spelling % secret), HELLO) for spelling in SPELLINGS}
+        assert refused == dict.fromkeys(SPELLINGS, 401)
+        assert _status(agent.address, _head(b" Bearer %s" % secret), HELLO) == 200
+        # A number too large for a body is 413, however many digits; what is no number, 400.
+        for length in (b"99999999999", b"1048577", b"9" * 3000):
+            assert _status(agent.address, _head(b" Bearer %s" % secret, length)) == 413, length
+        for length in (b"0x10", b"-1", b"1e3", b"12 3"):
+            assert _status(agent.address, _head(b" Bearer %s" % secret, length)) == 400, length
+    finally:
+        code = agent.stop()
+    assert code == 0, agent.log.read_text()
+    assert list(root.iterdir()) == []

@@ -9,6 +9,7 @@ overwrote when it split the path at the colon.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -59,9 +60,10 @@ def test_run_and_export_work_on_exactly_that_folder(cli, tmp_path, folder, victi
     job.write_text(exported.stdout.replace("\nunlink=1\n", "\n"))
     fio = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, cwd=tmp_path)
     assert fio.returncode == 0, fio.stderr
-    assert [p.name for p in target.iterdir()] == ["backupbench-export.dat"]
+    written = [p for p in target.iterdir()]
+    assert len(written) == 1 and re.fullmatch(r"backupbench-export-[0-9a-f]{12}\.dat", written[0].name)
     assert trap.read_bytes() == USER_DATA
-    (target / "backupbench-export.dat").unlink()
+    written[0].unlink()
     files = cli("run", *SMALL_FILES, "--", str(target))
     assert files.returncode == 0, files.stderr
     _untouched(tmp_path, target, trap)

@@ -68,6 +68,7 @@ class Outcome:
     seconds_to_exit: float | None = None
     finished_first: bool = False    # the run ended before the signal was sent: not a trial
     run_folders: int = 0            # runs/<id> folders in the results
+    handlers_s: float | None = None  # from the start to backupbench's handlers (after_handlers)
 
     def problems(self) -> list[str]:
         found = []
@@ -94,6 +95,27 @@ class Outcome:
         problems = self.problems()
         verdict = "ok" if not problems else "; ".join(problems)
         return f"{self.workload} {self.signal} after {self.delay:.2f} s: {verdict}"
+
+
+def handlers_installed(pid: int) -> bool:
+    """Whether backupbench's stop handlers are in place: the kernel's SigCgt mask has SIGTERM
+    (Python catches SIGINT from its own start, SIGTERM only once backupbench asks)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+    return bool(mask & (1 << (signal.SIGTERM - 1)))
+
+
+def wait_for_handlers(proc: subprocess.Popen, limit_s: float = 30.0) -> float:
+    """Poll until `proc`'s handlers are in place; the seconds that took (from the call)."""
+    started = time.monotonic()
+    while not handlers_installed(proc.pid):
+        if proc.poll() is not None or time.monotonic() - started > limit_s:
+            raise RuntimeError(f"backupbench ended or never installed its handlers (exit {proc.returncode})")
+        time.sleep(0.0005)
+    return time.monotonic() - started
 
 
 def _live_processes_naming(text: str, exclude: set[int]) -> list[str]:
@@ -124,9 +146,11 @@ def _stored_status(results: Path) -> str | None:
 
 
 def run_trial(workload: Workload, sig: signal.Signals, delay: float, folder: Path,
-              env: dict[str, str] | None = None, bucket: str | None = None, admin=None) -> Outcome:
+              env: dict[str, str] | None = None, bucket: str | None = None, admin=None,
+              after_handlers: bool = False) -> Outcome:
     """One trial in `folder` (made empty by the caller). For s3, `bucket` (not existing yet)
-    and `admin` (tests' S3Admin) to count what is left."""
+    and `admin` (tests' S3Admin) to count what is left. after_handlers: `delay` counts from the
+    moment backupbench's handlers are in place, not from the start."""
     target = folder / "target"
     results = folder / "results"
     target.mkdir()
@@ -136,8 +160,9 @@ def run_trial(workload: Workload, sig: signal.Signals, delay: float, folder: Pat
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, cwd=folder)
+    handlers_s = wait_for_handlers(proc) if after_handlers else None
     time.sleep(delay)
-    outcome = Outcome(workload.name, sig.name, delay, None, None)
+    outcome = Outcome(workload.name, sig.name, delay, None, None, handlers_s=handlers_s)
     if proc.poll() is not None:
         outcome.finished_first = True
     elif sig == signal.SIGINT:

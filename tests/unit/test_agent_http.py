@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-from backupbench.agent.http_head import MAX_HEAD_BYTES, Refusal, answer_bytes, head_end, screen
+from backupbench.agent.http_head import (MAX_HEAD_BYTES, Refusal, answer_bytes, authenticated, head_end, raw_fields,
+                                         screen)
 from backupbench.agent.protocol import MAX_BODY_BYTES
 from backupbench.agent.tls import (CA, FINGERPRINT, PLAIN, RECIPE_NAMES, SYSTEM, Trust, cert_fingerprint,
                                    parse_fingerprint, server_context)
@@ -52,9 +53,92 @@ def test_path_then_method_then_token_then_length_are_checked_in_that_order():
     assert status_of(head(Transfer_Encoding="chunked")) == 400
 
 
-@pytest.mark.parametrize("length", ["-1", "+2", "2 2", "0x10", "\u0662", "99999999999", ""])
+@pytest.mark.parametrize("length", ["-1", "+2", "2 2", "0x10", "\u0662", "", "1e3", "2.0", "2\x0b", "\xa02",
+                                    "2\x00", "NaN"])
 def test_a_length_that_is_not_plain_ascii_digits_is_refused(length):
-    assert status_of(head(Content_Length=length)) in (400, 411)
+    assert status_of(head(Content_Length=length)) == 400
+
+
+# Issue 37: 11 digits were answered 400 "not a number"; a number over the bound is 413 however long.
+@pytest.mark.parametrize("length", [str(MAX_BODY_BYTES + 1), "9999999999", "99999999999", "1" + "0" * 30,
+                                    "9" * 5000, "0" * 40 + str(MAX_BODY_BYTES + 1)])
+def test_a_length_over_the_bound_is_too_large_however_many_digits(length):
+    assert status_of(head(Content_Length=length)) == 413
+
+
+@pytest.mark.parametrize("length, read", [("0", 0), ("0000000000002", 2), (" 2", 2), ("2\t", 2),
+                                          ("0" * 40 + str(MAX_BODY_BYTES), MAX_BODY_BYTES)])
+def test_a_length_in_range_is_read_whatever_its_leading_zeros(length, read):
+    assert screen(head(Content_Length=length), TOKEN) == read
+
+
+# ---- the token: `Bearer`, one space, the token, byte for byte ----------------------------------
+
+def raw_head(field: bytes) -> bytes:
+    """A head whose Authorization line is `field` as bytes, not re-encoded."""
+    return (b"POST /v1 HTTP/1.1\r\nContent-Length: 2\r\n" + field + b"\r\nHost: agent\r\n\r\n")
+
+
+# Every spelling that only adds, removes or swaps whitespace or an invisible character. Each
+# is refused in UTF-8 and in Latin-1 (http.client decodes a head as Latin-1, so \xa0 and \x85
+# are one byte in one and two in the other).
+WHITESPACE = [" ", "\t", "\x0b", "\x0c", "\r", "\x00", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\xa0",
+              "\u1680", "\u2000", "\u2007", "\u200b", "\u2028", "\u2029", "\u202f", "\u3000", "\ufeff"]
+BAD_FIELDS = sorted({
+    *(f"Authorization: Bearer {TOKEN.decode()}{w}" for w in WHITESPACE),         # trailing
+    *(f"Authorization: Bearer {w}{TOKEN.decode()}" for w in WHITESPACE),         # two spaces, or one and more
+    *(f"Authorization: Bearer{w}{TOKEN.decode()}" for w in WHITESPACE if w != " "),  # another space
+    *(f"Authorization: {w}Bearer {TOKEN.decode()}" for w in WHITESPACE),         # leading
+    *(f"Authorization:{w}Bearer {TOKEN.decode()}" for w in WHITESPACE if w != " "),
+    *(f"Authorization: Bearer {TOKEN.decode()[:16]}{w}{TOKEN.decode()[16:]}" for w in WHITESPACE),
+    f"Authorization: Bearer {TOKEN.decode()}  ", f"Authorization:  Bearer  {TOKEN.decode()}",
+    f"Authorization: Bearer\r\n {TOKEN.decode()}",                                # a folded line
+    f"Authorization: bearer {TOKEN.decode()}", f"Authorization: BEARER {TOKEN.decode()}",
+    f"Authorization: Bearer {TOKEN.decode()[:-1]}", f"Authorization: Bearer {TOKEN.decode()}0",
+    f"Authorization: Bearer {TOKEN.decode().upper()}", f"Authorization: {TOKEN.decode()}",
+    f"Authorization: Basic {TOKEN.decode()}", f"Authorization: Bearer={TOKEN.decode()}",
+    f"Authorization : Bearer {TOKEN.decode()}", f"X-Authorization: Bearer {TOKEN.decode()}",
+    f"Authorization\t: Bearer {TOKEN.decode()}",
+})
+
+
+def encoded(lines: list[str], encoding: str) -> list[bytes]:
+    found = []
+    for line in lines:
+        try:
+            found.append(line.encode(encoding))
+        except UnicodeEncodeError:
+            continue  # a character Latin-1 has not: the UTF-8 run sends it
+    return found
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_only_the_exact_field_passes_the_token_check(encoding):
+    passed = []
+    for line in encoded(BAD_FIELDS, encoding):
+        try:
+            screen(raw_head(line), TOKEN)
+            passed.append(line)
+        except Refusal as refusal:
+            assert refusal.status in (400, 401), (line, refusal.status)
+    assert passed == []
+
+
+@pytest.mark.parametrize("line", [f"Authorization: Bearer {TOKEN.decode()}", f"authorization: Bearer {TOKEN.decode()}",
+                                  f"AUTHORIZATION:Bearer {TOKEN.decode()}"])
+def test_the_field_name_is_any_case_and_its_one_space_may_be_left_out(line):
+    assert screen(raw_head(line.encode()), TOKEN) == 2
+
+
+def test_the_token_check_is_one_comparison_of_the_raw_value():
+    assert authenticated(b" Bearer " + TOKEN, TOKEN) and authenticated(b"Bearer " + TOKEN, TOKEN)
+    for given in (None, b"", b"Bearer", b"Bearer ", TOKEN, b"Bearer  " + TOKEN, b"Bearer " + TOKEN + b" ",
+                  b"  Bearer " + TOKEN, b"Token " + TOKEN, b"Bearer " + TOKEN + b"\xc2\xa0"):
+        assert not authenticated(given, TOKEN), given
+    assert raw_fields(b"Host: a\r\nAuthorization: x\r\nauthorization:y\r\nX-Authorization: z\r\n\r\n",
+                      b"authorization") == [b" x", b"y"]
+    # Only CRLF ends a line: a field hidden behind a bare LF or CR is no field.
+    assert raw_fields(b"X: a\nAuthorization: x\r\nY: b\rAuthorization: y\r\n", b"authorization") == []
 
 
 def test_a_header_given_twice_is_refused():

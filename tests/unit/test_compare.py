@@ -245,10 +245,27 @@ def test_verdict_falls_back_to_latency_and_says_when_there_is_no_winner():
 
 
 def test_a_verdict_on_one_sample_names_no_winner_and_asks_for_repeats():
-    verdict = phase_verdict("restore-random", [("a", op("x", 100)), ("b", op("x", 300))])
+    # Issue 37: "b leads" named a winner all the same; one sample names none, not even a leader,
+    # and the evidence (which read as why it won) is left out.
+    verdict = phase_verdict("restore-random", [("a", op("x", 100, util=97.0)), ("b", op("x", 300, util=38.0))])
     assert verdict.winner is None
-    assert verdict.text == f"b leads restore-random: 300.0 MiB/s vs 100.0 MiB/s for a (3.00x faster {ONE_SAMPLE})"
+    assert verdict.text == (f"no winner in restore-random on one sample: b 300.0 MiB/s vs 100.0 MiB/s for a "
+                            f"(3.00x faster {ONE_SAMPLE})")
     assert overall_verdict([verdict, verdict]) is None
+    # One side measured several times, the other once: still one sample, and said whose.
+    mixed = phase_verdict("restore-random", [("a", op("x", 100, repeated=True)), ("b", op("x", 300))])
+    assert mixed.winner is None and mixed.text.startswith("no winner in restore-random on one sample: b ")
+    assert "(this side): noise unknown, measure with --repeat 3" in mixed.text and "leads" not in mixed.text
+
+
+def test_layouts_compared_on_one_sample_name_no_leader_in_the_terminal():
+    run = RunRecord("r", "recipe", "layouts", {}, status=COMPLETE)
+    run.operations = [op(f"{layout}/restore-random", mib, util=util, layout=layout)
+                      for layout, mib, util in (("linear", 205, 97.0), ("striped", 412, 38.0))]
+    text = " ".join(text_of(run_report(run)).split())
+    assert ("Verdict: no winner in restore-random on one sample: striped 412.0 MiB/s vs 205.0 MiB/s for linear "
+            f"(2.01x faster {ONE_SAMPLE})") in text
+    assert "leads" not in text and "wins" not in text and "busy against" not in text
 
 
 def test_runs_are_called_by_label_and_shared_labels_stay_apart():

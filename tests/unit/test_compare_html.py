@@ -19,7 +19,9 @@ MiB = 2**20
 CSV_HEADER = "timestamp,elapsed_s,%iowait,sdb:rMB/s,sdb:wMB/s,sdb:%util,sdc:rMB/s,sdc:wMB/s,sdc:%util"
 
 
-def layout_run(run_id: str, label: str, restore: float, util: float, p99_ms: float, jobs: int = 1) -> RunRecord:
+def layout_run(run_id: str, label: str, restore: float, util: float, p99_ms: float, jobs: int = 1,
+               repeated: bool = False) -> RunRecord:
+    """repeated: each phase measured 3 times, 1% apart (its figures the medians)."""
     run = RunRecord(run_id, "kb2014", "/srv/backups", {"jobs": jobs, "iodepth": None, "block_size": 512 * 1024},
                     host={"hostname": "repo01", "device_stacks": {"target": {"members": ["sdb", "sdc"]}}},
                     status=COMPLETE, started_at="2026-11-24T00:00:00+00:00", label=label)
@@ -31,6 +33,8 @@ def layout_run(run_id: str, label: str, restore: float, util: float, p99_ms: flo
             "effective_bw": restore * MiB, "read_bw": restore * MiB, "read_p99_lat": p99_ms * 1e6,
             "members_util": util}, detail={"monitor_csv": "restore-random.monitor.csv"}),
     ]
+    for op in run.operations if repeated else []:
+        op.samples = [{name: value * f for name, value in op.figures.items()} for f in (0.99, 1.0, 1.01)]
     return run
 
 
@@ -56,22 +60,43 @@ def compared_results(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def compared(compared_results):
-    """Rendered once for the module's tests, which only read the page (matplotlib is slow)."""
-    linear = layout_run("20261124T000000-aaaa", "lvm-linear", 205, 97.0, 9.8)
-    striped = layout_run("20261124T010000-bbbb", "lvm-striped", 412, 38.0, 3.1, jobs=4)
+    """Rendered once for the module's tests, which only read the page (matplotlib is slow);
+    each phase measured 3 times."""
+    linear = layout_run("20261124T000000-aaaa", "lvm-linear", 205, 97.0, 9.8, repeated=True)
+    striped = layout_run("20261124T010000-bbbb", "lvm-striped", 412, 38.0, 3.1, jobs=4, repeated=True)
     for run in (linear, striped):
         write_samples(compared_results, run)
     return linear, striped, compare_html.render_comparison([linear, striped], results_dir=compared_results)
+
+
+@pytest.fixture(scope="module")
+def compared_once():
+    """The same two runs, each phase measured once; no run folders (no timelines to draw)."""
+    linear = layout_run("20261124T000000-aaaa", "lvm-linear", 205, 97.0, 9.8)
+    striped = layout_run("20261124T010000-bbbb", "lvm-striped", 412, 38.0, 3.1, jobs=4)
+    return compare_html.render_comparison([linear, striped])
 
 
 def test_runs_are_labelled_and_the_verdict_names_winner_margin_and_evidence(compared):
     _, _, page = compared
     assert "<h1>backupbench: 2 runs compared</h1>" in page and "lvm-linear, lvm-striped" in page
     assert '<th scope="col" class="num">lvm-striped</th>' in page
-    # Measured once each: ahead, but no winner is named and the reader is told why.
-    assert ("lvm-striped leads restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear (2.01x faster on one sample (each side): noise unknown, measure with --repeat 3); "
+    assert ("lvm-striped wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear (2.01x faster); "
             "its member disks were 38% busy against 97%.") in page
     assert "no clear winner in active-full" in page
+
+
+def test_on_one_sample_no_run_leads_and_no_cell_is_marked_best(compared_once):
+    # Issue 37: measured once, a run "led" and its cells were marked green, though one sample names no winner.
+    page = compared_once
+    assert ("no winner in restore-random on one sample: lvm-striped 412.0 MiB/s vs 205.0 MiB/s for lvm-linear "
+            "(2.01x faster on one sample (each side): noise unknown, measure with --repeat 3).") in page
+    assert "leads" not in page and " wins " not in page and "Overall:" not in page
+    assert 'class="strong best"' not in page and "#dff0d8" not in page
+    assert cells_of_row(page, "restore-random", "Effective MiB/s")[1] == (
+        "412.0 (2.01x faster on one sample (each side): noise unknown, measure with --repeat 3)")
+    said = "none marked where a run measured the operation once: one sample names no best, measure with --repeat 3"
+    assert page.count(said) == 2   # under the speed table and the latency table
 
 
 def test_settings_that_differ_come_first_and_are_flagged(compared):
@@ -85,7 +110,8 @@ def test_only_the_best_cell_of_a_row_is_marked(compared):
     _, _, page = compared
     speed = cells_of_row(page, "restore-random", "Effective MiB/s")
     assert speed == ["205.0", '<span class="strong best" style="background:#dff0d8;padding:0 3px" '
-                              'title="best in this row">412.0 (2.01x faster on one sample (each side): noise unknown, measure with --repeat 3)</span>']
+                              'title="best in this row">412.0 (2.01x faster)</span>']
+    assert "none marked where a run measured the operation once" not in page
     # Equal speeds (within 2%): both are the best, neither wins.
     assert all('class="strong best"' in cell for cell in cells_of_row(page, "active-full", "Effective MiB/s"))
     latency = cells_of_row(page, "restore-random (read p99)", "p99 latency (ms)")

@@ -65,6 +65,20 @@ def test_each_cause_of_an_unwritable_directory_has_its_own_reason_and_fix(facts,
         assert "user who can write" not in reason.fix
 
 
+def test_a_full_ext4_and_a_full_xfs_are_said_alike():
+    """XFS refuses root's probe with a few KiB still counted free; ext4 keeps blocks for root, so
+    root's probe writes while statvfs gives everyone else 0 B (issue 37: it said "0 B free, 72
+    MiB needed"). Space merely short of the test file keeps its own wording and fix."""
+    xfs = replace(GOOD, writable=False, write_error="ENOSPC", free_bytes=20 * units.KiB, total_bytes=256 * units.MiB)
+    ext4 = replace(GOOD, fs_type="ext4", free_bytes=0, total_bytes=25 * units.MiB)
+    said = [directory_refusals(facts, 8 * units.MiB, False) for facts in (xfs, ext4)]
+    assert [(r.problem, r.fix) for [r] in said] == [
+        ("/srv/repo is on a full filesystem: 20 KiB free of 256 MiB", "free some space there, or name another directory"),
+        ("/srv/repo is on a full filesystem: 0 B free of 25 MiB", "free some space there, or name another directory")]
+    [short] = directory_refusals(replace(ext4, free_bytes=units.MiB), 8 * units.MiB, False)
+    assert short.problem.startswith("not enough free space in /srv/repo: 1 MiB free") and "--size" in short.fix
+
+
 def test_btrfs_without_an_inode_count_is_not_out_of_inodes():
     assert problems(replace(GOOD, fs_type="btrfs", free_inodes=None, total_inodes=None)) == []
 

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from backupbench.analysis.hosts import host_breakdown, lost_hosts, slow_hosts
-from backupbench.report.hosts import caption, hosts_renderables, slow_notes
+from backupbench.report.hosts import caption, hosts_renderables, judgement_notes, slow_notes
 from backupbench.report.terminal import run_report
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
@@ -89,7 +89,7 @@ def test_two_hosts_cannot_name_an_outlier_and_say_so():
     assert op.median == 85 * MiB and op.slow == []
     assert op.note.startswith("active-full: two hosts cannot name an outlier (b against a: 1.43x slower on one "
                               "sample (each side)")
-    assert op.note in slow_notes([op])
+    assert judgement_notes([op]) == [op.note] and slow_notes([op]) == []
 
 
 @pytest.mark.parametrize("value, slow", [(85.0, False), (84.9, True), (120.0, False)])
@@ -159,12 +159,13 @@ def test_host_lost_in_every_operation_gives_no_median():
 def test_note_line_per_slow_host_names_how_much_and_where():
     run = multi_host_run()
     run.operations[2].detail["hosts"]["10.0.0.6"] = fio_host(500, 1.2, "read")   # 23% under 650 as well
-    notes = slow_notes(host_breakdown(run))
+    breakdown = host_breakdown(run)
     # sequential-read's 23% is not called slow: 10.0.0.7 was lost, and two hosts cannot name an
-    # outlier (either may be the odd one); the note says so for each such operation.
-    assert notes[0] == "host 10.0.0.6 is 22% under the median in active-full"
-    assert [note.split(":")[0] for note in notes[1:]] == ["restore-random", "sequential-read"]
-    assert all("two hosts cannot name an outlier" in note for note in notes[1:])
+    # outlier (either may be the odd one); a note says so for each such operation, apart from the slow hosts.
+    assert slow_notes(breakdown) == ["host 10.0.0.6 is 22% under the median in active-full"]
+    others = judgement_notes(breakdown)
+    assert [note.split(":")[0] for note in others] == ["restore-random", "sequential-read"]
+    assert all("two hosts cannot name an outlier" in note for note in others)
 
 
 def test_run_report_prints_the_hosts_table_under_the_operations_table():
@@ -200,6 +201,43 @@ def test_html_report_has_the_hosts_table_slow_callout_and_chart(tmp_path):
     assert 'aria-label="Each operation per host against the median"' in page
     assert "&lt;b onmouseover=&quot;x&quot;&gt;" in page and '<b onmouseover="x">' not in page
     assert page.count("<svg ") == 3   # speed, latency, hosts
+
+
+def two_host_run() -> RunRecord:
+    """Two hosts, 30% apart in each operation: neither can be called slow (noise.judge_hosts)."""
+    return RunRecord("20261124T000000-two2", "kb2014", "10.0.0.5,10.0.0.6:/backup", {}, status=COMPLETE,
+                     operations=[host_op(name, {"10.0.0.5": fio_host(100, 1), "10.0.0.6": fio_host(70, 1)})
+                                 for name in ("active-full", "restore-random")])
+
+
+def test_two_hosts_raise_no_slow_host_alarm_in_the_html_report(tmp_path):
+    # Issue 37: a red "Slow hosts" box whose every line said no host could be named.
+    pytest.importorskip("matplotlib")
+    from backupbench.report import html
+
+    page = html.render(two_host_run(), results_dir=tmp_path)
+    assert "Slow hosts" not in page and 'class="callout bad"' not in page
+    assert ('<p class="table-note">note: active-full: two hosts cannot name an outlier (10.0.0.6 against 10.0.0.5: '
+            "1.43x slower on one sample (each side)") in page
+    assert "no host is called slow" in page and "hatched red-edged" not in page
+    # A host called slow still gets the red box, with only the slow hosts in it.
+    slow = html.render(multi_host_run(), results_dir=tmp_path)
+    box = slow[slow.index('<div class="callout bad">'):]
+    box = box[:box.index("</div>")]
+    assert "Slow hosts" in box and "host 10.0.0.6 is 22% under the median in active-full" in box
+    assert "two hosts cannot name an outlier" not in box
+
+
+def test_two_hosts_raise_no_slow_host_alarm_in_the_terminal():
+    shown = hosts_renderables(two_host_run())
+    notes = shown[1:]
+    assert [str(n).split(":")[1].strip() for n in notes] == ["active-full", "restore-random"]
+    # Plain, not the yellow of a warning: nothing is wrong with either host.
+    assert all(n.style == "" for n in notes)
+    text = rendered(run_report(two_host_run()))
+    assert "SLOW" not in text and "note: active-full: two hosts cannot name an outlier" in text
+    yellow = [part for part in hosts_renderables(multi_host_run())[1:] if part.style == "yellow"]
+    assert [str(part) for part in yellow] == ["note: host 10.0.0.6 is 22% under the median in active-full"]
 
 
 def test_hosts_chart_is_left_out_when_no_host_reported():

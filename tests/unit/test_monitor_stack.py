@@ -23,10 +23,12 @@ def host(tmp_path: Path) -> HostFiles:
 
 
 def test_lv_resolves_through_its_dm_layer_to_the_disk(host):
+    # vg0-lin is an origin (dm-7 its -real, known by name here) with a classic snapshot whose COW
+    # (dm-8) is on vda too: the snapshot and its COW are layers, vda the one member.
     stack = device_stack("/mnt/lin/backups/job1/file.vbk", host)   # need not exist
     assert (stack.mount_point, stack.fs_type) == ("/mnt/lin", "xfs")
-    assert stack.top == "dm-0" and stack.layers == ("dm-7",) and stack.members == ("vda",)
-    assert stack.all_names == ["dm-0", "dm-7", "vda"]
+    assert stack.top == "dm-0" and stack.layers == ("dm-7", "dm-9", "dm-8") and stack.members == ("vda",)
+    assert stack.all_names == ["dm-0", "dm-7", "dm-9", "dm-8", "vda"]
     assert stack.labels["dm-0"] == "vg0-lin" and stack.reason is None
     assert "dm-0 (vg0-lin)" in stack.describe()
 
@@ -36,6 +38,12 @@ def test_md_array_resolves_to_its_four_member_disks(host):
     assert stack.top == "md0" and stack.members == ("vde", "vdf", "vdg", "vdh")
     assert stack.labels["md0"] == "raid6"
     assert stack.all_names == ["md0", "vde", "vdf", "vdg", "vdh"]
+
+
+def test_a_striped_lv_resolves_to_every_pv_its_table_names(host):
+    # dmsetup-table.txt: vg0-str is `striped 4 128` over 254:0, 254:16, 254:32, 254:48 (vda to vdd)
+    from backupbench.monitor.stack import walk_stack
+    assert walk_stack("dm-1", host) == ([], ["vda", "vdb", "vdc", "vdd"], {"dm-1": ("vda", "vdb", "vdc", "vdd")})
 
 
 def test_thin_volume_walks_every_layer_depth_first(host):
@@ -150,3 +158,135 @@ def test_an_agent_names_the_disks_under_its_root_and_why_when_there_are_none(hos
     assert target_disks(Path("/mnt/md"), host, ["md0", "vde"])[0] == ["vde"]
     none, why = target_disks(Path("/mnt/ram/agent-root"), host, sampled)
     assert none == [] and why.startswith("root /mnt/ram/agent-root is on no sampled disk: ")
+
+
+# --- btrfs on several devices: the mount names one, /sys/fs/btrfs/<fsid>/devices/ all ----------
+
+BTRFS_TREE = Path(__file__).parents[1] / "fixtures" / "btrfs" / "sysfs-three-filesystems.txt"
+RECORDED = "/tmp/btrec.ypH7"   # where the recording's filesystems were mounted
+
+
+@pytest.fixture
+def btrfs_host(tmp_path: Path) -> HostFiles:
+    from monitor_support import recorded_tree
+    return recorded_tree(tmp_path, BTRFS_TREE)
+
+
+def test_a_btrfs_raid1_on_three_devices_is_followed_through_all_three(btrfs_host):
+    stack = device_stack(f"{RECORDED}/mnt/backups/job1.vbk", btrfs_host)
+    assert stack.source == "/dev/loop0" and stack.fs_type == "btrfs"
+    assert stack.members == ("loop0", "loop1", "loop2") and stack.all_names == ["loop0", "loop1", "loop2"]
+    assert stack.top is None and stack.spans == stack.members and stack.layers == ()
+    assert stack.backing_files == {f"loop{n}": f"{RECORDED}/f{n}" for n in range(3)}
+    assert stack.describe() == (f"{RECORDED}/mnt: btrfs on loop0 ({RECORDED}/f0), loop1 ({RECORDED}/f1), "
+                                f"loop2 ({RECORDED}/f2)")
+
+
+def test_a_btrfs_raid1_on_a_partition_and_a_device_is_followed_through_both(btrfs_host):
+    # Mounted from loop4, named by the kernel as from loop3p1: whichever member the mount names.
+    stack = device_stack(f"{RECORDED}/mnt2", btrfs_host)
+    assert stack.spans == ("loop3p1", "loop4") and stack.top is None
+    assert stack.layers == ("loop3p1",) and stack.members == ("loop3", "loop4")
+    assert stack.all_names == ["loop3p1", "loop3", "loop4"] and stack.slaves == {"loop3p1": ("loop3",)}
+    assert stack.describe().startswith(f"{RECORDED}/mnt2: btrfs on loop3p1, loop4 ({RECORDED}/f4); members loop3")
+
+
+def test_a_btrfs_on_one_device_stands_on_it_as_before(btrfs_host):
+    stack = device_stack(f"{RECORDED}/mnt3/x", btrfs_host)
+    assert stack.top == "loop5" and stack.members == ("loop5",) and stack.spans == ()
+    assert stack.describe() == f"{RECORDED}/mnt3: btrfs on loop5 ({RECORDED}/f5)"
+
+
+def test_every_user_of_a_btrfs_raid1_stack_gets_every_member(btrfs_host):
+    """The cache guard's disks, the monitor's headline members, the agent's timeline disks and
+    a MinIO's drives on two such filesystems all come from the stack's members."""
+    from backupbench.agent.feed import target_disks
+    from backupbench.monitor import Thresholds, cache_guard
+    from backupbench.monitor.stack import combined
+    from backupbench.runner.phases import MonitorPlan
+
+    stack = device_stack(f"{RECORDED}/mnt", btrfs_host)
+    facts = cache_guard.storage_facts(stack, None, btrfs_host)
+    assert [loop.device for loop in facts.loops] == ["loop0", "loop1", "loop2"]
+
+    class Summary:
+        def mean_over(self, names, metric):
+            self.names = names
+            return 1.0
+    summary = Summary()
+    MonitorPlan(stack, 1.0, Thresholds()).headline(summary)
+    assert summary.names == ["loop0", "loop1", "loop2"]
+    assert target_disks(Path(f"{RECORDED}/mnt/root"), btrfs_host, ["loop0", "loop1", "loop2"])[0] == \
+        ["loop0", "loop1", "loop2"]
+    drives = combined([stack, device_stack(f"{RECORDED}/mnt2", btrfs_host)])
+    assert drives.members == ("loop0", "loop1", "loop2", "loop3", "loop4") and drives.layers == ("loop3p1",)
+
+
+# --- a classic LVM snapshot: the origin's writes copy into COW devices that are not below it ---
+
+COW_TREE = Path(__file__).parents[1] / "fixtures" / "lvm-snapshot" / "sysfs-cow-on-other-disks.txt"
+
+
+@pytest.fixture
+def snapshot_host(tmp_path: Path) -> HostFiles:
+    from monitor_support import recorded_tree
+    return recorded_tree(tmp_path, COW_TREE)
+
+
+def test_an_origin_is_followed_into_every_snapshots_cow_and_its_disk(snapshot_host):
+    # The lvm-snapshot layout mounts the origin: the workload's first writes land on vda and copy
+    # the old blocks into snap's COW on vdb and snap2's on vdc.
+    stack = device_stack("/mnt/origin/backups/job1.vbk", snapshot_host)
+    assert stack.top == "dm-0" and stack.labels["dm-0"] == "vg-origin"
+    assert stack.layers == ("dm-1", "dm-3", "dm-2", "dm-5", "dm-4")
+    assert stack.members == ("vda", "vdb", "vdc")
+    assert stack.slaves == {"dm-0": ("dm-1",), "dm-1": ("vda",), "dm-3": ("dm-1", "dm-2"), "dm-2": ("vdb",),
+                            "dm-5": ("dm-1", "dm-4"), "dm-4": ("vdc",)}
+    assert stack.describe() == ("/mnt/origin: xfs on dm-0 (vg-origin) via dm-1 (vg-origin-real), dm-3 (vg-snap), "
+                                "dm-2 (vg-snap-cow), dm-5 (vg-snap2), dm-4 (vg-snap2-cow); members vda, vdb, vdc")
+
+
+def test_a_mounted_snapshot_stands_on_its_own_cow_and_the_origins_disk_only(snapshot_host):
+    # Writes to a snapshot go to its own COW; the origin and the other snapshot see none of them.
+    stack = device_stack("/mnt/snap", snapshot_host)
+    assert stack.top == "dm-3" and stack.layers == ("dm-1", "dm-2") and stack.members == ("vda", "vdb")
+
+
+def test_a_real_device_is_known_by_lvms_uuid_not_by_a_name_that_ends_in_real(snapshot_host, tmp_path):
+    # A device-mapper device someone named `...-real` without LVM (no LVM- uuid) is only a layer.
+    (tmp_path / "sys/devices/virtual/block/dm-1/dm/uuid").write_text("\n")
+    stack = device_stack("/mnt/origin", snapshot_host)
+    assert stack.layers == ("dm-1",) and stack.members == ("vda",)
+
+
+def test_every_user_of_an_origins_stack_gets_the_cow_disks(snapshot_host):
+    """The monitor's headline members and an agent's timeline disks come from the stack's members."""
+    from backupbench.agent.feed import target_disks
+    from backupbench.monitor import Thresholds
+    from backupbench.runner.phases import MonitorPlan
+
+    stack = device_stack("/mnt/origin", snapshot_host)
+
+    class Summary:
+        def mean_over(self, names, metric):
+            self.names = names
+            return 1.0
+    summary = Summary()
+    MonitorPlan(stack, 1.0, Thresholds()).headline(summary)
+    assert summary.names == ["vda", "vdb", "vdc"]
+    assert target_disks(Path("/mnt/origin/root"), snapshot_host, ["vda", "vdb", "vdc", "dm-0"])[0] == ["vda", "vdb", "vdc"]
+
+
+@pytest.mark.parametrize("dm_name,real", [
+    ("vg0-lin-real", True),       # LV lin's -real
+    ("vg0-x---real", True),       # LV x-'s -real: its own hyphen doubled, then LVM's
+    ("vg0-x--real", False),       # an LV named x-real
+    ("vg0-x----real", False),     # an LV named x--real
+    ("vg0-lin", False),
+])
+def test_without_a_uuid_only_lvms_own_real_suffix_counts(tmp_path, dm_name, real):
+    from backupbench.monitor.sysfs import lvm_origin_real
+    from monitor_support import FakeSys
+
+    FakeSys(tmp_path).add("dm-1", 253, 1, slaves=["vda"], dm_name=dm_name)
+    assert lvm_origin_real(HostFiles(tmp_path), "dm-1") is real

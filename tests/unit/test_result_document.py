@@ -144,6 +144,7 @@ def test_a_payload_cannot_overwrite_the_header():
 
 
 def test_error_document_for_a_failed_json_command(tmp_path, capsys):
+    Store(tmp_path / "results.db")  # a store without that run
     code = main(["show", "nope", "--json", "--results", str(tmp_path)])
     out, err = capsys.readouterr()
     data = json.loads(out)

@@ -10,7 +10,7 @@ from backupbench.engines.s3_records import OpRecord, mixed_figures
 from backupbench.errors import RecipeError
 from backupbench.schema import validate
 from backupbench.workloads.s3 import S3Entry
-from backupbench.workloads.s3_lock import check_figures, checked_keys
+from backupbench.workloads.s3_lock import check_figures, checked_keys, failure_reasons
 from backupbench.workloads.s3_options import S3Options
 from backupbench.workloads.s3_phase import content_seed
 from backupbench.workloads.s3_values import SizeRange, parse_size_range
@@ -112,6 +112,19 @@ def test_lock_check_figures_say_held_or_not():
     assert check_figures({}, 1.0)["lock_delete_refused"] == 0  # nothing checked is no pass
 
 
+def test_a_lock_failure_is_said_once_per_reason_with_how_many_objects():
+    broken = check_figures({"checked": 5, "lock_applied": 3, "delete_refused": 5, "overwrite_kept": 5}, 1.0)
+    notes = ["backupbench/r/obj-00000001: no GOVERNANCE lock on the object",
+             "backupbench/r/obj-00000004: no GOVERNANCE lock on the object",
+             "backupbench/r/obj-00000004: the overwrite was refused (<nil>)"]
+    # A refused overwrite is no reason for a FAIL: the check is whether the original survived.
+    assert failure_reasons(broken, notes) == ["no GOVERNANCE lock on the object (2 of 5 objects)"]
+    assert failure_reasons(broken) == ["the lock was not applied"]   # a run stored without its notes
+    assert failure_reasons(check_figures({}, 1.0), notes) == ["no object was checked"]
+    assert failure_reasons(check_figures({"checked": 5, "lock_applied": 5, "delete_refused": 5,
+                                          "overwrite_kept": 5}, 1.0), notes) == []
+
+
 def test_mixed_figures_per_kind_over_the_phase_runtime():
     records = [OpRecord("put", 100, 0, 0, -1, 1_000_000_000, 10, 200),
                OpRecord("get", 1, 0, 0, 5, 2_000_000_000, 30, 200),
@@ -146,8 +159,48 @@ def test_the_s3_table_says_whether_the_lock_held_and_what_the_mix_did():
     [(ops, columns, _, _)] = table_specs(run)
     heading, cell = columns[-1]
     assert heading == "check / mix"
-    assert [str(cell(o.figures)) for o in ops] == ["immutable: PASS", "immutable: FAIL",
+    # Without the loader's notes (issue 37), the FAIL still says which check broke.
+    assert [str(cell(o.figures)) for o in ops] == ["immutable: PASS",
+                                                   "immutable: FAIL: a DELETE of the version was allowed",
                                                    "put 132, get 131, list 15, delete 22"]
+
+
+def _failed_lock_run():
+    """A governance lock check as the s3 workload stores one whose objects carried no lock:
+    the loader's notes in detail["notes"], one per object and failed check."""
+    from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+
+    keys = [f"backupbench/r/obj-0000000{k}" for k in range(5)]
+    notes = [note for key in keys for note in (f"{key}: no GOVERNANCE lock on the object",
+                                               f"{key}: DELETE of the version was allowed")]
+    figures = check_figures({"checked": 5, "lock_applied": 0, "delete_refused": 0, "overwrite_kept": 5}, 1.0)
+    check = OperationRecord(name="lock-check", pattern="DELETE + overwrite 5 locked objects", status=COMPLETE,
+                            figures=figures, detail={"objects": list(range(5)), "notes": notes,
+                                                     "lock_mode": "governance"})
+    return RunRecord(run_id="20261126T000000-lock", kind="s3", target="http://127.0.0.1:9000/b", status=COMPLETE,
+                     settings={}, operations=[check])
+
+
+REASONS = "no GOVERNANCE lock on the object (5 of 5 objects); DELETE of the version was allowed (5 of 5 objects)"
+
+
+def test_a_failed_lock_check_says_why_beside_fail_in_the_terminal():
+    # Issue 37: `immutable: FAIL` was printed alone; the reason was only in --json's detail notes.
+    from rich.console import Console
+
+    from backupbench.report.terminal import run_report
+
+    console = Console(width=400, record=True, color_system=None)
+    console.print(run_report(_failed_lock_run()))
+    assert f"immutable: FAIL: {REASONS}" in console.export_text()
+
+
+def test_a_failed_lock_check_says_why_beside_fail_in_the_html_report(tmp_path):
+    pytest.importorskip("matplotlib")
+    from backupbench.report import html
+
+    page = html.render(_failed_lock_run(), results_dir=tmp_path)
+    assert f'<span class="strong flag-bad">immutable: FAIL: {REASONS}</span>' in page
 
 
 def test_the_s3_table_shows_retried_requests_only_when_there_were_some():

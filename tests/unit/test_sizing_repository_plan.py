@@ -252,3 +252,32 @@ def test_a_fault_runs_rebuild_rate_is_used():
     assert "as measured: rebuilt in 10.0 s" in plan.rebuild.rate.why
     # The healthy array's active full, measured: no --disk-speed needed for a forward-active plan.
     assert plan.speeds["active-full"].value == 800 * MB_S
+
+
+@pytest.mark.parametrize("needed", [13, 20, 29, 37, 95, 96])
+def test_the_fewest_more_disks_are_found_without_trying_every_count(needed):
+    """More disks of one size never plan worse; the search doubles past the first 16 and halves
+    back, so it names the same count a scan of every count would, in far fewer plans."""
+    from backupbench.sizing.verdict import LINEAR_STEPS, _fewest_disks
+
+    start = spec("raid6", disks=12)
+    tried: list[int] = []
+
+    def passes(changed: LayoutSpec):
+        tried.append(changed.disks)
+        return object() if changed.disks >= needed else None
+
+    found = _fewest_disks(start, passes)
+    if needed > max(start.disks * 4, start.disks + 64):
+        assert found is None
+        return
+    (kind, text, changed), _ = found
+    assert kind == "disks" and changed.disks == needed and f"({needed - 12} more)" in text
+    assert len(tried) <= LINEAR_STEPS + 2 * math.ceil(math.log2(needed))
+
+
+def test_a_count_a_layout_cannot_take_among_the_first_counts_is_passed_over():
+    from backupbench.sizing.verdict import _fewest_disks
+
+    found = _fewest_disks(spec("raid6", disks=12), lambda changed: object() if changed.disks in (15, 17) else None)
+    assert found is not None and found[0][2].disks == 15

@@ -125,3 +125,26 @@ def test_another_error_after_a_stop_is_still_shown(latch, monkeypatch, capsys):
     assert _command_importing(monkeypatch, error, stop_first=True) == stopping.EXIT_CODE
     err = capsys.readouterr().err
     assert "internal error: OSError(28" in err and "interrupted (SIGTERM)" in err
+
+
+def test_a_signal_before_the_entry_is_armed_is_raised_when_it_is(latch):
+    stopping.install(armed=False)
+    os.kill(os.getpid(), signal.SIGINT)
+    signal.sigtimedwait([], 0.2)  # handled, recorded, not raised: no try is there to catch it yet
+    assert stopping.requested() == signal.SIGINT
+    with pytest.raises(KeyboardInterrupt):
+        stopping.arm()
+
+
+def test_the_entry_point_needs_no_module_python_had_not_loaded_before_its_handlers():
+    """Everything imported before `stopping.install` runs is time a Ctrl-C gets Python's own
+    traceback: only the package, its cli package, entry and stopping may be new (signal alone
+    pulls in enum: several ms; threading more)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; before = set(sys.modules); import backupbench.cli.entry; "
+             "print(' '.join(sorted(set(sys.modules) - before)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert set(done.stdout.split()) <= {"backupbench", "backupbench.cli", "backupbench.cli.entry",
+                                        "backupbench.stopping", "__future__"}, done.stdout

@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 from backupbench.errors import InputError, RefusedError
+from backupbench.redaction import redact_url
 
 MIN_TOKEN_CHARS = 16
 MAX_TOKEN_BYTES = 4096
@@ -94,17 +95,21 @@ def parse_listen(text: str) -> tuple[str, int]:
     this host: a wildcard, however written (0.0.0.0, ::, [::ffff:0.0.0.0], ::%eth0), would
     serve every network the host is on."""
     host, sep, port_text = text.rpartition(":")
+    # Each part quoted as a URL would be (also --agents, whose items are mistyped URLs at times):
+    # nothing after a '?' or '#', which may be a query or fragment holding a secret.
+    shown = redact_url(text)
     if not sep or not host:
-        raise InputError(f"--listen {text!r} is not ADDR:PORT", "e.g. --listen 10.0.0.5:7480")
+        raise InputError(f"--listen {shown!r} is not ADDR:PORT", "e.g. --listen 10.0.0.5:7480")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
         address = listen_address(host)
     except ValueError:
-        raise InputError(f"--listen: {host!r} is not an IP address", "give the address itself, e.g. 10.0.0.5") from None
+        raise InputError(f"--listen: {redact_url(host)!r} is not an IP address",
+                         "give the address itself, e.g. 10.0.0.5") from None
     if address.is_unspecified:
-        raise RefusedError(f"--listen {text}: {host} would listen on every address of this host",
+        raise RefusedError(f"--listen {shown}: {redact_url(host)} would listen on every address of this host",
                            "name the one address the controller reaches this host on")
     # ASCII digits only: str.isdigit() would take other scripts' digits, which int() reads.
     if not re.fullmatch(r"[0-9]{1,5}", port_text) or int(port_text) > 65535:
-        raise InputError(f"--listen: port {port_text!r} is not 0-65535", "e.g. --listen 10.0.0.5:7480")
+        raise InputError(f"--listen: port {redact_url(port_text)!r} is not 0-65535", "e.g. --listen 10.0.0.5:7480")
     return str(address), int(port_text)

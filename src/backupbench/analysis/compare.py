@@ -201,6 +201,25 @@ class LayoutMatrix:
         return phase_verdict(phase, [(lay, self.operations[(phase, lay)]) for lay in self.layouts
                                      if (phase, lay) in self.operations])
 
+    def cells(self, phase: str) -> list[str]:
+        """One phase across the layouts: '201.0 (4.00x faster)' against the first layout; the
+        terminal and the HTML report show the same cells."""
+        cells = []
+        reference = self.reference_layout(phase)
+        base = self.values.get((phase, reference or ""))
+        for layout in self.layouts:
+            found = self.values.get((phase, layout))
+            if found is None:
+                cells.append("-")
+                continue
+            figure, value = found
+            shown = f"{value / units.MiB:,.1f}" if figure == "effective_bw" else f"{value:,.0f}"
+            against = base is not None and base[0] == figure and layout != reference
+            samples = (self.operations[(phase, layout)].sample_values(figure),
+                       self.operations[(phase, reference)].sample_values(figure)) if against and reference else None
+            cells.append(shown + (f" ({relative_speed(*samples)})" if samples else ""))
+        return cells
+
 
 def layout_matrix(run: RunRecord) -> LayoutMatrix | None:
     layouts: list[str] = []
@@ -248,7 +267,9 @@ class Verdict:
 
 def phase_verdict(phase: str, entries: Sequence[tuple[str, OperationRecord]]) -> Verdict | None:
     """'B wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for A (2.01x faster); its member disks
-    were 38% busy against 97%' from (name, operation) pairs; None with fewer than two to compare."""
+    were 38% busy against 97%' from (name, operation) pairs; None with fewer than two to compare.
+    Measured once on either side: 'no winner in restore-random on one sample: B ... (2.01x faster
+    on one sample (...): noise unknown, measure with --repeat 3)'."""
     scored = [(name, op, headline(op.figures)) for name, op in entries if op.status == COMPLETE]
     kinds = Counter(best[0] for _, _, best in scored if best)
     if not kinds:
@@ -265,8 +286,9 @@ def phase_verdict(phase: str, entries: Sequence[tuple[str, OperationRecord]]) ->
     found = speed_verdict(first_op.sample_values(figure), second_op.sample_values(figure))
     if found.outcome == "same" or best_value == next_value:
         return Verdict(phase, None, f"no clear winner in {phase}: {first} {against} ({found.text})")
-    if found.outcome == "unknown":  # one sample: ahead, but nobody knows by how much noise
-        return Verdict(phase, None, f"{first} leads {phase}: {against} ({found.text}){_evidence(first_op, second_op)}")
+    if found.outcome == "unknown":
+        # One sample names no winner, not even a leader, and the evidence would read as why it won.
+        return Verdict(phase, None, f"no winner in {phase} on one sample: {first} {against} ({found.text})")
     return Verdict(phase, first, f"{first} wins {phase}: {against} ({found.text}){_evidence(first_op, second_op)}")
 
 

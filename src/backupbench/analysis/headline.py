@@ -4,8 +4,9 @@ First match wins, since the first is what a reader must not miss:
 1. the run did not complete: its figures promise nothing;
 2. an expectation (`--expect`) was missed: which one, and by what;
 3. several layouts: which one is fastest, named only when analysis/noise.verdict finds the
-   difference beyond noise (a phase stored with its repeated samples, detail["samples"],
-   is judged on them; a single sample is said to be one, and the fix given);
+   difference beyond noise (a phase measured several times is judged on its samples,
+   OperationRecord.samples); on one sample no layout is named, not even as leading: the
+   sentence says the comparison has one sample, and the fix;
 4. otherwise the binding figure: the slowest phase, the one a backup or restore window waits on.
 """
 
@@ -27,9 +28,9 @@ class Headline:
 
 
 def samples(op: OperationRecord, figure: str) -> list[float]:
-    """A phase's samples of `figure`: its repeats when stored (detail["samples"][figure]), else its one value."""
-    stored = (op.detail.get("samples") or {}).get(figure)
-    return [float(v) for v in stored] if stored else [float(op.figures[figure])]
+    """A phase's samples of `figure`: its repeats (OperationRecord.samples, as the store keeps
+    them), else its one value."""
+    return [float(v) for v in op.sample_values(figure)] or [float(op.figures[figure])]
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,9 @@ def layouts_sentence(calls: Sequence[LayoutCall]) -> str:
     unknown = [call for call in calls if call.verdict.outcome == "unknown"]
     if unknown:
         first = unknown[0]
-        return (f"No layout can be named the fastest: {first.leader} leads {first.phase} "
-                f"{first.verdict.text}" + (f" (and {len(unknown) - 1} more phase{'s' * (len(unknown) > 2)} alike)" if len(unknown) > 1 else ""))
+        more = f" (and {len(unknown) - 1} more phase{'s' * (len(unknown) > 2)} alike)" if len(unknown) > 1 else ""
+        return (f"No layout can be named the fastest: the comparison of {first.phase} has one sample "
+                f"({first.leader} against {first.runner_up}: {first.verdict.text}){more}")
     return f"No difference beyond noise between the layouts in the {len(calls)} phases compared"
 
 

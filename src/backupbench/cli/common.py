@@ -22,7 +22,7 @@ from backupbench.analysis.gates import Expectation
 from backupbench.cli.documents import checked
 from backupbench.errors import InputError, LeftBehind
 from backupbench.redaction import RedactedStream, redact_data
-from backupbench.results.location import results_dir
+from backupbench.results.location import results_dir, store_file
 from backupbench.results.model import RunRecord
 from backupbench.results.store import Store
 
@@ -54,9 +54,11 @@ def results_option(command: Callable) -> Callable:
     )(command)
 
 
-def open_store(results: Path | None) -> tuple[Path, Store]:
+def open_store(results: Path | None, *, create: bool = False) -> tuple[Path, Store]:
+    """The results folder and its store. Commands that only read leave create False: a
+    folder or store that is not there is read as empty and never made."""
     directory = results_dir(results)
-    return directory, Store(directory / "results.db")
+    return directory, Store(store_file(directory), create=create)
 
 
 def print_json(data: Any) -> None:

@@ -54,10 +54,9 @@ def _from_recipe(values: dict[str, object]) -> tuple[RepositoryOptions, list[Lay
         if name in RepositoryOptions.model_fields and merged.get(name) in (None, False):
             merged[name] = (value,) if name == "disk_size" else value
     options = cli_options.build(RepositoryOptions, merged)
+    if len(options.disk_size or ()) > 1:
+        raise InputError("--disk-size: one size for every disk of the recipe's layouts", "e.g. --disk-size 16TB")
     disk_size = options.disk_size[0] if options.disk_size else table.disk_size
-    if disk_size <= 0 or len(options.disk_size or ()) > 1:
-        raise InputError("--disk-size: must be more than 0 bytes, one size for every disk of the recipe's layouts",
-                         "e.g. --disk-size 16TB")
     specs, notes = recipe_candidates([entry.model_dump(mode="json") for entry in recipe.layout],
                                      options.disks or table.disks, disk_size)
     return options, specs, notes

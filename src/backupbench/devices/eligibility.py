@@ -40,10 +40,8 @@ def _unwritable(facts: DirectoryFacts) -> Reason | None:
         return Reason(f"{path} is on a filesystem with no free inodes (0 of {facts.total_inodes:,} left): "
                       "no file can be created there",
                       f"remove files there (or make the filesystem with more inodes), {_ELSEWHERE}")
-    if error == "ENOSPC":
-        free = f": {units.format_size(facts.free_bytes)} free of {units.format_size(facts.total_bytes or 0)}" \
-            if facts.free_bytes is not None else ""
-        return Reason(f"{path} is on a full filesystem{free}", f"free some space there, {_ELSEWHERE}")
+    if error == "ENOSPC" or facts.free_bytes == 0:
+        return _full(facts)
     if error == "EDQUOT":
         return Reason(f"{path}: the disk quota of user {facts.uid} there is used up",
                       f"remove some of the user's files, ask for a larger quota, {_ELSEWHERE}")
@@ -54,6 +52,15 @@ def _unwritable(facts: DirectoryFacts) -> Reason | None:
         detail = f": {facts.direct_io_error}" if facts.direct_io_error else ""
         return Reason(f"{path} is not writable{detail}", "name another directory")
     return None
+
+
+def _full(facts: DirectoryFacts) -> Reason:
+    """One wording however the filesystem shows it is full: XFS refuses the probe's write
+    (ENOSPC) with a few KiB still counted free, while ext4 keeps blocks for root, so a probe
+    run as root still writes where statvfs gives everyone else 0 B."""
+    free = f": {units.format_size(facts.free_bytes)} free of {units.format_size(facts.total_bytes or 0)}" \
+        if facts.free_bytes is not None else ""
+    return Reason(f"{facts.path} is on a full filesystem{free}", f"free some space there, {_ELSEWHERE}")
 
 
 def directory_refusals(facts: DirectoryFacts, need_bytes: int, buffered: bool,

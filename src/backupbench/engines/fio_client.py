@@ -31,6 +31,7 @@ from backupbench import artefacts, process
 from backupbench.engines import fio_json
 from backupbench.engines.fio_json import ALL_CLIENTS, FioSummary
 from backupbench.errors import EngineError, InputError, ProcessError, RefusedError
+from backupbench.redaction import redact_url
 from backupbench.paths import Syntax, for_program
 
 DEFAULT_PORT = 8765
@@ -103,7 +104,7 @@ def _port(item: str, text: str | None) -> int:
     if text is None:
         return DEFAULT_PORT
     if not text.isdigit() or not 0 < int(text) < 65536:
-        raise InputError(f"--hosts: {item!r} has no valid port (1-65535)", HOSTS_FIX)
+        raise InputError(f"--hosts: {redact_url(item)!r} has no valid port (1-65535)", HOSTS_FIX)
     return int(text)
 
 
@@ -112,9 +113,9 @@ def _ipv6(item: str, text: str) -> str:
     try:
         address = ipaddress.IPv6Address(text)
     except ValueError:
-        raise InputError(f"--hosts: {item!r} is not an IPv6 address", HOSTS_FIX) from None
+        raise InputError(f"--hosts: {redact_url(item)!r} is not an IPv6 address", HOSTS_FIX) from None
     if address.scope_id:
-        raise InputError(f"--hosts: {item!r} has a zone (%{address.scope_id}), which fio's client cannot use",
+        raise InputError(f"--hosts: {redact_url(item)!r} has a zone (%{address.scope_id}), which fio's client cannot use",
                          "give a global or unique local IPv6 address")
     return str(address)
 
@@ -136,12 +137,12 @@ def parse_host(item: str) -> Host:
     if item.count(":") > 1:
         head, _, tail = item.rpartition(":")
         if _is_ipv6(item) and _is_ipv6(head) and tail.isdigit() and 0 < int(tail) < 65536:
-            raise InputError(f"--hosts: {item!r} could be an IPv6 address or {head} with port {tail}",
+            raise InputError(f"--hosts: {redact_url(item)!r} could be an IPv6 address or {head} with port {tail}",
                              f"write [{item}] for the address, [{head}]:{tail} for the port")
         return Host(_ipv6(item, item))
     address, colon, port_text = item.partition(":")
     if not _ADDRESS.fullmatch(address):
-        raise InputError(f"--hosts: {item!r} is not a host name, IPv4 or IPv6 address", HOSTS_FIX)
+        raise InputError(f"--hosts: {redact_url(item)!r} is not a host name, IPv4 or IPv6 address", HOSTS_FIX)
     return Host(address, _port(item, port_text if colon else None))
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BeforeValidator, Field, PlainSerializer, field_validator
 
 from backupbench import units
-from backupbench.schema import DevicePath, Duration, Size
+from backupbench.schema import Count, DevicePath, Duration, Flag, Size
 from pydantic import BaseModel, ConfigDict
 
 # The dRAID distributed spare (draid<p>-<vdev>-<n>) instead of a disk.
@@ -30,8 +30,8 @@ Devices = Annotated[tuple[DevicePath, ...], BeforeValidator(_as_tuple)]
 class FaultSpec(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
-    fail: Union[int, Devices] = Field(..., description="The member(s) to fail: device path(s) of the layout, or a "
-                                                       "count (that many of its last devices).")
+    fail: Union[Count, Devices] = Field(..., description="The member(s) to fail: device path(s) of the layout, or a "
+                                                         "count (that many of its last devices).")
     replace: Union[Literal["spare"], Devices, None] = Field(
         None, description="What the rebuild goes onto: device path(s) from [devices] the layout does not use "
                           "(one per failed member), or 'spare' for a dRAID distributed spare [default: 'spare' on a "
@@ -56,7 +56,7 @@ class FaultSpec(BaseModel):
                                                              "reference the rebuild model starts from.")
     rebuild_timeout: Duration = Field(4 * 3600.0, gt=0, description="Give up waiting for the rebuild after this "
                                                                     "long (the layout is torn down all the same).")
-    allow_data_loss: bool = Field(False, description="Allow failing more members than the parity survives "
+    allow_data_loss: Flag = Field(False, description="Allow failing more members than the parity survives "
                                                      "(only in the lab VM, on a throwaway layout).")
 
     @field_validator("fail")

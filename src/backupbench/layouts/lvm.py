@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from backupbench.layouts.specs import LayoutBase, VolumeSize, power_of_two
-from backupbench.schema import DevicePath, Size
+from backupbench.schema import Count, DevicePath, Flag, Size
 
 class LvmLinear(LayoutBase):
     kind: Literal["lvm-linear"]
@@ -22,7 +22,7 @@ class LvmStriped(LayoutBase):
     kind: Literal["lvm-striped"]
     devices: tuple[DevicePath, ...] = Field(..., min_length=2, max_length=128,
                                             description="Block devices, all of equal size.")
-    stripes: int | None = Field(None, ge=2, le=128, description="Number of stripes (-i) [default: one per device].")
+    stripes: Count | None = Field(None, ge=2, le=128, description="Number of stripes (-i) [default: one per device].")
     stripe_size: Size = Field(64 * 1024, description="Stripe size (-I), e.g. 64k, 128k, 256k; at most 4 MiB, "
                                                      "LVM's extent size.")
     size: VolumeSize | None = Field(None, description="LV size [default: all free space].")
@@ -59,9 +59,9 @@ class LvmThin(LayoutBase):
 class LvmSnapshot(LayoutBase):
     kind: Literal["lvm-snapshot"]
     origin_size: VolumeSize = Field(..., description="Size of the origin LV the workload runs on.")
-    snapshots: int = Field(1, ge=0, le=8, description="Number of snapshots of the origin, taken before the workload.")
+    snapshots: Count = Field(1, ge=0, le=8, description="Number of snapshots of the origin, taken before the workload.")
     snapshot_size: VolumeSize | None = Field(None, description="Size of each classic (CoW) snapshot; unused with thin.")
-    thin: bool = Field(False, description="Thin origin and thin snapshots instead of classic CoW snapshots.")
+    thin: Flag = Field(False, description="Thin origin and thin snapshots instead of classic CoW snapshots.")
 
     @model_validator(mode="after")
     def _size_given(self) -> "LvmSnapshot":

@@ -4,9 +4,9 @@ that no resync runs under the workload (recorded in the plan)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from backupbench.faults.plan import md_fault
 from backupbench.faults.rules import LayoutFacts
@@ -14,15 +14,15 @@ from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
 from backupbench.layouts.specs import LayoutBase, power_of_two
-from backupbench.schema import Size
+from backupbench.schema import Flag, Size, whole_number
 
 
 class MdRaid(LayoutBase):
     kind: Literal["mdraid"]
-    level: Literal[0, 1, 5, 6, 10] = Field(..., description="RAID level.")
+    level: Annotated[Literal[0, 1, 5, 6, 10], BeforeValidator(whole_number)] = Field(..., description="RAID level.")
     chunk: Size | None = Field(None, description="Chunk size, e.g. 64k [default: mdadm's, 512k]; a power of two "
                                                  "from 4 KiB to 1 GiB.")
-    assume_clean: bool = Field(True, description="--assume-clean: skip the initial resync, which would "
+    assume_clean: Flag = Field(True, description="--assume-clean: skip the initial resync, which would "
                                                  "otherwise compete with the workload.")
 
     @field_validator("chunk")

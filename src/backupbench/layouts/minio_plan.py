@@ -21,21 +21,21 @@ from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
 
 from backupbench.layouts.specs import FilesystemSpec, LayoutBase
-from backupbench.schema import DevicePath
+from backupbench.schema import Count, DevicePath, Flag
 
 class MinioSingle(LayoutBase):
     kind: Literal["minio-single"]
     devices: tuple[DevicePath, ...] = Field(..., min_length=1, max_length=1, description="The one drive.")
-    minio: bool = Field(True, description="Always served by MinIO.")
+    minio: Flag = Field(True, description="Always served by MinIO.")
 
 
 class MinioErasure(LayoutBase):
     kind: Literal["minio-ec"]
     devices: tuple[DevicePath, ...] = Field(..., min_length=4, max_length=32,
                                             description="Drives; each gets its own filesystem.")
-    parity: int | None = Field(None, ge=0, le=8, description="Parity drives per erasure set "
-                                                           "(MINIO_STORAGE_CLASS_STANDARD=EC:N) [default: MinIO's].")
-    minio: bool = Field(True, description="Always served by MinIO.")
+    parity: Count | None = Field(None, ge=0, le=8, description="Parity drives per erasure set "
+                                                             "(MINIO_STORAGE_CLASS_STANDARD=EC:N) [default: MinIO's].")
+    minio: Flag = Field(True, description="Always served by MinIO.")
 
     def redundancy(self) -> int:
         # Without EC:N MinIO picks the parity by erasure-set size (sizing/capacity.py has its

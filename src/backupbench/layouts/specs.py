@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from backupbench.faults import rules
 from backupbench.faults.rules import LayoutFacts
 from backupbench.faults.spec import FaultSpec
-from backupbench.schema import DevicePath, Size
+from backupbench.schema import DevicePath, Flag, Size
 from backupbench.units import format_size
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,23}$"
@@ -49,8 +49,8 @@ class FilesystemSpec(Strict):
     type: Literal["xfs", "ext4", "btrfs"] = Field("xfs", description="Filesystem to make.")
     block_size: Size | None = Field(None, description="Filesystem block size, e.g. 4k (mkfs -b); xfs and ext4: "
                                                       "1k, 2k or 4k.")
-    reflink: bool = Field(True, description="XFS: reflink=1 (block cloning, the backup software's fast clone).")
-    crc: bool = Field(True, description="XFS: crc=1 metadata checksums.")
+    reflink: Flag = Field(True, description="XFS: reflink=1 (block cloning, the backup software's fast clone).")
+    crc: Flag = Field(True, description="XFS: crc=1 metadata checksums.")
     mkfs_options: tuple[str, ...] = Field((), max_length=64,
                                           description="Extra mkfs options and their values, e.g. ['-i', 'size=512'].")
     mount_options: tuple[str, ...] = Field((), max_length=64, description="Mount options, e.g. ['noatime'].")
@@ -120,7 +120,7 @@ class LayoutBase(Strict):
                                             description="Block devices to build on (from [devices]).")
     filesystem: FilesystemSpec | None = Field(default_factory=FilesystemSpec,
                                               description="Filesystem on top; mounted for the workloads.")
-    minio: bool = Field(False, description="Also serve the mounted filesystem with a single-drive MinIO "
+    minio: Flag = Field(False, description="Also serve the mounted filesystem with a single-drive MinIO "
                                            "(field note D: MinIO on top of RAID); s3 workloads run against it.")
     fault: FaultSpec | None = Field(None, description="Fail member(s) during the workloads and measure the "
                                                       "array healthy, degraded, rebuilding and rebuilt "

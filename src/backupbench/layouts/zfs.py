@@ -21,7 +21,7 @@ from backupbench.layouts import zfs_properties
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
 from backupbench.layouts.specs import LayoutBase
-from backupbench.schema import DevicePath
+from backupbench.schema import Count, DevicePath, key_error
 
 RUN_PROPERTY = "backupbench:run"
 DRAID_MAX_CHILDREN = 255
@@ -34,10 +34,10 @@ class Zfs(LayoutBase):
     kind: Literal["zfs"]
     vdev: Literal["stripe", "mirror", "raidz1", "raidz2", "raidz3", "draid1", "draid2", "draid3"] = Field(
         "raidz2", description="Vdev type.")
-    draid_data: int | None = Field(None, ge=1, le=255, description="dRAID data disks per redundancy group (d).")
-    draid_spares: int = Field(0, ge=0, le=100, description="dRAID distributed spares (s).")
-    ashift: int | None = Field(None, ge=9, le=16, description="Pool sector size as a power of two "
-                                                            "(12: 4 KiB); unset: ZFS asks the disks.")
+    draid_data: Count | None = Field(None, ge=1, le=255, description="dRAID data disks per redundancy group (d).")
+    draid_spares: Count = Field(0, ge=0, le=100, description="dRAID distributed spares (s).")
+    ashift: Count | None = Field(None, ge=9, le=16, description="Pool sector size as a power of two "
+                                                              "(12: 4 KiB); unset: ZFS asks the disks.")
     properties: dict[str, str] = Field(default_factory=dict,
                                        description="Dataset properties, e.g. {xattr='sa', atime='off', recordsize='1M'}.")
     special: tuple[DevicePath, ...] = Field((), max_length=8,
@@ -92,29 +92,40 @@ class Zfs(LayoutBase):
 
     @model_validator(mode="after")
     def _vdev_fits(self) -> "Zfs":
+        """Each refusal names the key it is about (layout[3].draid_data, not layout[3])."""
         count = len(self.devices)
         if self.vdev.startswith("draid"):
-            parity = int(self.vdev[-1])
-            if count > DRAID_MAX_CHILDREN:
-                raise ValueError(f"a dRAID vdev takes at most {DRAID_MAX_CHILDREN} devices, got {count}")
-            data = self.draid_data or 1
-            # zpool: a dRAID vdev needs data + parity + spares children at the least.
-            if data + parity + self.draid_spares > count:
-                raise ValueError(f"{draid_spec(self)} does not fit {count} devices: {data} data + {parity} parity"
-                                 f" + {self.draid_spares} spare need at least {data + parity + self.draid_spares}")
+            self._draid_fits(count)
         elif self.draid_data is not None or self.draid_spares:
-            raise ValueError(f"draid_data and draid_spares apply to dRAID vdevs, not {self.vdev}")
+            key = "draid_data" if self.draid_data is not None else "draid_spares"
+            raise key_error(key, f"draid_data and draid_spares apply to dRAID vdevs, not {self.vdev}",
+                            getattr(self, key))
         needed = MIN_DEVICES.get(self.vdev, 1)
         if count < needed:
-            raise ValueError(f"a {self.vdev} vdev needs at least {needed} devices, got {count}")
+            raise key_error("devices", f"a {self.vdev} vdev needs at least {needed} devices, got {count}",
+                            self.devices)
         # zpool refuses (without -f, which would also override its in-use checks) a special
         # vdev less or more redundant than the data: a mirror of redundancy + 1 devices.
         copies = redundancy(self) + 1
         if self.special and len(self.special) != copies:
-            raise ValueError(f"a special vdev next to {self.vdev} needs {copies} device(s) "
-                             f"({'a ' + str(copies) + '-way mirror, ' if copies > 1 else ''}as redundant as the data), "
-                             f"got {len(self.special)}")
+            raise key_error("special", f"a special vdev next to {self.vdev} needs {copies} device(s) "
+                            f"({'a ' + str(copies) + '-way mirror, ' if copies > 1 else ''}as redundant as the "
+                            f"data), got {len(self.special)}", self.special)
         return self
+
+    def _draid_fits(self, count: int) -> None:
+        parity = int(self.vdev[-1])
+        if count > DRAID_MAX_CHILDREN:
+            raise key_error("devices", f"a dRAID vdev takes at most {DRAID_MAX_CHILDREN} devices, got {count}",
+                            self.devices)
+        data = self.draid_data or 1
+        # zpool: a dRAID vdev needs data + parity + spares children at the least.
+        if data + parity + self.draid_spares > count:
+            # The key to change: the data disks if given, else the spares, else the devices.
+            key = "draid_data" if self.draid_data is not None else "draid_spares" if self.draid_spares else "devices"
+            raise key_error(key, f"{draid_spec(self)} does not fit {count} devices: {data} data + {parity} parity"
+                            f" + {self.draid_spares} spare need at least {data + parity + self.draid_spares}",
+                            getattr(self, key))
 
 
 def redundancy(spec: Zfs) -> int:

@@ -4,10 +4,17 @@ The mount comes from /proc/self/mountinfo (longest mount point that holds the pa
 major:minor names the device through /sys/dev/block), then /sys/class/block/*/slaves is
 followed down. A partition stands on its whole disk (iostat shows both, so both are
 sampled); a loop device is a member whose backing file is reported (the file's own
-filesystem is not followed). A ZFS dataset has no block device of its own and its disks
-hold nothing in sysfs: its pool's leaf vdevs come from `zpool list -vHP` (see monitor.zfs),
-and the stack is those partitions and their disks, with no top. Paths on tmpfs, overlay,
-NFS and the like give an empty stack with a reason, never an exception.
+filesystem is not followed). An LVM origin with classic snapshots stands on its `-real`
+device alone, yet each write to it is also copied into every snapshot's COW device, which is
+no slave of it: below the `-real` the stack goes up to the snapshots (its holders) and down
+their COW devices. Holders are followed there only: elsewhere they are what else stands on a
+device (the other LVs of a PV, a dm-crypt's other users), which the path's writes never
+reach. A btrfs on several devices is mounted from one of them and the mount table names only
+that one: its devices come from /sys/fs/btrfs/<fsid>/devices/, and the stack is each of them
+followed down, with no top (`spans` names them). A ZFS dataset has no block device of its own
+and its disks hold nothing in sysfs: its pool's leaf vdevs come from `zpool list -vHP` (see
+monitor.zfs), and the stack is those partitions and their disks, with no top. Paths on tmpfs,
+overlay, NFS and the like give an empty stack with a reason, never an exception.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ class DeviceStack:
     reason: str | None = None                                # why the stack is empty
     pool: str | None = None                                  # the ZFS pool the path is on
     parts: tuple["DeviceStack", ...] = ()                    # the stacks a combined one joins
+    spans: tuple[str, ...] = ()                              # a filesystem's devices when it has several (btrfs)
 
     @property
     def all_names(self) -> list[str]:
@@ -61,10 +69,12 @@ class DeviceStack:
         def named(n: str) -> str:
             return f"{n} ({self.labels[n]})" if n in self.labels else n
 
-        text = f"{where} on {named(self.top) if self.top else 'pool ' + str(self.pool)}"
-        if self.layers:
-            text += " via " + ", ".join(named(n) for n in self.layers)
-        if self.members != (self.top,):
+        on = named(self.top) if self.top else ", ".join(map(named, self.spans)) or f"pool {self.pool}"
+        text = f"{where} on {on}"
+        between = [n for n in self.layers if n not in self.spans]
+        if between:
+            text += " via " + ", ".join(named(n) for n in between)
+        if self.members != (self.top,) and self.members != self.spans:
             text += "; members " + ", ".join(named(n) for n in self.members)
         return text
 
@@ -83,7 +93,8 @@ def _device_of_mount(mount: MountEntry, host: HostFiles) -> str | None:
 
 
 def walk_stack(top: str, host: HostFiles) -> tuple[list[str], list[str], dict[str, tuple[str, ...]]]:
-    """(layers, members, slaves) below `top`, depth first."""
+    """(layers, members, slaves) below `top`, depth first; below an LVM origin with classic
+    snapshots, its snapshots and their COW devices are layers too, their disks members."""
     layers: list[str] = []
     members: list[str] = []
     edges: dict[str, tuple[str, ...]] = {}
@@ -105,8 +116,31 @@ def walk_stack(top: str, host: HostFiles) -> tuple[list[str], list[str], dict[st
             layers.append(name)
         for child in below:
             visit(child, depth + 1)
+        if len(below) == 1 and sysfs.lvm_origin_real(host, below[0]):
+            # An origin's first writes copy the old blocks into each snapshot's COW, which is
+            # below the snapshots (the -real's other holders), not below the origin. A mounted
+            # snapshot stands on the -real and its own COW, so it skips this: its writes reach
+            # no other snapshot's COW.
+            for snapshot in sysfs.holders(host, below[0]):
+                visit(snapshot, depth + 1)
 
     visit(top, 0)
+    return layers, members, edges
+
+
+def walk_stacks(names: list[str], host: HostFiles) -> tuple[list[str], list[str], dict[str, tuple[str, ...]]]:
+    """(layers, members, slaves) below several devices that together hold one filesystem (a
+    pool's vdevs, a btrfs's devices): each device on something else is a layer; none twice."""
+    layers: list[str] = []
+    members: list[str] = []
+    edges: dict[str, tuple[str, ...]] = {}
+    for name in names:
+        below_layers, below_members, below_edges = walk_stack(name, host)
+        if below_members != [name] and name not in layers:
+            layers.append(name)
+        layers += [n for n in below_layers if n not in layers]
+        members += [n for n in below_members if n not in members]
+        edges.update(below_edges)
     return layers, members, edges
 
 
@@ -116,20 +150,13 @@ def _pool_stack(real: str, pool: str, where: dict, host: HostFiles,
         paths = pool_vdevs(pool)
     except BackupbenchError as exc:
         return DeviceStack(real, **where, pool=pool, reason=f"cannot list the vdevs of pool {pool}: {exc.message}")
-    layers: list[str] = []
-    members: list[str] = []
-    edges: dict[str, tuple[str, ...]] = {}
+    names: list[str] = []
     for path in paths:
         try:
-            name = sysfs.resolve_device_name(path, host)
+            names.append(sysfs.resolve_device_name(path, host))
         except InputError:
             continue
-        below_layers, below_members, below_edges = walk_stack(name, host)
-        if below_members != [name]:
-            layers.append(name)
-        layers += [n for n in below_layers if n not in layers]
-        members += [n for n in below_members if n not in members]
-        edges.update(below_edges)
+    layers, members, edges = walk_stacks(names, host)
     if not members:
         return DeviceStack(real, **where, pool=pool, reason=f"pool {pool} has no vdev this machine shows as a block device")
     labels = {name: pool for name in layers or members}
@@ -156,11 +183,19 @@ def device_stack(path: str | os.PathLike[str], host: HostFiles | None = None,
     top = _device_of_mount(mount, host)
     if top is None:
         return DeviceStack(real, **where, reason=f"{mount.fs_type} from {mount.source!r} is not on a block device")
-    layers, members, edges = walk_stack(top, host)
+    spans = _btrfs_spans(top, host) if mount.fs_type == "btrfs" else ()
+    layers, members, edges = walk_stacks(list(spans), host) if spans else walk_stack(top, host)
     nodes = [top, *layers, *members]
     labels = {n: lab for n in nodes if (lab := sysfs.label(host, n))}
     backing = {n: f for n in nodes if n.startswith("loop") and (f := sysfs.loop_backing_file(host, n))}
-    return DeviceStack(real, top, tuple(layers), tuple(members), edges, backing, labels, **where)
+    return DeviceStack(real, None if spans else top, tuple(layers), tuple(members), edges, backing, labels,
+                       **where, spans=spans)
+
+
+def _btrfs_spans(device: str, host: HostFiles) -> tuple[str, ...]:
+    """A btrfs's devices when it has more than one, the one its mount names first; () else."""
+    others = [name for name in sysfs.btrfs_devices(host, device) if name != device]
+    return (device, *others) if others else ()
 
 
 def combined(stacks: list[DeviceStack]) -> DeviceStack:

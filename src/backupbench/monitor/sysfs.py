@@ -48,6 +48,35 @@ def holders(host: HostFiles, name: str) -> list[str]:
     return [_name(e) for e in host.listdir(f"{_dir(name)}/holders")]
 
 
+def lvm_origin_real(host: HostFiles, name: str) -> bool:
+    """Whether `name` is the `-real` device LVM puts under an LV once it has a classic snapshot:
+    the origin and every snapshot are its holders.
+
+    LVM's dm uuid (`LVM-<vg uuid><lv uuid>-real`) says so for certain; a device-mapper device
+    made without LVM may be named anything. Only a tree without dm/uuid falls back on the name,
+    where LVM doubles an LV's own hyphens: an odd run of them before `real` is LVM's suffix."""
+    uuid = host.read_value(f"{_dir(name)}/dm/uuid")
+    if uuid is not None:
+        return uuid.startswith("LVM-") and uuid.endswith("-real")
+    dm_name = host.read_value(f"{_dir(name)}/dm/name") or ""
+    if not dm_name.endswith("-real"):
+        return False
+    stem = dm_name[: -len("real")]
+    return (len(stem) - len(stem.rstrip("-"))) % 2 == 1
+
+
+def btrfs_devices(host: HostFiles, name: str) -> list[str]:
+    """Every device of the mounted btrfs that `name` is one of; [] when it is in none.
+
+    A btrfs on several devices is mounted from one of them, and the mount table names only
+    that one; the kernel lists them all as links in /sys/fs/btrfs/<fsid>/devices/."""
+    for fsid in host.listdir("sys/fs/btrfs"):
+        members = [_name(e) for e in host.listdir(f"sys/fs/btrfs/{fsid}/devices")]
+        if name in members:
+            return members
+    return []
+
+
 def loop_backing_file(host: HostFiles, name: str) -> str | None:
     """The file behind an attached loop device; None for an unattached one or a non-loop."""
     return host.read_value(f"{_dir(name)}/loop/backing_file") or None

@@ -21,7 +21,7 @@ from backupbench.monitor.options import MonitorOptions
 from backupbench.recipe import keys, reader
 from backupbench.recipe.hosts import HostsSpec, workload_refusal
 from backupbench.recipe.policy import PolicyTable
-from backupbench.schema import DevicePath, shown, validate
+from backupbench.schema import TYPED, DevicePath, shown, validate
 from backupbench.workloads.registry import WORKLOADS
 
 WorkloadSpec = Annotated[Union[tuple(d.recipe_entry for d in WORKLOADS.values())], Field(discriminator="kind")]
@@ -107,7 +107,7 @@ def parse(data: dict[str, Any], source: str = "recipe") -> Recipe:
         raise RecipeError(f"{source}: {keys.key_path(location, tagged=False)}: {shown(value)} is a TOML date or "
                           "time, which no recipe key takes (if it is text, put it in quotes)", _FIX)
     return validate(Recipe, data, keys.key_path, suggest=lambda error: keys.suggestion(Recipe, error), source=source,
-                    fix=_FIX, choose=lambda errors: keys.misspelt_required(Recipe, errors))
+                    fix=_FIX, choose=lambda errors: keys.misspelt_required(Recipe, errors), context={TYPED: True})
 
 
 def load(path: Path) -> Recipe:

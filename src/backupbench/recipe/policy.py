@@ -19,6 +19,16 @@ Beyond each field's own range, `contradiction` finds what contradicts itself:
 
 The data reduction (compression and deduplication) is a given ratio today, 2:1 by default (Veeam's
 sizing guidance: "usually 2:1 or more ... be conservative").
+
+Physical bounds: a count is a whole number, block clone true or false (schema.Count, Flag), a
+speed above 0 B/s, and a disk at least MIN_DISK_SIZE: 300 MiB, the smallest disk on which
+every layout kind `size` models can be built. The most demanding is minio-ec, whose every drive
+holds its own filesystem, XFS by default, and mkfs.xfs (xfsprogs 5.19 and later) refuses one
+under 300 MiB; mkfs.btrfs (btrfs-progs 6.2) refuses a device under 114,294,784 bytes, zpool
+one under 64 MiB (SPA_MINDEVSIZE), pvcreate one under 2 MiB (pv_min_size). The capacity model
+subtracts none of the layouts' own metadata, which is right only while a disk dwarfs it; on a
+disk of 1 B it planned "943749999999900% over its limit". One bound for every kind, because it
+is a field's (the flags' and the [policy] table's alike), checked before the layouts are known.
 """
 
 from __future__ import annotations
@@ -26,9 +36,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Callable, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from backupbench.schema import Duration, Percent, PositiveSize, Rate
+from backupbench import units
+from backupbench.schema import Count, Duration, Flag, Percent, PositiveRate, PositiveSize
 
 Method = Literal["forward-active", "forward-synthetic", "forever-forward", "reverse-incremental"]
 METHODS: dict[str, str] = {
@@ -60,6 +71,20 @@ def parse_ratio(value: object) -> object:
 
 Ratio = Annotated[float, BeforeValidator(parse_ratio)]
 
+MIN_DISK_SIZE = 300 * units.MiB
+
+
+def _buildable(value: int) -> int:
+    if value < MIN_DISK_SIZE:
+        raise ValueError(f"a disk of {units.format_size(value)} is too small to build every layout kind on: at least "
+                         f"{units.format_size(MIN_DISK_SIZE)} (mkfs.xfs's smallest, for each MinIO drive; btrfs needs "
+                         "109 MiB, ZFS 64 MiB); give the disks' size as sold, e.g. 16TB")
+    return value
+
+
+# A disk a layout is planned on (see the module doc for the bound).
+DiskSize = Annotated[PositiveSize, AfterValidator(_buildable)]
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
@@ -80,16 +105,16 @@ class BackupPolicy(_Model):
     method: Method = Field(
         "forward-synthetic", description="Backup method: " + "; ".join(f"{k}: {v}" for k, v in METHODS.items())
         + ".", json_schema_extra={"metavar": "METHOD"})
-    block_clone: bool = Field(
+    block_clone: Flag = Field(
         False, description="The repository clones blocks (XFS reflink, btrfs, ZFS block cloning): synthetic "
         "fulls, GFS fulls and merges share unchanged blocks and cost only changed ones.")
-    dailies: int = Field(7, ge=1, le=10_000, description="Daily restore points kept (one backup a day).",
-                         json_schema_extra={"metavar": "N"})
-    weeklies: int = Field(0, ge=0, le=5_200, description="Weekly GFS fulls kept.",
-                          json_schema_extra={"metavar": "N"})
-    monthlies: int = Field(0, ge=0, le=1_200, description="Monthly GFS fulls kept.",
+    dailies: Count = Field(7, ge=1, le=10_000, description="Daily restore points kept (one backup a day).",
                            json_schema_extra={"metavar": "N"})
-    yearlies: int = Field(0, ge=0, le=100, description="Yearly GFS fulls kept.", json_schema_extra={"metavar": "N"})
+    weeklies: Count = Field(0, ge=0, le=5_200, description="Weekly GFS fulls kept.",
+                            json_schema_extra={"metavar": "N"})
+    monthlies: Count = Field(0, ge=0, le=1_200, description="Monthly GFS fulls kept.",
+                             json_schema_extra={"metavar": "N"})
+    yearlies: Count = Field(0, ge=0, le=100, description="Yearly GFS fulls kept.", json_schema_extra={"metavar": "N"})
     window: Duration = Field(
         8 * 3600.0, gt=0, le=86_400, description="Backup window: the longest a day's backup job (and its "
         "synthetic full or merge) may take, e.g. 8h.", json_schema_extra={"metavar": "DURATION"})
@@ -101,8 +126,8 @@ class BackupPolicy(_Model):
         "fragmented restore finishes within it.", json_schema_extra={"metavar": "DURATION"})
     growth: Percent = Field(0.0, ge=0, le=1_000, description="Yearly growth of the protected data.",
                             json_schema_extra={"metavar": "PERCENT"})
-    horizon: int = Field(3, ge=1, le=30, description="Planning horizon in years: the repository must hold the "
-                         "policy for the grown data at its end.", json_schema_extra={"metavar": "YEARS"})
+    horizon: Count = Field(3, ge=1, le=30, description="Planning horizon in years: the repository must hold the "
+                           "policy for the grown data at its end.", json_schema_extra={"metavar": "YEARS"})
     workspace: Percent = Field(
         10.0, ge=0, le=100, description="Free space kept on top of the restore points, as a share of them: "
         "temporary files, retried jobs, one-off fulls, the filesystem's own headroom.",
@@ -125,14 +150,14 @@ class BackupPolicy(_Model):
 class DiskModel(_Model):
     """What one candidate disk does, for the per-disk model when speeds are not measured."""
 
-    disk_speed: Rate | None = Field(
+    disk_speed: PositiveRate | None = Field(
         None, description="Sequential speed of one disk (e.g. 250MB/s for a 7,200 rpm disk): the per-disk "
         "model's speeds, labelled 'model' [needed unless --from-run measured every operation].",
         json_schema_extra={"metavar": "RATE"})
     disk_access_time: Duration = Field(
         0.008, gt=0, le=1, description="Time one random I/O waits before it moves data: a 7,200 rpm disk about "
         "8 ms (4.2 ms half a turn + the seek), an SSD about 0.1ms.", json_schema_extra={"metavar": "DURATION"})
-    rebuild_rate: Rate | None = Field(
+    rebuild_rate: PositiveRate | None = Field(
         None, description="Rebuild rate of one disk [default: a fault run's measured rate when --from-run has "
         "one, else --disk-speed].", json_schema_extra={"metavar": "RATE"})
     afr: Percent | None = Field(
@@ -179,10 +204,10 @@ class PolicyTable(DiskModel, BackupPolicy):
     """A recipe's [policy]: the policy, and the disks its layouts are planned on (the lab's
     layouts measured on small disks; the plan is for the repository's own)."""
 
-    disks: int = Field(..., ge=2, le=100_000, description="Disks each of the recipe's layouts is planned on.",
-                       json_schema_extra={"metavar": "N"})
-    disk_size: PositiveSize = Field(..., description="Size of each planned disk, e.g. 16TB.",
-                                    json_schema_extra={"metavar": "SIZE"})
+    disks: Count = Field(..., ge=2, le=100_000, description="Disks each of the recipe's layouts is planned on.",
+                         json_schema_extra={"metavar": "N"})
+    disk_size: DiskSize = Field(..., description="Size of each planned disk, e.g. 16TB.",
+                                json_schema_extra={"metavar": "SIZE"})
 
     @model_validator(mode="after")
     def _consistent(self) -> "PolicyTable":

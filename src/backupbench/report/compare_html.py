@@ -2,7 +2,9 @@
 page cannot mislead: the settings in which they differ first and flagged, a verdict sentence
 naming the winner of each phase, the margin and the evidence, then speeds and p99 latencies
 with only each row's best cell marked, per-phase timelines of every run's member disks, and
-what each run was. Runs are called by their label (their id when they have none).
+what each run was. Runs are called by their label (their id when they have none). A phase
+a run measured once names no winner and marks no best cell: one sample says nothing of the
+noise (analysis/noise.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from backupbench.analysis.compare import (
     SAME_WITHIN, Verdict, overall_verdict, p99_label, phase_p99, phase_verdict, relative_speed, run_names,
     target_line,
 )
+from backupbench.analysis.noise import REPEAT_FIX
 from backupbench.analysis.settings_diff import differing_names, settings_differences
 from backupbench.analysis.windows import WINDOW_OPERATIONS, backup_windows, effective_speeds, restore_range
 from backupbench.report.palette import Colours
@@ -27,6 +30,7 @@ from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 from backupbench.results.runfiles import phase_samples
 
 BEST_STYLE = "background:#dff0d8;padding:0 3px"
+ONE_SAMPLE_UNMARKED = f"; none marked where a run measured the operation once: one sample names no best, {REPEAT_FIX}"
 
 
 def _chart(figure, scope: str, label: str, caption: str = "") -> str:
@@ -63,10 +67,12 @@ def _marked(text: str, best: bool) -> str:
     return f'<span class="strong best" style="{BEST_STYLE}" title="best in this row">{e(text)}</span>'
 
 
-def _best_cells(values: Sequence[float | None], higher_is_better: bool) -> set[int]:
-    """The best value's column, and any within SAME_WITHIN of it (a tie is no win)."""
+def _best_cells(values: Sequence[float | None], ops: Sequence[OperationRecord | None],
+                higher_is_better: bool) -> set[int]:
+    """The best value's column, and any within SAME_WITHIN of it (a tie is no win); none when a
+    run in the row measured it once, since one sample names no best (noise.verdict)."""
     present = [v for v in values if v]
-    if len(present) < 2:
+    if len(present) < 2 or any(op is not None and op.sample_count < 2 for op, v in zip(ops, values) if v):
         return set()
     best = max(present) if higher_is_better else min(present)
     return {i for i, v in enumerate(values) if v and max(v, best) / min(v, best) < 1 + SAME_WITHIN}
@@ -78,7 +84,7 @@ def _speed_rows(runs: Sequence[RunRecord], operations: Sequence[str]) -> list[li
         ops = [_op(run, name) for run in runs]
         values = [op.figures.get("effective_bw") if op else None for op in ops]
         reference = next((i for i, v in enumerate(values) if v), None)
-        best = _best_cells(values, higher_is_better=True)
+        best = _best_cells(values, ops, higher_is_better=True)
         cells = [e(name)]
         for index, value in enumerate(values):
             base = values[reference] if reference is not None else None
@@ -92,11 +98,12 @@ def _speed_rows(runs: Sequence[RunRecord], operations: Sequence[str]) -> list[li
 def _p99_rows(runs: Sequence[RunRecord], operations: Sequence[str]) -> list[list[str]]:
     rows = []
     for name in operations:
-        found = [phase_p99(op.figures) if op else None for op in (_op(run, name) for run in runs)]
+        ops = [_op(run, name) for run in runs]
+        found = [phase_p99(op.figures) if op else None for op in ops]
         if not any(found):
             continue
         values = [pair[1] if pair else None for pair in found]
-        best = _best_cells(values, higher_is_better=False)
+        best = _best_cells(values, ops, higher_is_better=False)
         kinds = sorted({p99_label(pair[0]) for pair in found if pair})
         cells = [e(f"{name} ({', '.join(kinds)})")]
         cells += [_marked(f"{v / 1e6:,.2f}", i in best) if v else "-" for i, v in enumerate(values)]
@@ -186,9 +193,10 @@ def runs_html(runs: Sequence[RunRecord], names: Sequence[str]) -> str:
 def _sections(runs: Sequence[RunRecord], names: list[str], backup_size: int | None,
               results_dir: Path | None) -> list[tuple[str, Callable[[], str], str]]:
     operations = _operations(runs)
+    once = ONE_SAMPLE_UNMARKED if any(op.sample_count < 2 for run in runs for op in run.operations if op.status == COMPLETE) else ""
     speed_note = ("x faster / x slower: against the first run that has the operation, only when the 95% "
                   "intervals part (else: no difference beyond noise; one sample: noise unknown); "
-                  f"marked: the best of the row (and any within {SAME_WITHIN:.0%} of it)")
+                  f"marked: the best of the row (and any within {SAME_WITHIN:.0%} of it){once}")
     return [
         ("Settings", lambda: settings_differences_html(runs, names), "settings"),
         ("Verdict", lambda: verdict_html(runs, names, operations), "verdict"),
@@ -196,7 +204,8 @@ def _sections(runs: Sequence[RunRecord], names: list[str], backup_size: int | No
                                               speed_note, "No completed operation with an effective speed.")
          + _chart(charts.comparison_figure(runs, Colours(names)), "compare", "Effective speed across runs"), "speed"),
         ("p99 latency", lambda: _table_or(_p99_rows(runs, operations), ["operation", *names], "p99 latency (ms)",
-                                          "marked: the lowest of the row (within 2% counts as the same)",
+                                          f"marked: the lowest of the row (within {SAME_WITHIN:.0%} counts as the "
+                                          f"same){once}",
                                           "No p99 latency recorded in these runs."), "latency"),
         ("Timelines per phase", lambda: timelines_html(runs, names, operations, results_dir) if results_dir else "",
          "timelines"),

@@ -93,14 +93,20 @@ def caption(run: RunRecord, breakdown: list[OperationHosts]) -> str:
 
 
 def slow_notes(breakdown: list[OperationHosts]) -> list[str]:
-    """One line per slow host: 'host 10.0.0.6 is 22% under the median in active-full' (and
-    ', 18% in restore-random' for each further operation it was slow in)."""
+    """One line per host called slow: 'host 10.0.0.6 is 22% under the median in active-full' (and
+    ', 18% in restore-random' for each further operation it was slow in); [] when none is."""
     notes = []
     for host, where in slow_hosts(breakdown).items():
         (first_op, first), rest = where[0], where[1:]
         more = "".join(f", {under:.0%} in {op}" for op, under in rest)
         notes.append(f"host {host} is {first:.0%} under the median in {first_op}{more}")
-    return notes + [op.note for op in breakdown if op.note]
+    return notes
+
+
+def judgement_notes(breakdown: list[OperationHosts]) -> list[str]:
+    """Why no host could be named in an operation (two hosts: noise.judge_hosts). Kept apart from
+    slow_notes: they name no slow host, so they may not be drawn as an alarm."""
+    return [op.note for op in breakdown if op.note]
 
 
 STYLES = {SLOW: "bold red", LOST: "yellow", SUM: "bold"}
@@ -121,11 +127,13 @@ def hosts_table(run: RunRecord, breakdown: list[OperationHosts]) -> Table:
 
 
 def hosts_renderables(run: RunRecord) -> list[RenderableType]:
-    """The Hosts table and a `note:` per slow host; nothing for a single-host run."""
+    """The Hosts table, a `note:` per slow host (yellow), then the operations where no host could be
+    named (plain: nothing is wrong there); nothing for a single-host run."""
     breakdown = host_breakdown(run)
     if not breakdown:
         return []
-    return [hosts_table(run, breakdown), *[Text(f"note: {n}", style="yellow") for n in slow_notes(breakdown)]]
+    return [hosts_table(run, breakdown), *[Text(f"note: {n}", style="yellow") for n in slow_notes(breakdown)],
+            *[Text(f"note: {n}") for n in judgement_notes(breakdown)]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,7 +141,8 @@ def hosts_renderables(run: RunRecord) -> list[RenderableType]:
 
 
 def hosts_html(run: RunRecord) -> str:
-    """The Hosts table (slow rows bold red, lost ones marked) and the slow hosts as a callout."""
+    """The Hosts table (slow rows bold red, lost ones marked), the slow hosts as a red callout (only
+    when a host is called slow), and why no host could be named as plain notes."""
     breakdown = host_breakdown(run)
     if not breakdown:
         return ""
@@ -146,7 +155,8 @@ def hosts_html(run: RunRecord) -> str:
     notes = slow_notes(breakdown)
     title = f"Slow hosts (more than {SLOW_FRACTION:.0%} under the median)"
     slow = page.callout(notes, title, bad=True) if notes else ""
-    return table + f'<p class="table-note">{e(caption(run, breakdown))}</p>\n' + slow
+    plain = "".join(f'<p class="table-note">note: {e(note)}</p>\n' for note in judgement_notes(breakdown))
+    return table + f'<p class="table-note">{e(caption(run, breakdown))}</p>\n' + slow + plain
 
 
 def hosts_chart_html(run: RunRecord, colours: Colours | None = None) -> str:
@@ -159,8 +169,11 @@ def hosts_chart_html(run: RunRecord, colours: Colours | None = None) -> str:
     over_time = ("each host over time: Per-host timelines below" if any(timeline_sources(op) for op in run.operations)
                  else "no per-host samples were fetched (give the run --agent-token-file, with an agent on each "
                       "host), so no per-host timeline is drawn")
-    caption_text = ("Each operation per host, dashed: the median of the hosts that reported; hatched red-edged "
-                    f"bars are more than {SLOW_FRACTION:.0%} under it. Whole-phase figures; {over_time}.")
+    # A caption (or legend) about slow hosts on a chart without one would alarm over nothing.
+    slow = (f"hatched red-edged bars: hosts more than {SLOW_FRACTION:.0%} under the other hosts' median"
+            if any(op.slow for op in breakdown) else "no host is called slow")
+    caption_text = (f"Each operation per host, dashed: the median of the hosts that reported; {slow}. "
+                    f"Whole-phase figures; {over_time}.")
     return page.figure(charts.inline_svg(figure, "hosts", "Each operation per host against the median"),
                        caption_text)
 
@@ -205,8 +218,9 @@ def hosts_figure(breakdown: list[OperationHosts], colours: Colours | None = None
         # Drawn apart from the bars: the legend shows each host's colour, not its first bar's
         # (which may be hatched as slow).
         handles = [Line2D([], [], color=palette.REFERENCE, linestyle="dashed", label="median of hosts"),
-                   *[Patch(color=colours.of(h), label=h) for h in hosts],
-                   Patch(facecolor="white", edgecolor=palette.BAD, hatch="//", label="slow host")]
+                   *[Patch(color=colours.of(h), label=h) for h in hosts]]
+        if any(op.slow for op in ops):
+            handles.append(Patch(facecolor="white", edgecolor=palette.BAD, hatch="//", label="slow host"))
         # A host lost in the operation has no bar: the row says so rather than leave a gap unexplained.
         ax.set_yticks(range(len(ops)), labels=[op.operation + "".join(f"\n({h} lost)" for h in op.lost) for op in ops])
         ax.set_ylim(len(ops) - 0.5, -0.5)   # first operation on top

@@ -30,7 +30,7 @@ from backupbench.errors import InputError
 from backupbench.sizing.recipe_plan import plan_of_run
 from backupbench.report.palette import Colours
 from backupbench.analysis.hosts import run_hosts
-from backupbench.report.tables import OperationsTable, layout_cells, restore_range_text, run_tables
+from backupbench.report.tables import OperationsTable, restore_range_text, run_tables
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
 from backupbench.results.model import COMPLETE, RunRecord
@@ -93,7 +93,7 @@ def layouts_html(run: RunRecord) -> str:
         return ""
     rows = []
     for phase in matrix.phases:
-        rows.append([e(phase), *[e(cell) for cell in layout_cells(matrix, phase)]])
+        rows.append([e(phase), *[e(cell) for cell in matrix.cells(phase)]])
     rows += [[e(cell) for cell in cells] for cells in comparison_rows(fault_reports(run), matrix.layouts)]
     verdicts = [v.text for v in map(matrix.verdict, matrix.phases) if v is not None]
     return (page.table(["phase", *matrix.layouts], rows,

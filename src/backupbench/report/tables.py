@@ -8,17 +8,17 @@ style (bold, green, yellow, bold red), which each renderer maps to its own means
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 from backupbench import units
-from backupbench.analysis.compare import relative_speed, run_heading, target_text
+from backupbench.analysis.compare import run_heading, target_text
 from backupbench.analysis.windows import RestoreRange
 from backupbench.engines.content import settings_label
 from backupbench.engines.s3_records import of_kind
 from backupbench.monitor.thresholds import FillThresholds
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, S3_REQUEST_KINDS, OperationRecord, RunRecord
-from backupbench.workloads import capabilities
+from backupbench.workloads import capabilities, s3_lock
 from backupbench.workloads.kb2014 import timing_label
 
 
@@ -118,11 +118,13 @@ CLONE_COLUMNS: list[Column] = [
 ]
 FRAGMENTATION_COLUMN: Column = ("x slower than the original", lambda f: (
     "-" if not f.get("fragmentation_cost") else f"{f['fragmentation_cost']:.2f}x"))
-def _s3_detail(f: dict[str, float]) -> str:
-    """Object Lock's immutability check, or a mixed phase's share per request kind."""
+def _s3_detail(f: dict[str, float], notes: Sequence[str] = ()) -> str:
+    """Object Lock's immutability check, a FAIL with its reasons (`notes`: the phase's
+    detail["notes"]), or a mixed phase's share per request kind."""
     if "lock_delete_refused" in f:
-        passed = f.get("lock_delete_refused") == 1 and f.get("lock_overwrite_kept") == 1 and f.get("lock_applied") == 1
-        return Styled("immutable: PASS" if passed else "immutable: FAIL", "green" if passed else "bold red")
+        if s3_lock.lock_held(f):
+            return Styled("immutable: PASS", "green")
+        return Styled(f"immutable: FAIL: {'; '.join(s3_lock.failure_reasons(f, notes))}", "bold red")
     kinds = [(k, f[f"{k}_ops"]) for k in S3_REQUEST_KINDS if f.get(f"{k}_ops")]
     parts = [f"{k} {n:,.0f}" for k, n in kinds]
     if f.get("multipart_objects"):
@@ -344,7 +346,11 @@ def flags_cell(row: Row) -> str:
 def _cells(op: OperationRecord, columns: list[Column], repeated: bool) -> tuple[str, ...]:
     if op.status != COMPLETE:
         return ()
-    return tuple(cell(op.figures) for _, cell in columns) + ((spread_cell(op),) if repeated else ())
+    # Why a lock check failed is stored in its detail (the loader's notes), not in its figures.
+    stored = op.detail.get("notes")
+    notes = [str(note) for note in stored] if isinstance(stored, list) else []
+    return tuple(_s3_detail(op.figures, notes) if cell is _s3_detail else cell(op.figures)
+                 for _, cell in columns) + ((spread_cell(op),) if repeated else ())
 
 
 def _flagged(rows: tuple[Row, ...]) -> tuple[Row, ...]:
@@ -382,25 +388,3 @@ def _number(value: float | None, unit: str) -> str:
 def restore_range_text(restore: RestoreRange) -> str:
     """'1,441.7–1,888.2': low to high, whichever end is random; the one form every table uses."""
     return f"{restore.low_bps / units.MiB:,.1f}–{restore.high_bps / units.MiB:,.1f}"
-
-
-def layout_cells(matrix, phase: str) -> list[str]:
-    """One phase across the layouts: '201.0 (4.00x faster)' against the first layout; the HTML
-    report shows the same cells."""
-    cells = []
-    for layout in matrix.layouts:
-        found = matrix.values.get((phase, layout))
-        if found is None:
-            cells.append("-")
-            continue
-        figure, value = found
-        shown = f"{value / units.MiB:,.1f}" if figure == "effective_bw" else f"{value:,.0f}"
-        reference = matrix.reference_layout(phase)
-        base = matrix.values.get((phase, reference or ""))
-        against = base is not None and base[0] == figure and layout != reference
-        samples = (matrix.operations[(phase, layout)].sample_values(figure),
-                   matrix.operations[(phase, reference)].sample_values(figure)) if against and reference else None
-        cells.append(shown + (f" ({relative_speed(*samples)})" if samples else ""))
-    return cells
-
-

@@ -14,7 +14,7 @@ from backupbench.analysis.windows import backup_windows, layouts_of, restore_ran
 from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.faults import comparison_rows, fault_table
 from backupbench.report.hosts import hosts_renderables
-from backupbench.report.tables import OperationsTable, Styled, layout_cells, mib, restore_range_text, run_tables
+from backupbench.report.tables import OperationsTable, Styled, mib, restore_range_text, run_tables
 from backupbench.results.model import COMPLETE, RunRecord
 
 
@@ -130,7 +130,7 @@ def layouts_table(run: RunRecord) -> RenderableType | None:
     for layout in matrix.layouts:
         table.add_column(layout, justify="right")
     for phase in matrix.phases:
-        table.add_row(phase, *layout_cells(matrix, phase))
+        table.add_row(phase, *matrix.cells(phase))
     for cells in comparison_rows(fault_reports(run), matrix.layouts):
         table.add_row(*cells)
     verdicts = [Text(f"Verdict: {v.text}") for v in map(matrix.verdict, matrix.phases) if v is not None]

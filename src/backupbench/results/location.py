@@ -6,7 +6,10 @@ import os
 from pathlib import Path
 
 from backupbench.errors import InputError
-from backupbench.paths import check_length, shortened
+from backupbench.paths import PathRefused, Syntax, check_length, for_program, shortened
+
+# The store's file in a results folder; every reader and writer asks `store_file`.
+STORE_NAME = "results.db"
 
 
 def results_dir(explicit: Path | None = None) -> Path:
@@ -23,12 +26,25 @@ def results_dir(explicit: Path | None = None) -> Path:
 # SQLite opens no file whose path is longer (its unix VFS's MAX_PATHNAME, less the NUL); the
 # store's rollback journal, results.db-journal, is the longest name it makes in the folder.
 SQLITE_MAX_PATH_BYTES = 511
-STORE_FILE_LONGEST = "results.db-journal"
+STORE_FILE_LONGEST = STORE_NAME + "-journal"
+
+
+def store_file(results: Path) -> Path:
+    return results / STORE_NAME
 
 
 def _checked(path: Path, source: str) -> Path:
+    """Refused before anything is made: a run writes fio job files and logs there and hands
+    their paths to fio, so a path no program can be given fails now, not after a run opened."""
     what, fix = f"the results folder ({source})", f"give {source} a shorter path"
     check_length(path, what, fix)
+    try:
+        for_program(path, Syntax.ARGV)
+    except PathRefused as refused:
+        raise InputError(f"{what}: {refused.message}", f"give {source} another path") from None
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{what} {shortened(path)} is a file, not a directory",
+                         f"give {source} a directory (it is created if missing)")
     needed = len(os.fsencode(str(path / STORE_FILE_LONGEST)))
     if needed > SQLITE_MAX_PATH_BYTES:
         raise InputError(f"{what} {shortened(path)} is too long for the results store: SQLite opens paths of at "

@@ -92,14 +92,19 @@ class Store:
     """alive: whether a run's owner (process.identity) still runs; a 'running' run whose
     owner is gone is read back as interrupted (tests pass their own)."""
 
-    def __init__(self, path: Path, alive: Callable[[str], bool] = process_alive):
+    def __init__(self, path: Path, alive: Callable[[str], bool] = process_alive, create: bool = True):
+        """create=False (commands that only read: history, show, report, export): a store that
+        is not there is read as one with no runs, and nothing is made on disk."""
         self.path = path
         self._alive = alive
         folder = path.parent
+        self.absent = not create and not path.exists()
         try:
             if folder.exists() and not folder.is_dir():
                 raise StoreError(f"the results directory {folder} is a file, not a directory",
                                  "pass --results DIR naming a directory (it is created if missing)")
+            if self.absent:
+                return
             path.parent.mkdir(parents=True, exist_ok=True)
             # Held: a stop between creating the tables and stamping their version would
             # leave a store the next run tries to migrate twice.
@@ -122,6 +127,8 @@ class Store:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        if self.absent:  # sqlite3.connect would create the file a reading command must not make
+            raise NotFoundError(f"no runs stored in {self.path.parent} yet", "run `backupbench run` first")
         with closing(sqlite3.connect(self.path, timeout=30)) as db:
             db.execute("PRAGMA foreign_keys = ON")
             db.row_factory = sqlite3.Row
@@ -200,12 +207,17 @@ class Store:
         return run
 
     def list_runs(self, limit: int = 20) -> list[RunRecord]:
+        if self.absent:
+            return []
         with self._connect() as db:
             rows = db.execute("SELECT * FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?", (limit,)).fetchall()
             return [self._live(self._load_operations(db, _run_from_row(row))) for row in rows]
 
     def resolve_id(self, ref: str) -> str:
         """A full id, a unique prefix of one, 'latest', or a run's --label (an id wins over a label)."""
+        if self.absent:
+            raise NotFoundError(f"no run {ref!r}: no runs stored in {self.path.parent} yet",
+                                "run `backupbench run` first, or pass --results DIR naming a results folder")
         with self._connect() as db:
             if ref == "latest":
                 row = db.execute("SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1").fetchone()

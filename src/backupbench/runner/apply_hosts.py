@@ -27,6 +27,7 @@ from backupbench.recipe import naming
 from backupbench.recipe.hosts import HostsSpec
 from backupbench.recipe.model import Recipe
 from backupbench.results.model import RunRecord
+from backupbench.results.location import store_file
 from backupbench.results.store import Store
 from backupbench.runner import host_monitor
 from backupbench.runner.agents import on_agents
@@ -107,7 +108,7 @@ def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, *, announce: C
         raise RefusedError("the recipe cannot run as asked: " + "; ".join(plan.refusals),
                            "see `backupbench plan RECIPE`")
     jobs = [_job(recipe, hosts, index) for index in range(len(recipe.workload))]
-    Store(results / "results.db")  # a --results that is no directory fails first, in one line
+    Store(store_file(results))  # a --results that is no directory fails first, in one line
     with journalled(open_journal(results, plan.run_id)) as journal:
         for job in jobs:
             announce(f"checking {job.machines}")

@@ -18,6 +18,7 @@ from backupbench.errors import BackupbenchError
 from backupbench.journal import Journal, JournalBusy, JournalGone, JournalRefused, open_journals, read
 from backupbench.layouts.actions import GUARD_PROGRAMS, UNDO_PROGRAMS, Action
 from backupbench.layouts.executor import Runner, undo_actions
+from backupbench.results.location import STORE_NAME
 from backupbench.results.store import Store
 from backupbench.workloads.registry import artefact_removers
 from backupbench import artefacts
@@ -114,7 +115,7 @@ class JournalCleanup:
 
 def _mark_interrupted(store_path: str | None, run_id: str) -> bool:
     # Only a results store, the one file a run's journal names as its own.
-    if not store_path or Path(store_path).name != "results.db" or not Path(store_path).is_file():
+    if not store_path or Path(store_path).name != STORE_NAME or not Path(store_path).is_file():
         return False
     return Store(Path(store_path)).mark_interrupted(
         run_id, "its process ended before the run finished; `backupbench cleanup` removed what it had created")

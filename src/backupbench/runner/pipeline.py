@@ -29,7 +29,7 @@ from backupbench.paths import for_program
 from backupbench.redaction import redact, redact_data
 from backupbench.monitor import Thresholds, cache_guard, combined, device_stack
 from backupbench.monitor.options import MonitorOptions
-from backupbench.results.location import run_folder
+from backupbench.results.location import run_folder, store_file
 from backupbench.results.model import (COMPLETE, FAILED, INTERRUPTED, VOID, OperationRecord, RunRecord,
                                        current_owner, new_run_id, now_iso)
 from backupbench.results.store import Store
@@ -90,7 +90,7 @@ def monitor_plan(options: MonitorOptions, targets: tuple[Path, ...]) -> MonitorP
 
 def open_journal(results: Path, run_id: str) -> Journal:
     """The run's journal, held by this process until the run is over."""
-    return Journal(journal_dir(results), run_id, header={"run_id": run_id, "store": str(results / "results.db")})
+    return Journal(journal_dir(results), run_id, header={"run_id": run_id, "store": str(store_file(results))})
 
 
 @contextmanager
@@ -125,7 +125,7 @@ class RunSession:
         self.reporter = reporter
         self.monitor_options = monitor
         self.journal = journal
-        self.store = Store(results / "results.db")
+        self.store = Store(store_file(results))
         # What its workloads can do is stored with it: reports read the run, not today's registry.
         self.run = RunRecord(run_id=run_id, kind=kind, target=target,
                              settings={**settings, "monitor": monitor.model_dump(mode="json"),
@@ -324,7 +324,7 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
     workload = request.workload
     host = {**facts.collect_host(), **(request.host_facts or {})}
     run_id = new_run_id()
-    Store(request.results / "results.db")  # a --results that is no directory fails first, in one line
+    Store(store_file(request.results))  # a --results that is no directory fails first, in one line
     with journalled(open_journal(request.results, run_id)) as journal:
         target = None
         if workload.needs_directory:
@@ -358,7 +358,7 @@ def execute_remote(request: RunRequest, workload: RemoteWorkload, reporter: Repo
     carries none of their I/O), and the workload's notes join the run's before it is closed."""
     host = {**facts.collect_host(), **(request.host_facts or {}), **workload.engine_versions()}
     run_id = new_run_id()
-    Store(request.results / "results.db")  # a --results that is no directory fails first, in one line
+    Store(store_file(request.results))  # a --results that is no directory fails first, in one line
     with journalled(open_journal(request.results, run_id)) as journal:
         workload.check(None)
         monitor = request.monitor.model_copy(update={"no_monitor": True})

@@ -1,5 +1,10 @@
 """Options of `backupbench size ...`, each defined once: the click flags and their help are
-derived from these fields (cli.options.click_options), values are validated here."""
+derived from these fields (cli.options.click_options), values are validated here.
+
+Bounds are physical: counts are whole numbers (schema.Count), a disk at least the smallest every
+layout kind is built on (recipe/policy.DiskSize), a rate above 0 B/s, a factor finite and at
+most MAX_FACTOR (an infinite or 1e308 factor overflowed the exact arithmetic into an internal
+error)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from backupbench import units
 from backupbench.errors import InputError
-from backupbench.schema import Duration, Percent, Rate, Size, comma_list  # noqa: F401  (Percent, Rate: the calculators' field types)
+from backupbench.recipe.policy import DiskSize
+from backupbench.schema import Count, Duration, Percent, PositiveRate, Rate, Size, comma_list  # noqa: F401  (Percent, Rate: the calculators' field types)
 import backupbench.sizing.capacity as cap
 from backupbench.sizing.percent import parse_percent, percent_of
 
@@ -23,7 +29,12 @@ def parse_size_or_percent(text: str) -> str:
     return text
 
 
+# Field note E's factors are 1.5-2.0 and 1.3-1.5, and no snapshot needs more than a copy of its
+# whole origin: a factor of 100 is far past any use, yet keeps the sizes within what a float holds.
+MAX_FACTOR = 100.0
+
 Sizes = Annotated[tuple[Size, ...], BeforeValidator(comma_list)]
+DiskSizes = Annotated[tuple[DiskSize, ...], BeforeValidator(comma_list)]
 Names = Annotated[tuple[str, ...], BeforeValidator(comma_list)]
 
 
@@ -43,33 +54,33 @@ class LayoutOptions(_Options):
         + "; or a zpool dRAID spec such as draid2:3d:45c:2s.",
         json_schema_extra={"metavar": "LAYOUT[,LAYOUT...]"},
     )
-    disks: int | None = Field(
+    disks: Count | None = Field(
         None, ge=1, le=100_000,
         description="Number of disks (may be left out when --disk-size lists every disk, or a dRAID spec gives c).",
         json_schema_extra={"metavar": "N"},
     )
-    disk_size: Sizes = Field(
+    disk_size: DiskSizes = Field(
         ..., min_length=1,
         description="Size of each disk (6TB is decimal, 6TiB binary), or one size per disk, comma-separated, "
         "when they differ.",
         json_schema_extra={"metavar": "SIZE[,SIZE...]"},
     )
-    stripes: int | None = Field(None, ge=2, description="lvm-striped: number of stripes (-i) [default: one per disk].",
-                                json_schema_extra={"metavar": "N"})
-    vdevs: int | None = Field(None, ge=1, description="raidz: split the disks evenly into this many raidz vdevs "
-                                                     "[default: 1].", json_schema_extra={"metavar": "N"})
-    draid_data: int | None = Field(None, ge=1, description="dRAID: data disks per redundancy group (d) "
-                                                          "[default: zpool's, 8 or fewer].",
-                                   json_schema_extra={"metavar": "D"})
-    draid_spares: int | None = Field(None, ge=0, description="dRAID: distributed spares (s) [default: 0; rebuild "
-                                                            "compares other layouts with 1].",
-                                     json_schema_extra={"metavar": "S"})
-    set_size: int | None = Field(None, ge=1, le=16, description="minio-ec: drives per erasure set [default: as "
-                                                               "MinIO picks, the largest from 2 to 16 dividing the "
-                                                               "drive count].", json_schema_extra={"metavar": "N"})
-    parity: int | None = Field(None, ge=0, le=8, description="minio-ec: parity drives per set, EC:N [default: "
-                                                            "MinIO's for the set size: EC:2 for 4-5, EC:3 for 6-7, "
-                                                            "EC:4 for 8-16].", json_schema_extra={"metavar": "N"})
+    stripes: Count | None = Field(None, ge=2, description="lvm-striped: number of stripes (-i) [default: one per disk].",
+                                  json_schema_extra={"metavar": "N"})
+    vdevs: Count | None = Field(None, ge=1, description="raidz: split the disks evenly into this many raidz vdevs "
+                                                       "[default: 1].", json_schema_extra={"metavar": "N"})
+    draid_data: Count | None = Field(None, ge=1, description="dRAID: data disks per redundancy group (d) "
+                                                            "[default: zpool's, 8 or fewer].",
+                                     json_schema_extra={"metavar": "D"})
+    draid_spares: Count | None = Field(None, ge=0, description="dRAID: distributed spares (s) [default: 0; rebuild "
+                                                              "compares other layouts with 1].",
+                                       json_schema_extra={"metavar": "S"})
+    set_size: Count | None = Field(None, ge=1, le=16, description="minio-ec: drives per erasure set [default: as "
+                                                                 "MinIO picks, the largest from 2 to 16 dividing the "
+                                                                 "drive count].", json_schema_extra={"metavar": "N"})
+    parity: Count | None = Field(None, ge=0, le=8, description="minio-ec: parity drives per set, EC:N [default: "
+                                                              "MinIO's for the set size: EC:2 for 4-5, EC:3 for 6-7, "
+                                                              "EC:4 for 8-16].", json_schema_extra={"metavar": "N"})
 
     @field_validator("layout")
     @classmethod
@@ -127,12 +138,12 @@ class RebuildOptions(LayoutOptions):
         + "; or a zpool dRAID spec such as draid2:3d:45c:2s [default with --from-run: the layouts measured].",
         json_schema_extra={"metavar": "LAYOUT[,LAYOUT...]"},
     )
-    disk_size: Sizes | None = Field(
+    disk_size: DiskSizes | None = Field(
         None, min_length=1,
         description="Size of each disk (6TB is decimal, 6TiB binary), or one size per disk, comma-separated "
         "[default with --from-run: the disks measured].", json_schema_extra={"metavar": "SIZE[,SIZE...]"},
     )
-    rebuild_rate: Rate | None = Field(
+    rebuild_rate: PositiveRate | None = Field(
         None, description="Rebuild rate of one disk (e.g. 100MB/s decimal, 100MiB/s binary): what a disk "
         "sustains while rebuilding.", json_schema_extra={"metavar": "RATE"},
     )
@@ -163,15 +174,17 @@ class SnapshotOptions(_Options):
         ..., description="Data expected to change while the snapshot exists: a size (10GB) or a share of the "
         "origin (10%).", json_schema_extra={"metavar": "SIZE|PERCENT"},
     )
-    snapshots: int = Field(1, ge=1, le=64, description="Number of classic snapshots of the origin at once.",
-                           json_schema_extra={"metavar": "N"})
-    factor_low: float = Field(1.5, gt=0, description="Low end of the change factor (base = change x factor).",
+    snapshots: Count = Field(1, ge=1, le=64, description="Number of classic snapshots of the origin at once.",
+                             json_schema_extra={"metavar": "N"})
+    factor_low: float = Field(1.5, gt=0, le=MAX_FACTOR,
+                              description="Low end of the change factor (base = change x factor).",
                               json_schema_extra={"metavar": "X"})
-    factor_high: float = Field(2.0, gt=0, description="High end of the change factor.",
+    factor_high: float = Field(2.0, gt=0, le=MAX_FACTOR, description="High end of the change factor.",
                                json_schema_extra={"metavar": "X"})
-    margin_low: float = Field(1.3, ge=0, description="Low end of the margin factor (margin = base x factor).",
+    margin_low: float = Field(1.3, ge=0, le=MAX_FACTOR,
+                              description="Low end of the margin factor (margin = base x factor).",
                               json_schema_extra={"metavar": "X"})
-    margin_high: float = Field(1.5, ge=0, description="High end of the margin factor.",
+    margin_high: float = Field(1.5, ge=0, le=MAX_FACTOR, description="High end of the margin factor.",
                                json_schema_extra={"metavar": "X"})
 
     def change_bytes(self) -> int:
@@ -186,7 +199,7 @@ class SnapshotOptions(_Options):
 class WindowOptions(_Options):
     backup_size: Size = Field(..., description="Size of a full backup.",
                               json_schema_extra={"metavar": "SIZE"})
-    speed: Rate | None = Field(None, description="Effective speed of the backup job (e.g. 200MiB/s).",
+    speed: PositiveRate | None = Field(None, description="Effective speed of the backup job (e.g. 200MiB/s).",
                                json_schema_extra={"metavar": "RATE"})
     change_rate: Percent | None = Field(None, gt=0, le=100,
                                         description="Share of the full that changes between backups: adds "

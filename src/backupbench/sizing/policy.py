@@ -23,7 +23,7 @@ from backupbench.errors import InputError
 from backupbench.recipe.policy import (DEFAULT_REDUCTION, METHODS, PERIODIC_FULLS, TRANSFORMS,  # noqa: F401
                                        BackupPolicy, DiskModel, Method, contradiction, given_fields,
                                        parse_ratio)
-from backupbench.sizing.options import LayoutOptions, Names, Sizes
+from backupbench.sizing.options import DiskSizes, LayoutOptions, Names
 
 def reduction_source(policy: BackupPolicy) -> str:
     """Where the data reduction came from (the hook for a ratio measured by a run)."""
@@ -53,7 +53,7 @@ class RepositoryOptions(DiskModel, LayoutOptions, BackupPolicy):
     layout: Names | None = Field(  # type: ignore[assignment]
         None, min_length=1, description=LayoutOptions.model_fields["layout"].description + " [default with "
         "--recipe: the recipe's layouts].", json_schema_extra={"metavar": "LAYOUT[,LAYOUT...]"})
-    disk_size: Sizes | None = Field(  # type: ignore[assignment]
+    disk_size: DiskSizes | None = Field(  # type: ignore[assignment]
         None, min_length=1, description=LayoutOptions.model_fields["disk_size"].description + " [default with "
         "--recipe: its [policy]'s].", json_schema_extra={"metavar": "SIZE[,SIZE...]"})
     recipe: Path | None = Field(

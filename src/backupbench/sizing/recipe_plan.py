@@ -17,8 +17,10 @@ import dataclasses
 from typing import Any
 
 from backupbench.errors import InputError
+from backupbench.recipe.keys import key_path
 from backupbench.recipe.policy import PolicyTable
 from backupbench.results.model import RunRecord
+from backupbench.schema import TYPED, validate
 from backupbench.sizing.capacity import LayoutSpec, usable_capacity
 from backupbench.sizing.measured_speeds import MeasuredLayout, layout_kind, measured_layouts
 from backupbench.sizing.plan_model import RepositoryPlan
@@ -56,9 +58,11 @@ def recipe_candidates(layouts: list[dict[str, Any]], disks: int, disk_size: int)
 
 
 def recipe_table(recipe: dict[str, Any]) -> PolicyTable | None:
-    """The [policy] of a recipe as dumped (a run's settings), or None."""
+    """The [policy] of a recipe as dumped (a run's settings), or None. A run stored before a
+    bound of today (a disk of 1 KB, a speed of 0) is refused in one line, as its recipe would be."""
     stored = recipe.get("policy")
-    return None if not stored else PolicyTable.model_validate(stored)
+    return None if not stored else validate(PolicyTable, stored, lambda loc: key_path(("policy", *loc)),
+                                            source="the run's recipe", context={TYPED: True})
 
 
 def own_speeds(run: RunRecord, specs: list[LayoutSpec]) -> dict[str, MeasuredLayout]:

@@ -6,7 +6,8 @@ reduced redundancy after a disk failure (the repository's exposure) ahead, then 
 margin of its binding requirement; then those that miss, the nearest miss first.
 
 What would change it, for a rejected candidate, each found by trying the plan again:
-- more disks of the same size: the fewest that pass (up to 4 times as many, or 64 more if that is more);
+- more disks of the same size: the fewest that pass (up to 4 times as many, or 64 more if that is more;
+  past 16 more, found by doubling and halving the step: `_fewest_disks`);
 - bigger disks, as many: the smallest size of DISK_SIZES_TB (as sold) above the current that passes;
 - one policy change: block clone on; the window, RTO or rebuild limit it needs; fewer dailies,
   weeklies, monthlies or yearlies (the most that still pass);
@@ -30,6 +31,8 @@ from backupbench.sizing.policy import BackupPolicy
 DISK_SIZES_TB = (4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32)
 TB = 10**12
 MORE_DISKS_AT_LEAST = 64
+# More disks are tried one by one this far, then by doubling steps (_fewest_disks).
+LINEAR_STEPS = 16
 POLICY_CHANGES_SHOWN = 2
 
 Evaluate = Callable[[BackupPolicy, LayoutSpec], CandidatePlan]
@@ -120,15 +123,61 @@ def with_disks(spec: LayoutSpec, count: int, size: int | None = None) -> LayoutS
     return dataclasses.replace(spec, layout=re.sub(r":\d+c", f":{count}c", spec.layout), disk_sizes=(disk,) * count)
 
 
-def _disk_changes(spec: LayoutSpec) -> Iterator[tuple[str, str, LayoutSpec]]:
-    """(kind, text, spec): more disks first (fewest first), then bigger disks (smallest first)."""
+def _more_disks(spec: LayoutSpec, count: int) -> tuple[str, str, LayoutSpec]:
+    return "disks", f"{count} disks of {size_text(min(spec.disk_sizes))} ({count - spec.disks} more)", \
+        with_disks(spec, count)
+
+
+def _fewest_disks(spec: LayoutSpec, passes: Callable[[LayoutSpec], CandidatePlan | None]
+                  ) -> tuple[tuple[str, str, LayoutSpec], CandidatePlan] | None:
+    """The fewest more disks that pass, up to the top the module doc names. Each count costs a
+    plan over every disk, so a scan of every count is quadratic (100,000 disks ran for minutes):
+    the first LINEAR_STEPS counts are tried in turn (a shape a layout cannot take, such as a
+    dRAID group, can fail between passing counts there), then the step doubles to the first pass
+    and the gap before it is halved down, which finds the fewest as long as more disks of one
+    size never plan worse (capacity and the model's speeds grow with the count)."""
     top = max(spec.disks * 4, spec.disks + MORE_DISKS_AT_LEAST)
-    for count in range(spec.disks + 1, top + 1):
-        yield "disks", f"{count} disks of {size_text(min(spec.disk_sizes))} ({count - spec.disks} more)", \
-            with_disks(spec, count)
+
+    def tried(count: int) -> tuple[tuple[str, str, LayoutSpec], CandidatePlan] | None:
+        change = _more_disks(spec, count)
+        result = passes(change[2])
+        return (change, result) if result is not None else None
+
+    first_linear = min(top, spec.disks + LINEAR_STEPS)
+    for count in range(spec.disks + 1, first_linear + 1):
+        if (found := tried(count)) is not None:
+            return found
+    failed, step = first_linear, 1
+    while failed < top:
+        count = min(top, failed + step)
+        if (found := tried(count)) is not None:
+            while count - failed > 1:   # found at `count`, not at `failed`: halve the gap
+                middle = (failed + count) // 2
+                if (closer := tried(middle)) is not None:
+                    count, found = middle, closer
+                else:
+                    failed = middle
+            return found
+        failed, step = count, step * 2
+    return None
+
+
+def _bigger_disks(spec: LayoutSpec) -> Iterator[tuple[str, str, LayoutSpec]]:
+    """(kind, text, spec): bigger disks, as many, smallest first."""
     for tb in DISK_SIZES_TB:
         if tb * TB > min(spec.disk_sizes):
             yield "disk size", f"{spec.disks} disks of {tb} TB", with_disks(spec, spec.disks, tb * TB)
+
+
+def _disk_change(spec: LayoutSpec, passes: Callable[[LayoutSpec], CandidatePlan | None]
+                 ) -> Iterator[tuple[tuple[str, str, LayoutSpec], CandidatePlan]]:
+    """The fewest more disks that pass, then the smallest bigger disks that pass (each at most once)."""
+    if (fewest := _fewest_disks(spec, passes)) is not None:
+        yield fewest
+    for change in _bigger_disks(spec):
+        if (result := passes(change[2])) is not None:
+            yield change, result
+            return
 
 
 def _ceil_tenth_hour(seconds: float) -> float:
@@ -169,9 +218,8 @@ def _change(layout: str, kind: str, text: str, plan: CandidatePlan) -> Change:
 def what_would_change(policy: BackupPolicy, spec: LayoutSpec, plan: CandidatePlan, evaluate: Evaluate) -> list[Change]:
     """The smallest changes that make the rejected `plan` pass (see the module doc)."""
     found: dict[str, Change] = {}
-    for kind, text, changed in _disk_changes(spec):
-        if kind not in found and (result := _tried(evaluate, policy, changed)) is not None:
-            found[kind] = _change(plan.layout, kind, text, result)
+    for (kind, text, _), result in _disk_change(spec, lambda changed: _tried(evaluate, policy, changed)):
+        found[kind] = _change(plan.layout, kind, text, result)
     families: set[str] = set()
     for family, text, changed_policy in _policy_changes(policy, plan):
         if family in families or len(families) == POLICY_CHANGES_SHOWN:
@@ -205,9 +253,10 @@ def _combined(policy: BackupPolicy, spec: LayoutSpec, plan: CandidatePlan, evalu
     for text, changed_policy in _relaxations(policy, plan):
         if (result := _tried(evaluate, changed_policy, spec)) is not None:
             return [_change(plan.layout, "policy", text, result)]
-        for kind, disk_text, changed in _disk_changes(spec):
-            if (result := _tried(evaluate, changed_policy, changed)) is not None:
-                return [_change(plan.layout, kind, f"{text} and {disk_text}", result)]
+        def passes(changed: LayoutSpec, relaxed: BackupPolicy = changed_policy) -> CandidatePlan | None:
+            return _tried(evaluate, relaxed, changed)
+        for (kind, disk_text, _), result in _disk_change(spec, passes):
+            return [_change(plan.layout, kind, f"{text} and {disk_text}", result)]
     return []
 
 

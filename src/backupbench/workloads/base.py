@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from backupbench.artefacts import Remover
 from backupbench.engines import fio_client
 from backupbench.paths import Syntax
+from backupbench.schema import Count
 from backupbench.workloads.capabilities import Capabilities
 
 
@@ -136,10 +137,10 @@ class RepeatKey(BaseModel):
 
     model_config = ConfigDict(defer_build=True)
 
-    repeat: int = Field(1, ge=1, le=MAX_REPEAT,
-                        description="Measure each phase this many times (the whole workload, that many times in "
-                                    "turn, on each layout): the figure shown is the median, with min/max, CV and "
-                                    "a 95% interval (like `run --repeat N`).")
+    repeat: Count = Field(1, ge=1, le=MAX_REPEAT,
+                          description="Measure each phase this many times (the whole workload, that many times in "
+                                      "turn, on each layout): the figure shown is the median, with min/max, CV and "
+                                      "a 95% interval (like `run --repeat N`).")
 
 
 def narrowed(model: type[Options], options: BaseModel) -> Options:

@@ -35,7 +35,7 @@ from backupbench.engines.fio_job import FioJob, command
 from backupbench.engines.fio_json import FioSummary
 from backupbench.errors import RefusedError
 from backupbench.paths import Syntax, for_program
-from backupbench.schema import Duration, PositiveSize, Size
+from backupbench.schema import Count, Duration, PositiveSize, Size
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.base import Definition, RepeatKey, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads.fio_workload import base_figures
@@ -74,7 +74,7 @@ class BlockCloneOptions(ContentOptions):
     full_size: PositiveSize = Field(
         units.GiB, description="Logical size of the full backup file and of each synthetic full, in bytes "
         "(rounded down to whole blocks).", json_schema_extra={"metavar": "SIZE", "example": "10GiB"})
-    increments: int = Field(
+    increments: Count = Field(
         5, ge=1, le=1000, description="Synthetic fulls made in a row, each a block clone of the one before plus "
         "its changed blocks.", json_schema_extra={"metavar": "N"})
     change_rate: Percent = Field(
@@ -89,7 +89,7 @@ class BlockCloneOptions(ContentOptions):
     restore_runtime: Duration = Field(
         10.0, ge=0.001, description="How long each restore read runs, in seconds.",
         json_schema_extra={"metavar": "DURATION", "example": "10s"})
-    change_seed: int = Field(
+    change_seed: Count = Field(
         1, ge=0, le=2**31, description="Seed of the changed blocks' positions and data (increment i uses "
         "seed + i): the same seed changes the same blocks.", json_schema_extra={"metavar": "N"})
 

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from backupbench.engines.content import DataContent, DataKind
-from backupbench.schema import Pattern
+from backupbench.schema import Count, Pattern
 
 
 class ContentOptions(BaseModel):
@@ -18,11 +18,11 @@ class ContentOptions(BaseModel):
         "incompressible", description="What the bytes written are: incompressible (random, fresh for every "
         "block: what compressed or encrypted backup files are), compressible (see --compress, --dedupe) or "
         "pattern (one constant byte, see --pattern). compress/dedupe/pattern alone choose it.")
-    compress: int = Field(0, ge=0, le=99, description="Percent of every block that compresses away (50: 2:1 "
-                                                       "data); fio's buffer_compress_percentage.",
-                          json_schema_extra={"metavar": "PERCENT"})
-    dedupe: int = Field(0, ge=0, le=100, description="Percent of blocks that repeat an earlier block; fio's "
-                                                      "dedupe_percentage.", json_schema_extra={"metavar": "PERCENT"})
+    compress: Count = Field(0, ge=0, le=99, description="Percent of every block that compresses away (50: 2:1 "
+                                                         "data); fio's buffer_compress_percentage.",
+                            json_schema_extra={"metavar": "PERCENT"})
+    dedupe: Count = Field(0, ge=0, le=100, description="Percent of blocks that repeat an earlier block; fio's "
+                                                        "dedupe_percentage.", json_schema_extra={"metavar": "PERCENT"})
     pattern: Pattern | None = Field(None, description="The constant byte of data = pattern, e.g. 0xaa "
                                                       "[default: 0xaa].", json_schema_extra={"metavar": "BYTE"})
 

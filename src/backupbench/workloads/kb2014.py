@@ -21,7 +21,7 @@ from backupbench import units
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
 from backupbench.paths import Syntax
-from backupbench.schema import BlockSize, Duration, PositiveSize, Size, comma_list, no_repeats, validate
+from backupbench.schema import BlockSize, Count, Duration, Flag, PositiveSize, Size, comma_list, no_repeats, validate
 from backupbench.units import KiB
 from backupbench.workloads.base import Definition, RepeatKey, ServedBy, narrowed
 from backupbench.workloads.capabilities import Capabilities
@@ -126,11 +126,11 @@ class SuiteOptions(ContentOptions):
         "kb2014 as in Veeam KB2014, 1m for first-write].",
         json_schema_extra={"metavar": "SIZE", "example": "512k"},
     )
-    jobs: int = Field(
+    jobs: Count = Field(
         1, ge=1, le=256, description="Parallel fio jobs; each gets its own region of the file.",
         json_schema_extra={"metavar": "N"},
     )
-    iodepth: int | None = Field(
+    iodepth: Count | None = Field(
         None, ge=1, le=4096,
         description="Override every operation's queue depth (default: 1 for sequential, 4 for merges).",
         json_schema_extra={"metavar": "N"},
@@ -146,7 +146,7 @@ class SuiteOptions(ContentOptions):
         None, description="Size of a full backup; prints the backup windows.",
         json_schema_extra={"metavar": "SIZE", "example": "10TiB"},
     )
-    buffered: bool = Field(
+    buffered: Flag = Field(
         False, description="Use the page cache instead of O_DIRECT (for filesystems that "
         "refuse O_DIRECT, e.g. tmpfs). Results are marked buffered.",
     )

@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from backupbench import units
-from backupbench.redaction import redact, remember
-from backupbench.schema import Duration, Size, comma_list
+from backupbench.redaction import redact_url, remember
+from backupbench.schema import Count, Duration, Flag, Size, comma_list
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.s3_phase import ObjectPlan
 from backupbench.workloads.s3_values import DEFAULT_MIX, ObjectSize, SizeRange, check_mix, mix_text, parse_mix
@@ -84,7 +84,8 @@ def normalise_endpoint(url: str) -> str:
     port must be written the same way in the request and in its signature. A URL carrying
     credentials is refused first, and no message quotes them."""
     text = url.strip()
-    shown = repr(redact(text))
+    # Quoted without its userinfo, query or fragment, scheme or not: any may hold a secret.
+    shown = repr(redact_url(text))
     if "@" in text.partition("://")[2]:
         raise ValueError(f"the endpoint must not carry credentials (got {shown}); "
                          "use the environment or --profile")
@@ -92,7 +93,8 @@ def normalise_endpoint(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{shown} is not an S3 endpoint URL (use e.g. http://127.0.0.1:9000 or https://s3.example.com)")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"{shown}: the endpoint must not have a path; give the bucket with --bucket")
+        raise ValueError(f"{shown}: the endpoint must not have a path, query or fragment; "
+                         "give the bucket with --bucket")
     try:
         port = parts.port
     except ValueError:
@@ -153,12 +155,12 @@ class S3Options(ContentOptions):
         None, description="Shares of the mixed phase's requests [default: put=45,get=45,list=5,delete=5].",
         json_schema_extra={"metavar": "SHARES", "example": "put=45,get=45,list=5,delete=5"},
     )
-    concurrency: int = Field(
+    concurrency: Count = Field(
         100, ge=1, le=4096,
         description="Parallel streams (requests in flight), as s3bench's 100 in field note D.",
         json_schema_extra={"metavar": "N"},
     )
-    objects: int | None = Field(
+    objects: Count | None = Field(
         None, ge=1, le=10_000_000,
         description=f"Objects to PUT, then GET and DELETE once each [default: {DEFAULT_OBJECTS:,} "
         "unless --duration is given].",
@@ -177,7 +179,7 @@ class S3Options(ContentOptions):
         "afterwards whether or not delete is measured.",
         json_schema_extra={"metavar": "LIST", "example": "put,get"},
     )
-    create_bucket: bool = Field(
+    create_bucket: Flag = Field(
         False, description="Create the bucket if it does not exist (and remove it afterwards if it is empty).",
     )
     region: str | None = Field(
@@ -202,7 +204,7 @@ class S3Options(ContentOptions):
         description="Secret access key (prefer AWS_SECRET_ACCESS_KEY or --profile). Never stored or printed.",
         json_schema_extra={"metavar": "SECRET"},
     )
-    insecure_tls: bool = Field(
+    insecure_tls: Flag = Field(
         False, description="Do not verify the server's TLS certificate (a self-signed test server).",
     )
     ca_file: str | None = Field(
@@ -221,7 +223,7 @@ class S3Options(ContentOptions):
         "fails the pre-flight check within about twice this.",
         json_schema_extra={"metavar": "DURATION"},
     )
-    max_attempts: int = Field(
+    max_attempts: Count = Field(
         3, ge=1, le=10,
         description="Attempts per request when the server answers 429, 500, 502, 503 or 504 (SlowDown, "
         "InternalError), with the AWS SDKs' jittered backoff: 3 as the SDKs; 1: never retry. Retried requests "

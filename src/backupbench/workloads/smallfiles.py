@@ -34,7 +34,7 @@ from backupbench.engines.content import DataContent
 from backupbench.engines.smallfiles import FOLDER_PREFIX, SmallFilesEngine
 from backupbench.engines.smallfiles_job import SmallFilesJob, phase_names
 from backupbench.engines.smallfiles_results import PhaseResult
-from backupbench.schema import Pattern, Size, comma_list, parse_byte
+from backupbench.schema import Count, Flag, Pattern, Size, comma_list, parse_byte
 from backupbench.workloads.base import Definition, RepeatKey, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads.content_options import ContentOptions
 
@@ -68,7 +68,7 @@ class SmallFilesSpec(ContentOptions):
 
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
-    files: int = Field(
+    files: Count = Field(
         104_857, ge=1, le=10_000_000,
         description="Number of files to create (field note E: 104,857, ~10 GiB at 100 KiB).",
         json_schema_extra={"metavar": "N"},
@@ -78,7 +78,7 @@ class SmallFilesSpec(ContentOptions):
         description="Size of each file (100KiB = 102,400 bytes; 100KB = 100,000 bytes).",
         json_schema_extra={"metavar": "SIZE", "example": "100KiB"},
     )
-    folders: int = Field(
+    folders: Count = Field(
         1_048, ge=1, le=1_000_000,
         description="Folders the files are spread over evenly (file i goes in folder i mod folders).",
         json_schema_extra={"metavar": "N"},
@@ -90,7 +90,7 @@ class SmallFilesSpec(ContentOptions):
         "(field note E); otherwise each pass writes fresh data of the chosen kind.",
         json_schema_extra={"metavar": "LIST", "example": "0x00,0xff,0x55,0xaa"},
     )
-    threads: int = Field(
+    threads: Count = Field(
         default_factory=_default_threads, ge=1, le=256,
         description="Parallel workers (default: one per CPU); each takes an equal share of the files.",
         json_schema_extra={"metavar": "N"},
@@ -100,10 +100,10 @@ class SmallFilesSpec(ContentOptions):
         description="When data is forced to storage: none (page cache only), fsync (each file "
         "before close, counted in its latency), sync-end (one syncfs per phase, counted in the phase time).",
     )
-    verify: bool = Field(
+    verify: Flag = Field(
         False, description="Read every file back after the last pass and count files that differ from the last pattern.",
     )
-    keep: bool = Field(False, description="Keep the tagged folder of files after the run (to inspect it).")
+    keep: Flag = Field(False, description="Keep the tagged folder of files after the run (to inspect it).")
 
     @model_validator(mode="before")
     @classmethod
