@@ -2,7 +2,8 @@
 # Builds the S3 tools backupbench uses into the project's .tools/bin, from source:
 #   minio                 the S3 server of the minio-single / minio-ec layouts and the S3 tests
 #                         (go install github.com/minio/minio@$MINIO_VERSION; ~4 min cold)
-#   backupbench-s3load    the s3 workload's load generator (native/s3load, Go standard library only)
+#   backupbench-s3load    the s3 workload's load generator (native/s3load: the standard library and
+#                         aws-sdk-go-v2's SigV4 signer, from the module proxy like minio-go)
 #   backupbench-s3ref     the reference load generator of bench/s3.py (native/s3ref, minio-go)
 # Safe to run again: MinIO is built only when absent (MINIO_REBUILD=1 forces it); the other
 # two are rebuilt only when a file of theirs is newer than the binary.

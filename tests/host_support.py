@@ -1,17 +1,20 @@
-"""What the tests that run backupbench or make devices share: the CLI as a user runs it, the
-root check with the reason to skip, and loop devices on the test's own files. conftest.py makes
-fixtures of them; test modules import them from here (never from conftest or another test)."""
+"""What the tests that run backupbench or make devices share: the CLI as a user runs it (to its
+end, or started to be stopped), the root check with the reason to skip, loop devices on the
+test's own files, a file's digest, and a fio server waited for. conftest.py makes fixtures of
+them; test modules import them from here (never from conftest or another test)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 import pytest
 
@@ -23,13 +26,59 @@ class CliResult:
     stderr: str
 
 
-def run_cli(args: list[str], *, cwd: Path, results: Path, env: dict[str, str] | None = None,
-            timeout: float = 300) -> CliResult:
-    """backupbench as a user runs it: a separate process, its own stdout/stderr and exit code."""
-    full_env = {**os.environ, "BACKUPBENCH_RESULTS": str(results), **(env or {})}
-    done = subprocess.run([sys.executable, "-m", "backupbench", *args], cwd=cwd, env=full_env,
+def cli_argv(*args: str) -> list[str]:
+    """backupbench's command line: this interpreter running the package, as a user's `backupbench`
+    does (a lab guest runs the host's interpreter at the same path, so the same line there)."""
+    return [sys.executable, "-m", "backupbench", *args]
+
+
+def cli_env(results: Path | None, env: dict[str, str] | None = None, unset: Sequence[str] = ()) -> dict[str, str]:
+    """This process's environment less the names in `unset` (COLUMNS, the machine's AWS_*), the
+    results folder (none: the command's --results or its default), and `env` over it."""
+    inherited = {name: value for name, value in os.environ.items() if name not in unset}
+    return {**inherited, **({"BACKUPBENCH_RESULTS": str(results)} if results is not None else {}), **(env or {})}
+
+
+def run_cli(args: Sequence[str], *, cwd: Path | None = None, results: Path | None = None,
+            env: dict[str, str] | None = None, unset: Sequence[str] = (), timeout: float = 300,
+            prefix: Sequence[str] = ()) -> CliResult:
+    """backupbench as a user runs it: a separate process, its own stdout/stderr and exit code.
+    prefix: what it runs under (setpriv, to run it as another user)."""
+    done = subprocess.run([*prefix, *cli_argv(*args)], cwd=cwd, env=cli_env(results, env, unset),
                           capture_output=True, text=True, timeout=timeout)
     return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+def start_cli(args: Sequence[str], *, cwd: Path | None = None, results: Path | None = None,
+              env: dict[str, str] | None = None, unset: Sequence[str] = (), stdout: Any = subprocess.PIPE,
+              stderr: Any = subprocess.PIPE, **popen: Any) -> subprocess.Popen:
+    """backupbench started and left running, for a test that acts while it runs (a signal, a
+    host taken away, another command beside it) and then waits for it itself."""
+    return subprocess.Popen(cli_argv(*args), cwd=cwd, env=cli_env(results, env, unset), stdout=stdout,
+                            stderr=stderr, text=True, **popen)
+
+
+def sha256(path: Path) -> str:
+    """A file's digest, to show it is byte for byte what it was."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def wait_for_fio_server(host: Any, what: str) -> None:
+    """Until `fio --server` on `host` (engines/fio_client.Host) answers: up to ~10 s after its start."""
+    from backupbench.engines import fio_client
+    from backupbench.errors import EngineError
+
+    for _ in range(50):
+        try:
+            fio_client.probe(host, timeout_s=5)
+            return
+        except EngineError:
+            time.sleep(0.2)
+    raise AssertionError(f"{what} did not answer")
 
 
 def require_root_tool(*tools: str) -> None:

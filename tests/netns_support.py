@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from host_support import require_root_tool, require_tools
+from host_support import require_root_tool, require_tools, wait_for_fio_server
 from tls_support import Authority, Cert, self_signed
 
 BACKUPBENCH = str(Path(sys.executable).parent / "backupbench")
@@ -251,19 +251,11 @@ class Hosts:
         """fio's server, in a session of its own: it forks a child per connection, and the
         teardown must take those children (the jobs) too."""
         from backupbench.engines import fio_client
-        from backupbench.errors import EngineError
 
         argv = [*self.exec_prefix(n), "fio", f"--server=ip:{self.addresses[n]},{FIO_PORT}"]
         self.servers[n] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, start_new_session=True)
-        host = fio_client.Host(self.addresses[n], FIO_PORT)
-        for _ in range(50):  # bounded: up to ~10 s for the server to listen
-            try:
-                fio_client.probe(host, timeout_s=5)
-                return
-            except EngineError:
-                time.sleep(0.2)
-        raise AssertionError(f"fio server in {self.tag}-{n} did not answer")
+        wait_for_fio_server(fio_client.Host(self.addresses[n], FIO_PORT), f"fio server in {self.tag}-{n}")
 
     def start_agent(self, n: int, token: Path, port: int = AGENT_PORT) -> Agent:
         root = self.folder / f"agent-root-{n}"

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from backupbench.cli.report_cmd import report_command
 from backupbench.results.location import run_folder
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+from backupbench.results.phase import MonitorAccount
 from backupbench.results.store import Store
 
 MiB = 2**20
@@ -39,7 +40,8 @@ def monitor_csv(devices: list[str], busy: dict[str, float], samples: int = 5, re
     return "\n".join(rows) + "\n"
 
 
-def fio_op(name: str, pattern: str, read: float, write: float, effective: float, p99_ms: float, **detail) -> OperationRecord:
+def fio_op(name: str, pattern: str, read: float, write: float, effective: float, p99_ms: float,
+           layout: str = "") -> OperationRecord:
     figures = {"effective_bw": effective * MiB, "runtime": 10.0}
     if read:
         figures.update(read_bw=read * MiB, read_iops=read * 2, read_p99_lat=p99_ms * 1e6)
@@ -47,7 +49,7 @@ def fio_op(name: str, pattern: str, read: float, write: float, effective: float,
         figures.update(write_bw=write * MiB, write_iops=write * 2, write_p99_lat=p99_ms * 1.5e6)
     figures.update(members_util=55.5, members_w_await=1.25)
     return OperationRecord(name=name, pattern=pattern, status=COMPLETE, figures=figures,
-                           detail={"monitor_csv": f"{name}.monitor.csv", **detail},
+                           layout=layout, monitor=MonitorAccount(csv=[f"{name}.monitor.csv"]),
                            started_at="2026-11-22T00:00:00+00:00", finished_at="2026-11-22T00:00:10+00:00")
 
 
@@ -80,7 +82,7 @@ def kb_run(results: Path, run_id: str = "20261122T000000-aaaa", target: str = "/
     folder = run_folder(results, run_id)
     folder.mkdir(parents=True)
     for op in run.operations:
-        (folder / op.detail["monitor_csv"]).write_text(
+        (folder / op.monitor_csv).write_text(
             monitor_csv(["sdb"], {"sdb": op.figures["effective_bw"] / MiB}, read="read" in op.pattern))
     (folder / "commands.txt").write_text(
         f"fio --output-format=json --output={folder}/active-full.json {folder}/active-full.fio\n")
@@ -103,9 +105,9 @@ def recipe_run(results: Path, run_id: str = "20261122T010000-bbbb") -> RunRecord
         (folder / layout).mkdir(parents=True)
         op = fio_op(f"{layout}/active-full", "write qd16 x4", 0, speed, speed, 759.17 if layout == "linear" else 189.79,
                     layout=layout)
-        op.detail["monitor_csv"] = f"{layout}/active-full.monitor.csv"
+        op.monitor = MonitorAccount(csv=[f"{layout}/active-full.monitor.csv"])
         run.operations.append(op)
-        (folder / op.detail["monitor_csv"]).write_text(monitor_csv(["dm-0", *disks], {"dm-0": speed, **busy}))
+        (folder / op.monitor_csv).write_text(monitor_csv(["dm-0", *disks], {"dm-0": speed, **busy}))
         (folder / layout / "commands.txt").write_text(f"fio {layout}/active-full.fio\n")
     return run
 

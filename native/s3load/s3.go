@@ -128,7 +128,7 @@ func (c *Client) Request(ctx context.Context, method, key string, query map[stri
 	body io.Reader, size int64, header http.Header) (*http.Request, error) {
 	u := *c.base
 	u.Path = c.objectPath(key)
-	u.RawQuery = canonicalQuery(query)
+	u.RawQuery = queryString(query)
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, err
@@ -139,7 +139,9 @@ func (c *Client) Request(ctx context.Context, method, key string, query map[stri
 	if body != nil {
 		req.ContentLength = size
 	}
-	c.signer.Sign(req, time.Now())
+	if err := c.signer.Sign(req, time.Now()); err != nil {
+		return nil, err
+	}
 	return req, nil
 }
 

@@ -4,11 +4,12 @@ The kinds every run may create live here; a workload adds its own (S3: workloads
 
 Every artefact names the run it belongs to, and removal checks that first, against the run
 id of the journal it came from: a file, folder or tree is removed only if its own name is
-one of the names backupbench gives (OWN_NAMES, with that run id), never through a symlink; a
-folder only when empty; a process only if it is still the very process that was started
-(same boot, pid and start time) and carries the run id in its environment; S3 objects only
-under the run's own prefix, and a bucket only if the run created it and it is empty again
-(S3 itself refuses to delete a bucket that holds anything).
+one of the names backupbench gives, with that run id (an ArtefactName each creator declares
+and makes its name with; the sweep, runner/cleanup.py, gathers them and hands them to
+`removers`), never through a symlink; a folder only when empty; a process only if it is
+still the very process that was started (same boot, pid and start time) and carries the run
+id in its environment; S3 objects only under the run's own prefix, and a bucket only if the
+run created it and it is empty again (S3 itself refuses to delete a bucket that holds anything).
 
 Each remover answers with an Outcome: removed, gone (nothing there any more), not ours
 (left alone), or failed (with the reason; the entry stays in the journal for
@@ -24,8 +25,9 @@ import signal
 import stat
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from backupbench import process
 from backupbench.errors import BackupbenchError
@@ -34,11 +36,27 @@ Artefact = dict[str, Any]
 
 REMOVED, GONE, NOT_OURS, FAILED = "removed", "gone", "not ours", "failed"
 PROCESS_EXIT_WAIT_S = 5.0
-# Every name backupbench gives what it creates outside the run folder ({} is the run id):
-# the test file, the O_DIRECT probe, the small-file folder, the scratch folder, the folder of
-# mount points, the lab's work folder (its run id starts with "lab-").
-OWN_NAMES = ("backupbench-{}.dat", ".backupbench-odirect-{}", "backupbench-smallfiles-{}", "bb-scratch-{}", "{}",
-             "backupbench-{}")
+# What everything backupbench creates carries (file names, LVM tags, S3 key prefixes), so that
+# it deletes only what carries it.
+TAG = "backupbench"
+
+
+@dataclass(frozen=True)
+class ArtefactName:
+    """The name backupbench gives one kind of thing it creates outside a run folder, `{}`
+    standing for the run id. Its creator declares it and makes the name with `of`; the removers
+    take a file, tree or folder for ours only by one of these names."""
+
+    form: str
+    what: str  # as the journal and the sweep's lines say it
+
+    def of(self, run_id: str) -> str:
+        return self.form.format(run_id)
+
+    @property
+    def prefix(self) -> str:
+        """What comes before the run id."""
+        return self.form.partition("{}")[0]
 
 
 @dataclass(frozen=True)
@@ -87,11 +105,11 @@ def describe(artefact: Artefact) -> str:
 
 # ---- removers -------------------------------------------------------------------------------
 
-def _present(artefact: Artefact, run_id: str, is_kind: Callable[[int], bool],
-             kind: str) -> tuple[Path | None, Outcome | None]:
+def _present(artefact: Artefact, run_id: str, is_kind: Callable[[int], bool], kind: str,
+             names: frozenset[ArtefactName]) -> tuple[Path | None, Outcome | None]:
     """The artefact's path if it is still there, ours, and of its kind; else the outcome to report."""
     path = Path(str(artefact.get("path", "")))
-    ours = artefact.get("tag") == run_id and path.name in {form.format(run_id) for form in OWN_NAMES}
+    ours = artefact.get("tag") == run_id and path.name in {name.of(run_id) for name in names}
     if not run_id or not ours or not path.is_absolute():
         return None, Outcome(NOT_OURS, f"it is not named as backupbench names what run {run_id} creates")
     try:
@@ -103,16 +121,16 @@ def _present(artefact: Artefact, run_id: str, is_kind: Callable[[int], bool],
     return path, None
 
 
-def _remove_file(artefact: Artefact, run_id: str) -> Outcome:
-    path, outcome = _present(artefact, run_id, stat.S_ISREG, "regular file")
+def _remove_file(artefact: Artefact, run_id: str, names: frozenset[ArtefactName]) -> Outcome:
+    path, outcome = _present(artefact, run_id, stat.S_ISREG, "regular file", names)
     if path is None:
         return outcome
     path.unlink(missing_ok=True)
     return Outcome(REMOVED, "removed")
 
 
-def _remove_tree(artefact: Artefact, run_id: str) -> Outcome:
-    path, outcome = _present(artefact, run_id, stat.S_ISDIR, "folder")
+def _remove_tree(artefact: Artefact, run_id: str, names: frozenset[ArtefactName]) -> Outcome:
+    path, outcome = _present(artefact, run_id, stat.S_ISDIR, "folder", names)
     if path is None:
         return outcome
     # rmtree never follows a symlink inside the tree: it removes the link, not its target.
@@ -120,8 +138,8 @@ def _remove_tree(artefact: Artefact, run_id: str) -> Outcome:
     return Outcome(REMOVED, "removed")
 
 
-def _remove_folder(artefact: Artefact, run_id: str) -> Outcome:
-    path, outcome = _present(artefact, run_id, stat.S_ISDIR, "folder")
+def _remove_folder(artefact: Artefact, run_id: str, names: frozenset[ArtefactName]) -> Outcome:
+    path, outcome = _present(artefact, run_id, stat.S_ISDIR, "folder", names)
     if path is None:
         return outcome
     try:
@@ -158,11 +176,13 @@ def _stop_process(artefact: Artefact, run_id: str) -> Outcome:
 Remover = Callable[[Artefact, str], Outcome]  # (artefact, the run id of its journal)
 
 
-def removers(extra: Mapping[str, Remover] | None = None) -> dict[str, Remover]:
+def removers(extra: Mapping[str, Remover] | None = None, *, names: Iterable[ArtefactName] = ()) -> dict[str, Remover]:
     """Kind -> remover: the kinds every run may create, and `extra` ones a workload defines
-    (S3 objects and buckets: workloads/s3.py)."""
-    return {"file": _remove_file, "tree": _remove_tree, "folder": _remove_folder, "process": _stop_process,
-            **(extra or {})}
+    (S3 objects and buckets: workloads/s3.py). A file, tree or folder is ours only by one of
+    `names` (none given: nothing is, and nothing is removed)."""
+    own = frozenset(names)
+    return {"file": partial(_remove_file, names=own), "tree": partial(_remove_tree, names=own),
+            "folder": partial(_remove_folder, names=own), "process": _stop_process, **(extra or {})}
 
 
 def remove(artefact: Artefact, run_id: str, table: dict[str, Remover]) -> Outcome:

@@ -125,6 +125,25 @@ DirectoryPath = Annotated[str, AfterValidator(_absolute("/srv/backups"))]
 FilePath = Annotated[str, Field(max_length=4096), AfterValidator(_absolute("/etc/backupbench/agent-token"))]
 
 
+_RATIO_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?::\s*1\s*)?$")
+
+
+def parse_ratio(value: object) -> object:
+    """'2:1' or '2' (or 2.5) -> 2.0: backups are 1/ratio of the data they protect."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a ratio: {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _RATIO_RE.match(str(value))
+    if not match:
+        raise ValueError(f"not a ratio: {str(value)[:40]!r} (use e.g. 2:1 or 2.5)")
+    return float(match.group(1))
+
+
+# A data reduction (compression and deduplication), as 2:1 or 2.
+Ratio = Annotated[float, BeforeValidator(parse_ratio)]
+
+
 def parse_byte(value: object) -> object:
     """One byte: an int, or text in hex with 0x ('0xff') or decimal ('255')."""
     if isinstance(value, bool):

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from host_support import write_recipe
+from host_support import run_cli, start_cli, write_recipe
 
 pytestmark = pytest.mark.real
 
@@ -102,9 +101,8 @@ def _stopped_in_round_two(tmp_path: Path, loops, stop) -> tuple[Path, Path, list
                'filesystem = { type = "ext4" }\n')
     recipe = write_recipe(tmp_path, [d0, d1], layouts, WORKLOAD.replace('runtime = "1s"', 'runtime = "5s"'))
     root, results = tmp_path / "mnt", tmp_path / "results"
-    proc = subprocess.Popen([sys.executable, "-m", "backupbench", "apply", str(recipe), "--yes", "--quiet",
-                             "--mount-root", str(root), "--results", str(results)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = start_cli(["apply", str(recipe), "--yes", "--quiet", "--mount-root", str(root), "--results", str(results)],
+                     stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 180
         # Round 2 starts with ext4: its second sample under way means both layouts are up.
@@ -129,8 +127,7 @@ def _nothing_left(results: Path, root: Path, devices: list[str]) -> None:
         assert subprocess.run(["blkid", "-p", device], capture_output=True).returncode == 2, f"{device} not wiped"
     assert list(root.iterdir()) == []
     assert not list((results / "journal").glob("*.open.jsonl"))
-    history = subprocess.run([sys.executable, "-m", "backupbench", "history", "--json", "--results", str(results)],
-                             capture_output=True, text=True)
+    history = run_cli(["history", "--json", "--results", str(results)])
     assert '"status": "interrupted"' in history.stdout, history.stdout + history.stderr
 
 
@@ -148,8 +145,7 @@ def test_sigkill_in_round_two_then_cleanup_tears_down_every_built_layout(tmp_pat
     try:
         results, root, devices = _stopped_in_round_two(tmp_path, loops, lambda proc: proc.kill())
         assert all(subprocess.run(["findmnt", "-n", "-S", d], capture_output=True).returncode == 0 for d in devices)
-        cleanup = subprocess.run([sys.executable, "-m", "backupbench", "cleanup", "--results", str(results)],
-                                 capture_output=True, text=True, timeout=300)
+        cleanup = run_cli(["cleanup", "--results", str(results)])
         assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
         _nothing_left(results, root, devices)
     finally:

@@ -3,25 +3,15 @@ made; the refusals leave every device byte for byte as it was."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from backupbench.results.document import phase_figures
-from host_support import write_recipe
+from host_support import sha256, write_recipe
 
 pytestmark = pytest.mark.real
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def test_apply_xfs_ext4_and_btrfs_then_tear_down(cli, tmp_path, loops):

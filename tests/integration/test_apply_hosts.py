@@ -12,16 +12,13 @@ agent is removed by the fixture, even on failure.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from backupbench import __version__
 from backupbench.results.store import Store
-from backupbench.runner import host_monitor
+from host_support import CliResult, run_cli
 from netns_support import token_file
 
 pytestmark = pytest.mark.root
@@ -36,10 +33,8 @@ def servers(netns):
     return netns.with_fio(2)
 
 
-def _cli(args: list[str], results: Path, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
-    return subprocess.run([sys.executable, "-m", "backupbench", *args], cwd=cwd, env=env, text=True,
-                          capture_output=True, timeout=RUN_TIMEOUT_S)
+def _cli(args: list[str], results: Path, cwd: Path) -> CliResult:
+    return run_cli(args, cwd=cwd, results=results, timeout=RUN_TIMEOUT_S)
 
 
 def _recipe(tmp_path: Path, names: list[str], target: Path, first_write: bool = True, runtime: str = "1s",
@@ -85,8 +80,8 @@ def test_apply_runs_each_workload_on_both_hosts_and_stores_one_run(servers, tmp_
                         "2-first-write/overwrite", "2-first-write/read"}
     for name, direction in (("1-kb2014/active-full", "write_bw"), ("1-kb2014/restore-random", "read_bw"),
                             ("2-first-write/first-write", "write_bw")):
-        per_host = ops[name].detail["hosts"]
-        assert set(per_host) == set(hosts) and ops[name].detail["lost_hosts"] == {}
+        per_host = ops[name].hosts.per_host
+        assert set(per_host) == set(hosts) and ops[name].hosts.lost == {}
         assert all(figures[direction] > 0 for figures in per_host.values())
         assert ops[name].figures[direction] == pytest.approx(sum(f[direction] for f in per_host.values()))
         assert ops[name].figures["hosts_reporting"] == 2
@@ -136,7 +131,7 @@ def test_apply_with_agent_token_file_checks_and_samples_each_hosts_agent(servers
     folder = results / "runs" / run.run_id
     assert [op.name for op in run.operations] == ["active-full", "restore-random"]
     for op in run.operations:
-        timeline = op.detail[host_monitor.DETAIL_KEY]
+        timeline = op.hosts.timeline
         assert sorted(timeline["hosts"]) == sorted(names) and timeline["lost"] == {}
         assert timeline["to_wall"] - timeline["from_wall"] >= 3
         for name, where in timeline["hosts"].items():
@@ -174,7 +169,7 @@ def test_a_recipe_with_two_workloads_samples_the_agents_in_each(servers, tmp_pat
     folder = results / "runs" / run.run_id
     for op in run.operations:
         group = op.name.split("/")[0]
-        timeline = op.detail[host_monitor.DETAIL_KEY]
+        timeline = op.hosts.timeline
         assert sorted(timeline["hosts"]) == sorted(names) and timeline["lost"] == {}
         for where in timeline["hosts"].values():
             assert (folder / group / where["csv"]).read_text().startswith("timestamp,elapsed_s,")
@@ -201,16 +196,16 @@ def test_a_hosts_recipe_with_repeat_keeps_each_samples_hosts_and_judges_them_ove
     for name in ("1-kb2014/active-full", "1-kb2014/restore-random"):
         op = ops[name]
         assert op.sample_count == 2 and len(op.sample_values("effective_bw")) == 2, name
-        assert [sorted(sample) for sample in op.detail["host_samples"]] == [sorted(names)] * 2
+        assert [sorted(sample) for sample in op.hosts.samples] == [sorted(names)] * 2
         for host in names:
-            own = [sample[host]["effective_bw"] for sample in op.detail["host_samples"]]
-            assert op.detail["hosts"][host]["effective_bw"] == pytest.approx(sum(own) / 2), (name, host)
-        for where in op.detail[host_monitor.DETAIL_KEY]["hosts"].values():
+            own = [sample[host]["effective_bw"] for sample in op.hosts.samples]
+            assert op.hosts.per_host[host]["effective_bw"] == pytest.approx(sum(own) / 2), (name, host)
+        for where in op.hosts.timeline["hosts"].values():
             assert where["csv"].startswith("sample-2/")
             assert (folder / "1-kb2014" / where["csv"]).read_text().startswith("timestamp,elapsed_s,")
     # first-write has no `repeat`: one sample, as before.
     assert ops["2-first-write/first-write"].sample_count == 1
-    assert "host_samples" not in ops["2-first-write/first-write"].detail
+    assert len(ops["2-first-write/first-write"].hosts.samples) == 1
     shown = _cli(["show", run.run_id], results, tmp_path)
     assert shown.returncode == 0, shown.stderr
     flat = " ".join(shown.stdout.split())

@@ -9,7 +9,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 from backupbench import units
 from backupbench.engines import clone
 from backupbench.results.document import phase_figures
-from host_support import require_tools
+from host_support import require_tools, start_cli
 
 pytestmark = pytest.mark.real
 FULL = 64 * units.MiB
@@ -132,11 +131,8 @@ def test_filesystems_without_reflink_are_refused_before_anything_is_written(cli,
 def test_interrupt_removes_every_clone(filesystem, tmp_path):
     repo = filesystem("xfs")
     results = tmp_path / "results"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "backupbench", "run", str(repo), "--workload", "block-clone", "--full-size", "64MiB",
-         "--increments", "60", "--restore-runtime", "1s", "--quiet"],
-        env={**os.environ, "BACKUPBENCH_RESULTS": str(results)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+    proc = start_cli(["run", str(repo), "--workload", "block-clone", "--full-size", "64MiB", "--increments", "60",
+                      "--restore-runtime", "1s", "--quiet"], results=results)
     try:
         deadline = time.monotonic() + 120
         while not list(repo.glob("backupbench-*/synthetic-3.dat")):

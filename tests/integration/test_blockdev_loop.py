@@ -7,7 +7,6 @@ backing file is the same before and after. The machine's own root disk is probed
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ from backupbench.cli.devices_cmd import devices_command
 from backupbench.devices.block import DeviceRefused, eligible, recheck_before_write
 from backupbench.devices.blockfacts import collect, probe_signatures
 from backupbench.devices.blockrules import named_refusals
-from host_support import Loop, LoopDevices, require_tools
+from host_support import Loop, LoopDevices, require_tools, sha256
 
 pytestmark = pytest.mark.real
 SIZE = 32 * units.MiB
@@ -57,14 +56,6 @@ def md_superblock_1_2(device_bytes: int, max_dev: int = 4) -> bytes:
 
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=120)
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def settle(device: str) -> None:

@@ -7,16 +7,14 @@ leaves nothing either."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from backupbench.results.document import phase_figures
-from host_support import write_recipe
+from host_support import start_cli, write_recipe
 
 pytestmark = [pytest.mark.real, pytest.mark.root]
 STATES = ("healthy", "degraded", "rebuilding", "rebuilt")
@@ -101,10 +99,8 @@ def test_ctrl_c_in_the_degraded_state_leaves_nothing(cli, tmp_path, loops):
     fault = f'{{ member_runtime = "1s", fail = 1, replace = "{spare}" }}'
     recipe = write_recipe(tmp_path, [d0, d1, spare], _layout([d0, d1], fault), workload)
     mount_root = tmp_path / "mnt"
-    env = {**os.environ, "BACKUPBENCH_RESULTS": str(cli.results)}
-    process = subprocess.Popen([sys.executable, "-m", "backupbench", "apply", str(recipe), "--yes", "--quiet",
-                                "--mount-root", str(mount_root)], env=env, cwd=tmp_path,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = start_cli(["apply", str(recipe), "--yes", "--quiet", "--mount-root", str(mount_root)], cwd=tmp_path,
+                        results=cli.results, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and process.poll() is None and not _degraded_under(mount_root):

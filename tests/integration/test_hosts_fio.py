@@ -19,7 +19,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from contextlib import closing
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from backupbench.engines import fio_bins, fio_client
-from backupbench.errors import EngineError
+from host_support import run_cli, start_cli, wait_for_fio_server
 from netns_support import Hosts
 
 ROOT = pytest.mark.root  # the namespace tests; the IPv6 loopback one runs as anyone
@@ -38,12 +37,6 @@ RUN_TIMEOUT_S = 180
 @pytest.fixture
 def servers(netns):
     return netns.with_fio(2)
-
-
-def _cli(args: list[str], results: Path, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
-    return subprocess.Popen([sys.executable, "-m", "backupbench", *args], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _read_run(out: str) -> dict:
@@ -75,9 +68,9 @@ def _wait_for_phase(results: Path, phase: str, host: str) -> None:
 def test_two_hosts_figures_per_host_and_their_sum(servers, tmp_path):
     target = tmp_path / "target"
     target.mkdir()
-    child = _cli(_run_args(servers, target, "2s"), tmp_path / "results", tmp_path)
-    out, err = child.communicate(timeout=RUN_TIMEOUT_S)
-    assert child.returncode == 0, err
+    done = run_cli(_run_args(servers, target, "2s"), results=tmp_path / "results", cwd=tmp_path, timeout=RUN_TIMEOUT_S)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err
     run = _read_run(out)
     hosts = set(servers.addresses.values())
     assert run["status"] == "complete" and run["settings"]["hosts"] == sorted(hosts)
@@ -117,15 +110,16 @@ def test_a_host_without_a_server_is_refused_by_name(servers, tmp_path):
     target.mkdir()
     args = _run_args(servers, target, "1s")
     args[2] = f"{servers.addresses[1]},{servers.addresses[2]}:{PORT + 1}"  # nothing listens there
-    child = _cli(args, tmp_path / "results", tmp_path)
-    out, err = child.communicate(timeout=RUN_TIMEOUT_S)
-    assert child.returncode == 3, err
+    done = run_cli(args, results=tmp_path / "results", cwd=tmp_path, timeout=RUN_TIMEOUT_S)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 3, err
     assert f"{servers.addresses[2]}:{PORT + 1} is not reachable" in err
     # With --json, the refusal is an error document (results/document.py), never a run.
     assert json.loads(out)["kind"] == "backupbench.error"
     assert list(target.iterdir()) == []
-    check = _cli(["hosts", "check", args[2], "--json"], tmp_path / "results", tmp_path)
-    out, err = check.communicate(timeout=RUN_TIMEOUT_S)
+    check = run_cli(["hosts", "check", args[2], "--json"], results=tmp_path / "results", cwd=tmp_path,
+                    timeout=RUN_TIMEOUT_S)
+    out, err = check.stdout, check.stderr
     rows = {row["host"]: row for row in json.loads(out)["hosts"]}
     assert check.returncode == 3 and f"not usable: {servers.addresses[2]}:{PORT + 1}" in err
     assert rows[servers.addresses[1]]["reachable"] and rows[servers.addresses[1]]["fio"] == "fio-3.33"
@@ -136,7 +130,7 @@ def test_a_host_without_a_server_is_refused_by_name(servers, tmp_path):
 def test_a_server_lost_mid_run_leaves_the_other_host_running(servers, tmp_path):
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
-    child = _cli(_run_args(servers, target, "8s"), results, tmp_path)
+    child = start_cli(_run_args(servers, target, "8s"), results=results, cwd=tmp_path)
     try:
         _wait_for_phase(results, "active-full", servers.addresses[2])
         time.sleep(2)  # into the phase's I/O, not its connecting
@@ -171,7 +165,7 @@ def test_a_host_lost_for_good_still_shows_what_the_others_measured(servers, tmp_
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
     args = [arg for arg in _run_args(servers, target, "8s") if as_json or arg != "--json"]
-    child = _cli(args, results, tmp_path)
+    child = start_cli(args, results=results, cwd=tmp_path)
     try:
         _wait_for_phase(results, "active-full", servers.addresses[2])
         time.sleep(2)  # into the phase's I/O, not its connecting
@@ -196,13 +190,13 @@ def test_a_host_lost_for_good_still_shows_what_the_others_measured(servers, tmp_
     else:
         assert "active-full" in said and "restore-random" in said and "MiB/s" in said
         assert f"host {lost} lost during active-full" in said and "left behind:" in said
-    shown = _cli(["show", "latest", "--json"], results, tmp_path)
-    stored, _ = shown.communicate(timeout=RUN_TIMEOUT_S)
+    shown = run_cli(["show", "latest", "--json"], results=results, cwd=tmp_path, timeout=RUN_TIMEOUT_S)
+    stored, _ = shown.stdout, shown.stderr
     assert json.loads(stored)["run"]["status"] == "complete"
     assert [p.name for p in target.iterdir()] == [f"backupbench-{json.loads(stored)['run']['id']}-{lost}-{PORT}.dat"]
     servers.start_fio(2)
-    cleanup = _cli(["cleanup"], results, tmp_path)
-    said, problems = cleanup.communicate(timeout=RUN_TIMEOUT_S)
+    cleanup = run_cli(["cleanup"], results=results, cwd=tmp_path, timeout=RUN_TIMEOUT_S)
+    said, problems = cleanup.stdout, cleanup.stderr
     assert cleanup.returncode == 0, said + problems
     assert list(target.iterdir()) == []
 
@@ -211,7 +205,7 @@ def test_a_host_lost_for_good_still_shows_what_the_others_measured(servers, tmp_
 def test_ctrl_c_stops_every_host_and_removes_every_file(servers, tmp_path):
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
-    child = _cli(_run_args(servers, target, "30s"), results, tmp_path)
+    child = start_cli(_run_args(servers, target, "30s"), results=results, cwd=tmp_path)
     try:
         _wait_for_phase(results, "active-full", servers.addresses[2])
         time.sleep(1)
@@ -273,7 +267,7 @@ def ipv6_servers():
             started[port] = subprocess.Popen(["fio", f"--server=ip6:::1,{port}"], stdin=subprocess.DEVNULL,
                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                              start_new_session=True)
-            _wait_until_it_answers(fio_client.Host("::1", port))
+            wait_for_fio_server(fio_client.Host("::1", port), f"fio server on [::1]:{port}")
         yield started
     finally:
         for server in started.values():
@@ -282,25 +276,15 @@ def ipv6_servers():
             server.wait(timeout=20)
 
 
-def _wait_until_it_answers(host: fio_client.Host) -> None:
-    for _ in range(50):  # bounded: up to ~10 s for the server to listen
-        try:
-            fio_client.probe(host, timeout_s=5)
-            return
-        except EngineError:
-            time.sleep(0.2)
-    raise AssertionError(f"fio server on {host.name} did not answer")
-
-
 def test_two_ipv6_hosts_on_loopback(ipv6_servers, tmp_path):
     target = tmp_path / "target"
     target.mkdir()
     names = [f"[::1]:{port}" for port in ipv6_servers]
     args = ["run", "--hosts", ",".join(names), str(target), "--operations", "active-full,restore-random",
             "--size", "32MiB", "--runtime", "2s", "--ramp", "0", "--json", "--quiet", "--no-monitor"]
-    child = _cli(args, tmp_path / "results", tmp_path)
-    out, err = child.communicate(timeout=RUN_TIMEOUT_S)
-    assert child.returncode == 0, err
+    done = run_cli(args, results=tmp_path / "results", cwd=tmp_path, timeout=RUN_TIMEOUT_S)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err
     run = _read_run(out)
     assert run["status"] == "complete" and run["settings"]["hosts"] == names
     assert {run["host"][f"fio@{name}"] for name in names} == {"fio-3.33"}
@@ -326,9 +310,10 @@ def test_repeat_two_on_two_hosts_keeps_each_samples_hosts_and_judges_them_over_t
     figure the median of its 2 samples, and the hosts' verdict drawn from both samples."""
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
-    child = _cli([*_run_args(servers, target, "1s"), "--repeat", "2"], results, tmp_path)
-    out, err = child.communicate(timeout=RUN_TIMEOUT_S)
-    assert child.returncode == 0, err
+    done = run_cli([*_run_args(servers, target, "1s"), "--repeat", "2"], results=results, cwd=tmp_path,
+                   timeout=RUN_TIMEOUT_S)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err
     document = json.loads(out)
     run = _read_run(out)
     hosts = set(servers.addresses.values())
@@ -352,17 +337,15 @@ def test_repeat_two_on_two_hosts_keeps_each_samples_hosts_and_judges_them_over_t
         assert detail["lost_hosts"] == {}
     assert _stored_samples(results / "results.db", run["run_id"]) == {
         ("active-full", 1), ("active-full", 2), ("restore-random", 1), ("restore-random", 2)}
-    shown = subprocess.run([sys.executable, "-m", "backupbench", "show", run["run_id"]], cwd=tmp_path,
-                           env={**os.environ, "BACKUPBENCH_RESULTS": str(results), "COLUMNS": "240"},
-                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    shown = run_cli(["show", run["run_id"]], cwd=tmp_path, results=results, env={"COLUMNS": "240"},
+                    timeout=RUN_TIMEOUT_S)
     assert shown.returncode == 0, shown.stderr
     flat = " ".join(shown.stdout.split())
     assert "each host: the median of its 2 samples, judged over all of them" in flat
     assert "two hosts cannot name an outlier" in flat and "on one sample" not in flat
     page = tmp_path / "report.html"
-    reported = subprocess.run([sys.executable, "-m", "backupbench", "report", run["run_id"], "--html", str(page)],
-                              cwd=tmp_path, env={**os.environ, "BACKUPBENCH_RESULTS": str(results)},
-                              capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    reported = run_cli(["report", run["run_id"], "--html", str(page)], cwd=tmp_path, results=results,
+                       timeout=RUN_TIMEOUT_S)
     assert reported.returncode == 0, reported.stderr
     # Each total's median beside its samples' 95% interval (a cell of its own in HTML; the
     # terminal may wrap it).

@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from backupbench.runner import host_monitor
+from host_support import CliResult, run_cli, start_cli
 from netns_support import Agent, Hosts, token_file
 
 pytestmark = pytest.mark.real
@@ -74,6 +73,7 @@ def _busy_disk(folder: Path, mib: int = 48) -> None:
 
 def _stored_run(results: Path, run_id: str, timeline_phase: tuple[str, dict, dict]) -> None:
     from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+    from backupbench.results.phase import HostAccount
     from backupbench.results.store import Store
 
     name, _, detail = timeline_phase
@@ -81,8 +81,9 @@ def _stored_run(results: Path, run_id: str, timeline_phase: tuple[str, dict, dic
     per_host = {host: {"effective_bw": (100 + 10 * i) * 2**20, "write_bw": (100 + 10 * i) * 2**20}
                 for i, host in enumerate(hosts)}
     figures = {k: sum(f[k] for f in per_host.values()) for k in ("effective_bw", "write_bw")}
-    op = OperationRecord(name, "write qd1", COMPLETE, figures=figures,
-                         detail={**detail, "hosts": per_host, "lost_hosts": {}})
+    rest = {key: value for key, value in detail.items() if key != host_monitor.DETAIL_KEY}
+    op = OperationRecord(name, "write qd1", COMPLETE, figures=figures, detail=rest,
+                         hosts=HostAccount([per_host], {}, detail[host_monitor.DETAIL_KEY]))
     run = RunRecord(run_id, "kb2014", ",".join(hosts) + ":/backup", {"hosts": hosts}, status=COMPLETE,
                     operations=[op])
     store = Store(results / "results.db")
@@ -158,10 +159,8 @@ def hosts(netns):
     return netns.with_fio(2)
 
 
-def _run(args: list[str], results: Path, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
-    return subprocess.run([sys.executable, "-m", "backupbench", *args], cwd=cwd, env=env, text=True,
-                          capture_output=True, timeout=RUN_TIMEOUT_S)
+def _run(args: list[str], results: Path, cwd: Path) -> CliResult:
+    return run_cli(args, cwd=cwd, results=results, timeout=RUN_TIMEOUT_S)
 
 
 def _run_args(made: Hosts, target: Path) -> list[str]:
@@ -170,7 +169,8 @@ def _run_args(made: Hosts, target: Path) -> list[str]:
 
 
 def _stored(results: Path) -> dict:
-    """The one run in `results`, as its folder's result.json holds it."""
+    """The one run in `results`, as its folder's result.json holds it (the record: a phase's hosts
+    and their timeline in its `hosts`, results/phase.py)."""
     (folder,) = (results / "runs").iterdir()
     return json.loads((folder / "result.json").read_text())
 
@@ -189,7 +189,7 @@ def test_run_hosts_with_agents_keeps_each_hosts_samples_and_reports_them(hosts, 
     assert sorted(k.removeprefix("backupbench@") for k in run["host"] if k.startswith("backupbench@")) == names
     folder = results / "runs" / run["run_id"]
     for op in run["operations"]:
-        timeline = op["detail"][host_monitor.DETAIL_KEY]
+        timeline = op["hosts"]["timeline"]
         assert sorted(timeline["hosts"]) == names and timeline["lost"] == {}
         assert timeline["to_wall"] - timeline["from_wall"] >= 3
         for where in timeline["hosts"].values():
@@ -243,7 +243,7 @@ def test_run_hosts_without_a_token_says_how_to_get_a_timeline(hosts, tmp_path):
     assert done.returncode == 0, done.stderr
     run = _stored(tmp_path / "results")
     assert host_monitor.NO_TIMELINE_NOTE in run["notes"]
-    assert all(host_monitor.DETAIL_KEY not in op["detail"] for op in run["operations"])
+    assert all(op["hosts"]["timeline"] is None for op in run["operations"])
 
 
 def test_an_agent_killed_mid_run_is_noted_and_the_run_completes(hosts, tmp_path):
@@ -252,12 +252,9 @@ def test_an_agent_killed_mid_run_is_noted_and_the_run_completes(hosts, tmp_path)
         hosts.start_agent(n, token)
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
-    env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
     args = _run_args(hosts, target)
     args[args.index("6s")] = "8s"
-    child = subprocess.Popen([sys.executable, "-m", "backupbench", *args, "--agent-token-file", str(token),
-                              *hosts.trust_args],
-                             cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = start_cli([*args, "--agent-token-file", str(token), *hosts.trust_args], cwd=tmp_path, results=results)
     try:
         for _ in range(600):  # bounded: 60 s, until the first phase's job files are written
             if list(results.rglob("active-full.*.fio")):
@@ -275,5 +272,5 @@ def test_an_agent_killed_mid_run_is_noted_and_the_run_completes(hosts, tmp_path)
     lost = hosts.addresses[2]
     assert run["status"] == "complete"
     assert any(note.startswith(f"host {lost}: no more samples from its agent") for note in run["notes"])
-    last = run["operations"][-1]["detail"][host_monitor.DETAIL_KEY]
+    last = run["operations"][-1]["hosts"]["timeline"]
     assert lost in last["lost"] and hosts.addresses[1] in last["hosts"]

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from host_support import CliResult, run_cli
 from lab_support import lab_missing
 
 pytestmark = [pytest.mark.real, pytest.mark.vm, pytest.mark.root]
@@ -25,14 +24,12 @@ def _needs_lab():
         pytest.skip(missing)
 
 
-def lab(tmp_path: Path, recipe_text: str, *extra: str, timeout: float = 900) -> tuple[subprocess.CompletedProcess, Path]:
+def lab(tmp_path: Path, recipe_text: str, *extra: str, timeout: float = 900) -> tuple[CliResult, Path]:
     recipe = tmp_path / "recipe.toml"
     recipe.write_text(recipe_text)
     results = tmp_path / "results"
-    done = subprocess.run(
-        [sys.executable, "-m", "backupbench", "lab", str(recipe), "--results", str(results),
-         "--work-dir", str(tmp_path), *extra],
-        capture_output=True, text=True, timeout=timeout)
+    done = run_cli(["lab", str(recipe), "--results", str(results), "--work-dir", str(tmp_path), *extra],
+                   timeout=timeout)
     return done, results
 
 

@@ -9,11 +9,12 @@ Needs root, the lab's host packages and the lab kernel's ZFS module (make test i
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
+from host_support import cli_argv
 from lab_support import commands_run as _commands_run, lab_missing, zfs_lab_vm
 
 from backupbench.lab.vm import LabVM
@@ -54,8 +55,7 @@ def _apply(vm: LabVM, name: str, layouts: str, timeout: float = 1200) -> tuple[d
     folder = vm.shared / name  # type: ignore[attr-defined]
     recipe = _recipe(folder, layouts)
     results = folder / "results"
-    done = vm.run([sys.executable, "-m", "backupbench", "apply", str(recipe), "--yes", "--results", str(results)],
-                  timeout=timeout)
+    done = vm.run(cli_argv("apply", str(recipe), "--yes", "--results", str(results)), timeout=timeout)
     assert done.returncode == 0, done.output[-5000:]
     with sqlite3.connect(results / "results.db") as db:
         [(run_id, status, error)] = db.execute("SELECT run_id, status, error FROM runs").fetchall()
@@ -71,7 +71,8 @@ def _leftovers(vm: LabVM) -> str:
 
 
 def _by_state(run: dict, layout: str) -> dict[str, dict]:
-    return {op["detail"].get("state"): op for op in run["operations"] if op["detail"].get("layout") == layout}
+    # result.json holds the record: the layout and state of a phase are its own keys (results/phase.py).
+    return {op["state"]: op for op in run["operations"] if op["layout"] == layout}
 
 
 def test_md_raid6_through_all_four_states_with_restore_random(vm):
@@ -83,7 +84,7 @@ def test_md_raid6_through_all_four_states_with_restore_random(vm):
     for state in STATES:
         op = ops[state]
         assert op["name"] == f"raid6/{state}/restore-random" and op["status"] == "complete"
-        assert op["figures"]["effective_bw"] > 0 and op["detail"]["monitor_csv"]
+        assert op["figures"]["effective_bw"] > 0 and op["monitor"]["csv"]
     rebuild = ops["rebuild"]["figures"]
     # md rebuilds the whole member (less its superblock's offset) onto vdf, at no more than the limit set.
     assert 0.85 * DISK_MIB * MiB < rebuild["rebuild_bytes"] <= DISK_MIB * MiB
@@ -135,7 +136,7 @@ def test_ctrl_c_mid_rebuild_tears_the_array_down_and_restores_the_limit(vm):
     recipe = _recipe(folder, layout)
     results = folder / "results"
     # Start the run, wait until the journal holds the rebuild, then send what Ctrl-C sends.
-    script = (f"{sys.executable} -m backupbench apply {recipe} --yes --results {results} & pid=$!\n"
+    script = (f"{shlex.join(cli_argv('apply', str(recipe), '--yes', '--results', str(results)))} & pid=$!\n"
               f"for i in $(seq 600); do grep -qs '\"rebuild /dev/md' {results}/journal/*.jsonl && break; sleep 0.5; done\n"
               "sleep 3; grep -A2 recovery /proc/mdstat; kill -INT $pid; wait $pid; echo exit=$?\n")
     done = vm.run(script, timeout=1200)

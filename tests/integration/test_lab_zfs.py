@@ -14,12 +14,11 @@ import csv
 import json
 import re
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import lab_support
+from host_support import cli_argv, run_cli
 from lab_support import commands_run as _commands_run, lab_missing
 
 from backupbench.errors import ToolMissingError
@@ -61,8 +60,7 @@ def _apply_in_guest(vm: LabVM, name: str, recipe_text: str, timeout: float = 900
     recipe = folder / "recipe.toml"
     recipe.write_text(recipe_text)
     results = folder / "results"
-    done = vm.run([sys.executable, "-m", "backupbench", "apply", str(recipe), "--yes", "--results", str(results)],
-                  timeout=timeout)
+    done = vm.run(cli_argv("apply", str(recipe), "--yes", "--results", str(results)), timeout=timeout)
     return done.output, results, done.returncode
 
 
@@ -82,7 +80,7 @@ def _run_of(results: Path) -> dict:
 
 def _monitor_columns(results: Path, run: dict, name: str) -> set[str]:
     [op] = [op for op in run["operations"] if op["name"] == name]
-    path = results / "runs" / run["run_id"] / op["detail"]["monitor_csv"]
+    path = results / "runs" / run["run_id"] / op["monitor"]["csv"][-1]
     with path.open() as handle:
         header = next(csv.reader(handle))
     return {column.split(":")[0] for column in header if ":" in column}
@@ -162,9 +160,8 @@ def test_field_note_d_end_to_end_with_small_object_counts(zfs_image, tmp_path):
     recipe = tmp_path / "field-note-d.toml"
     recipe.write_text(small)
     results = tmp_path / "results"
-    done = subprocess.run([sys.executable, "-m", "backupbench", "lab", str(recipe), "--disks", "6x1GiB",
-                           "--disk-rate", "50MiB/s", "--results", str(results), "--work-dir", str(tmp_path / "work")],
-                          capture_output=True, text=True, timeout=1800)
+    done = run_cli(["lab", str(recipe), "--disks", "6x1GiB", "--disk-rate", "50MiB/s", "--results", str(results),
+                    "--work-dir", str(tmp_path / "work")], timeout=1800)
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
     run = _run_of(results)
     names = {op["name"] for op in run["operations"]}

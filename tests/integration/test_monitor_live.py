@@ -5,10 +5,7 @@ or so (through click's test runner, and as a real process into a pipe). It reads
 from __future__ import annotations
 
 import csv
-import os
 import re
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -22,6 +19,7 @@ from backupbench.monitor import HostFiles, device_stack
 from backupbench.monitor.metrics import DISK_METRICS
 from backupbench.monitor.procfs import parse_diskstats
 from backupbench.monitor.sysfs import default_devices
+from host_support import run_cli
 
 pytestmark = pytest.mark.real
 
@@ -82,9 +80,8 @@ def test_count_stops_after_that_many_intervals_and_piped_output_is_plain(tmp_pat
 def test_monitor_into_a_pipe_prints_one_iostat_block_per_interval():
     """The real command, its stdout a pipe (as in `backupbench monitor --count 3 | cat`)."""
     device = a_real_device()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
-    done = subprocess.run([sys.executable, "-m", "backupbench", "monitor", "-d", device, "-i", "0.2", "--count", "3"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60, env=env)
+    done = run_cli(["monitor", "-d", device, "-i", "0.2", "--count", "3"], timeout=60,
+                   env={"PYTHONPATH": str(Path(__file__).parents[2] / "src")})
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout                                  # no cursor moves, no colours
     blocks = done.stdout.split("\n\n")

@@ -127,7 +127,7 @@ def test_report_makes_no_network_request(written_report, tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # A multi-host run (`run --hosts`, issue 15), stored by hand the way runner/hosts.py stores one:
-# each operation's figures the hosts' total, each host's own in detail["hosts"].
+# each operation's figures the hosts' total, each host's own in its HostAccount (results/phase.py).
 
 MiB = 2**20
 SLOW_RED = (0xC6 / 255, 0x28 / 255, 0x28 / 255)       # report/hosts.py: slow rows and bar edges
@@ -142,13 +142,14 @@ def _host(mib: float, p99_ms: float, way: str) -> dict[str, float]:
 
 def _host_op(name: str, pattern: str, way: str, hosts: dict[str, dict[str, float]], lost: dict[str, str]):
     from backupbench.results.model import COMPLETE, OperationRecord
+    from backupbench.results.phase import HostAccount
 
     figures = {k: sum(h[k] for h in hosts.values()) for k in ("effective_bw", f"{way}_bw", f"{way}_iops")}
     figures[f"{way}_p99_lat"] = max(h[f"{way}_p99_lat"] for h in hosts.values())
     figures["hosts_reporting"] = float(len(hosts))
     return OperationRecord(name, pattern, COMPLETE, "2026-11-24T00:00:00+00:00", "2026-11-24T00:00:30+00:00",
-                           figures, {"hosts": hosts, "lost_hosts": lost, "p99_total": "p99 of the total: worst host's"},
-                           {"hosts_reporting": "hosts"})
+                           figures, {"p99_total": "p99 of the total: worst host's"}, {"hosts_reporting": "hosts"},
+                           hosts=HostAccount([hosts], lost))
 
 
 @pytest.fixture
@@ -265,7 +266,7 @@ def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(pages, tmp_pa
     run = RunRecord("20261126T000000-0badc0df", "recipe", "lab", {"recipe": recipe.model_dump(mode="json")},
                     status=COMPLETE, started_at="2026-11-26T00:00:00+00:00", finished_at="2026-11-26T00:10:00+00:00")
     run.operations = [OperationRecord(name=f"draid2/{operation}", pattern="", status=COMPLETE,
-                                      figures={"effective_bw": mib * MiB}, detail={"layout": "draid2"})
+                                      figures={"effective_bw": mib * MiB}, layout="draid2")
                       for operation, mib in (("active-full", 1400), ("synthetic-full", 380))]
     path = pages.reported(run)
     dom = pages.dom(path.as_uri())
@@ -331,7 +332,7 @@ def _layouts_run():
         for phase, way in (("active-full", "write"), ("restore-random", "read")):
             run.operations.append(OperationRecord(
                 f"{layout}/{phase}", f"{way} qd1", COMPLETE, "2026-11-26T01:00:00+00:00", "2026-11-26T01:00:30+00:00",
-                {"effective_bw": speed * MiB, f"{way}_bw": speed * MiB, f"{way}_p99_lat": 2e6}, {"layout": layout}))
+                {"effective_bw": speed * MiB, f"{way}_bw": speed * MiB, f"{way}_p99_lat": 2e6}, layout=layout))
     return run
 
 

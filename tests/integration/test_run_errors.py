@@ -7,7 +7,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob
 from backupbench.errors import ProcessError
+from host_support import start_cli
 
 pytestmark = pytest.mark.real
 QUICK = ["--size", "32MiB", "--runtime", "1s", "--ramp", "0"]
@@ -147,11 +147,7 @@ def test_interrupt_stops_fio_removes_file_keeps_partial_run(tmp_path, sig):
     repo = tmp_path / "repo"
     repo.mkdir()
     results = tmp_path / "results"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "backupbench", "run", str(repo), "--size", "32MiB", "--runtime", "30s", "--quiet"],
-        env={**os.environ, "BACKUPBENCH_RESULTS": str(results)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli(["run", str(repo), "--size", "32MiB", "--runtime", "30s", "--quiet"], results=results)
     try:
         deadline = time.monotonic() + 60
         while not list(results.glob("runs/*/active-full.fio")):

@@ -13,12 +13,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from host_support import CliResult, run_cli
 from local_servers import black_hole, web_server
 from s3_fixtures import require_s3_tools
 
@@ -27,11 +25,10 @@ pytestmark = pytest.mark.real
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIAENDPOINTCHECK01", "AWS_SECRET_ACCESS_KEY": "endpoint-check-secret-0123456789"}
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, **KEYS, "HOME": str(tmp_path), "BACKUPBENCH_RESULTS": str(tmp_path / "results")}
-    return subprocess.run([sys.executable, "-m", "backupbench", "run", "--workload", "s3", "--bucket", "bucket-x",
-                           "--objects", "20", "--object-size", "4KiB", "--connect-timeout", "1s", *args],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+def _cli(tmp_path: Path, *args: str) -> CliResult:
+    return run_cli(["run", "--workload", "s3", "--bucket", "bucket-x", "--objects", "20", "--object-size", "4KiB",
+                    "--connect-timeout", "1s", *args], cwd=tmp_path, results=tmp_path / "results",
+                   env={**KEYS, "HOME": str(tmp_path)})
 
 
 def _no_run_stored(tmp_path: Path) -> bool:
@@ -39,7 +36,7 @@ def _no_run_stored(tmp_path: Path) -> bool:
     return not runs.exists() or not any(runs.iterdir())
 
 
-def _one_line(done: subprocess.CompletedProcess) -> str:
+def _one_line(done: CliResult) -> str:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     return lines[0]

@@ -12,15 +12,14 @@ FRAGMENT_CHARS-long piece of it is (pydantic, for one, cuts long values in the m
 from __future__ import annotations
 
 import gzip
-import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from host_support import CliResult, run_cli, start_cli
 from s3_fixtures import S3Admin, require_s3_tools
 
 pytestmark = pytest.mark.real
@@ -38,18 +37,18 @@ class Trail:
         self.results = tmp_path / "results"
         self.cwd = tmp_path
         # A home of the test's own: no profile of the machine's user is ever read.
-        self.env = {**os.environ, "HOME": str(self.home), "BACKUPBENCH_RESULTS": str(self.results),
-                    **(env or {})}
-        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-            if name not in (env or {}):
-                self.env.pop(name, None)
+        self.env = {"HOME": str(self.home), **(env or {})}
+        self.unset = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
         self.printed: list[tuple[str, str]] = []
 
-    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "backupbench", *args], cwd=self.cwd, env={**self.env, **(env or {})},
-                              capture_output=True, text=True, timeout=timeout)
+    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 300) -> CliResult:
+        done = run_cli(args, cwd=self.cwd, results=self.results, env={**self.env, **(env or {})}, unset=self.unset,
+                       timeout=timeout)
         self.printed.append((" ".join(args), done.stdout + done.stderr))
         return done
+
+    def start(self, *args: str) -> subprocess.Popen:
+        return start_cli(args, cwd=self.cwd, results=self.results, env=self.env, unset=self.unset)
 
     def stored(self) -> list[tuple[str, bytes]]:
         """Every file under the results folder, as bytes; gzip'd ones inflated as well."""
@@ -79,7 +78,7 @@ def _recipe(folder: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def _assert_refused_shown_hidden(done: subprocess.CompletedProcess, hidden: bool = True) -> None:
+def _assert_refused_shown_hidden(done: CliResult, hidden: bool = True) -> None:
     assert done.returncode == 2, done.stderr
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr.split("backupbench:")[-1]
     if hidden:
@@ -189,8 +188,7 @@ def test_a_killed_s3_run_and_its_cleanup_keep_the_keys_out_of_the_journal(tmp_pa
     trail = Trail(tmp_path, env={"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret})
     args = _s3_args(minio_single, "sec-killed", "--quiet")
     args = (*args[:args.index("--objects")], "--objects", "20000", *args[args.index("--objects") + 2:])
-    child = subprocess.Popen([sys.executable, "-m", "backupbench", *args, "--debug"], cwd=tmp_path, env=trail.env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = trail.start(*args, "--debug")
     try:
         for _ in range(600):  # bounded: 60 s until the PUT phase's loader is running
             if list(trail.results.glob("runs/*/put.events.jsonl")):

@@ -87,7 +87,7 @@ def _store_a_lab_run(results, run_id: str = "20261201T000000-abcd", scale: float
         for operation, mb_s in zip(("active-full", "synthetic-full", "restore-sequential", "restore-random"), speeds):
             store.save_operation(run.run_id, seq, OperationRecord(
                 name=f"{name}/{operation}", pattern="", status=COMPLETE, figures={"effective_bw": round(mb_s * scale) * MB_S},
-                detail={"layout": name}))
+                layout=name))
             seq += 1
     return run.run_id
 

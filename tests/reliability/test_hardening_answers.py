@@ -20,12 +20,12 @@ import json
 import os
 import random
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from host_support import CliResult, run_cli, start_cli
 from local_servers import black_hole, web_server
 from s3_fixtures import require_s3_tools
 
@@ -36,17 +36,13 @@ TINY_SMALLFILES = ("--workload", "smallfiles", "--files", "60", "--file-size", "
                    "--no-monitor", "--quiet")
 
 
-def _bb(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
-        ) -> subprocess.CompletedProcess:
-    full = {**os.environ, "BACKUPBENCH_RESULTS": str(cwd / "results"), "HOME": str(cwd), **(env or {})}
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
-        if name not in (env or {}):
-            full.pop(name, None)
-    return subprocess.run([sys.executable, "-m", "backupbench", *args], cwd=cwd, env=full, capture_output=True,
-                          text=True, timeout=timeout)
+def _bb(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> CliResult:
+    """In `cwd`, its results there too, without this machine's S3 credentials unless given."""
+    return run_cli(args, cwd=cwd, results=cwd / "results", env={"HOME": str(cwd), **(env or {})},
+                   unset=("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"), timeout=timeout)
 
 
-def _one_line_not_internal(done: subprocess.CompletedProcess) -> str:
+def _one_line_not_internal(done: CliResult) -> str:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode not in (0, 70) and len(lines) == 1, done.stderr
     assert "internal error" not in lines[0] and "Traceback" not in done.stderr
@@ -97,7 +93,7 @@ def test_secrets_of_every_shape_are_refused_and_shown_nowhere(tmp_path, secret):
 
 # ---- endpoints that are no S3 service -------------------------------------------------------
 
-def _s3_check(tmp_path: Path, endpoint: str, *extra: str) -> subprocess.CompletedProcess:
+def _s3_check(tmp_path: Path, endpoint: str, *extra: str) -> CliResult:
     keys = {"AWS_ACCESS_KEY_ID": "AKIARELIABILITY0001", "AWS_SECRET_ACCESS_KEY": "reliability-secret-000000"}
     return _bb(["run", "--workload", "s3", "--endpoint", endpoint, "--bucket", "bucket-x", "--objects", "10",
                 "--connect-timeout", "1s", "--create-bucket", *extra], tmp_path, env=keys)
@@ -219,10 +215,8 @@ def test_cleanup_racing_journals_that_close_never_reports_a_failure(tmp_path):
 def test_cleanup_during_real_runs_never_says_failed(tmp_path):
     target = tmp_path / "target"
     target.mkdir()
-    env = {**os.environ, "BACKUPBENCH_RESULTS": str(tmp_path / "results")}
-    runs = [subprocess.Popen([sys.executable, "-m", "backupbench", "run", str(target), *TINY_SMALLFILES],
-                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            for _ in range(3)]
+    runs = [start_cli(["run", str(target), *TINY_SMALLFILES], cwd=tmp_path, results=tmp_path / "results",
+                      stdout=subprocess.DEVNULL) for _ in range(3)]
     cleanups = []
     try:
         while any(run.poll() is None for run in runs):
@@ -251,11 +245,8 @@ def test_a_host_lost_for_good_and_the_cleanups_after(two_hosts, tmp_path):
     target, results = tmp_path / "target", tmp_path / "results"
     target.mkdir()
     lost, kept = two_hosts.addresses[2], two_hosts.addresses[1]
-    env = {**os.environ, "BACKUPBENCH_RESULTS": str(results)}
-    child = subprocess.Popen([sys.executable, "-m", "backupbench", "run", "--hosts", f"{kept},{lost}", str(target),
-                              "--operations", "active-full,restore-random", "--size", "32MiB", "--runtime", "6s",
-                              "--quiet", "--no-monitor"], cwd=tmp_path, env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = start_cli(["run", "--hosts", f"{kept},{lost}", str(target), "--operations", "active-full,restore-random",
+                       "--size", "32MiB", "--runtime", "6s", "--quiet", "--no-monitor"], cwd=tmp_path, results=results)
     try:
         for _ in range(600):  # bounded: 60 s until the lost host's first job file is written
             if list(results.rglob(f"active-full.{lost}-*.fio")):

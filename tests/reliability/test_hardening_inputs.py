@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import codecs
 import errno
-import hashlib
 import json
 import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from host_support import require_root_tool, require_tools
+from host_support import require_root_tool, require_tools, run_cli, sha256
 
 pytestmark = pytest.mark.real
 QUICK = ("--size", "8MiB", "--runtime", "0.5", "--ramp", "0", "--operations", "active-full", "--quiet")
@@ -31,10 +29,6 @@ def one_line(result) -> str:
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     return lines[0]
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_one_device_named_twice_is_refused_by_plan_and_apply_before_mkfs(cli, tmp_path, loop_device):
@@ -175,10 +169,9 @@ def test_another_users_folder_is_a_permission_problem(shared_folder):
     results = shared_folder / "results"
     results.mkdir(mode=0o777)
     results.chmod(0o777)
-    env = {**os.environ, "HOME": str(shared_folder), "BACKUPBENCH_RESULTS": str(results)}
-    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
-                           sys.executable, "-m", "backupbench", "run", str(target), *QUICK],
-                          cwd=shared_folder, env=env, capture_output=True, text=True, timeout=120)
+    done = run_cli(["run", str(target), *QUICK], cwd=shared_folder, results=results,
+                   env={"HOME": str(shared_folder)}, timeout=120,
+                   prefix=["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"])
     line = one_line(done)
     assert done.returncode == 3 and f"{target} is not writable by user {NOBODY} (permission denied)" in line
     assert "run as a user who can write there" in line

@@ -102,10 +102,9 @@ def test_sigkill_during_apply_then_cleanup_unmounts_wipes_and_removes_the_mount_
     """A layout on a loop device the test made: killed mid-workload, the mount, the filesystem,
     the test file and the run's folder of mount points stay; cleanup removes exactly those."""
     import subprocess
-    import sys
     import time
 
-    from host_support import require_tools
+    from host_support import require_tools, run_cli, start_cli
     require_tools("mkfs.ext4", "wipefs", "fio")
     device = loop_device("disk", 128 * 2**20).device
     root = tmp_path / "mnt"
@@ -115,9 +114,8 @@ def test_sigkill_during_apply_then_cleanup_unmounts_wipes_and_removes_the_mount_
         recipe.write_text(f'name = "killed"\ndevices = ["{device}"]\n[[layout]]\nname = "plain"\nkind = "filesystem"\n'
                           f'devices = ["{device}"]\nfilesystem = {{ type = "ext4" }}\n[[workload]]\nkind = "kb2014"\n'
                           'size = "32MiB"\nruntime = "20s"\noperations = ["active-full"]\n')
-        proc = subprocess.Popen([sys.executable, "-m", "backupbench", "apply", str(recipe), "--yes", "--quiet",
-                                 "--mount-root", str(root), "--results", str(results)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = start_cli(["apply", str(recipe), "--yes", "--quiet", "--mount-root", str(root), "--results", str(results)],
+                         stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while not list(results.glob("runs/*/plain/active-full.fio")):
             assert proc.poll() is None, proc.stderr.read()
@@ -128,16 +126,14 @@ def test_sigkill_during_apply_then_cleanup_unmounts_wipes_and_removes_the_mount_
         proc.wait(timeout=30)
         mounted = subprocess.run(["findmnt", "-n", "-S", device], capture_output=True, text=True).stdout
         assert str(root) in mounted  # what the crash left: this is what cleanup is for
-        cleanup = subprocess.run([sys.executable, "-m", "backupbench", "cleanup", "--results", str(results)],
-                                 capture_output=True, text=True, timeout=300)
+        cleanup = run_cli(["cleanup", "--results", str(results)])
         assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
         assert "stored as interrupted" in cleanup.stdout
         assert subprocess.run(["findmnt", "-n", "-S", device], capture_output=True).returncode != 0
         assert subprocess.run(["blkid", "-p", device], capture_output=True).returncode == 2  # wiped
         assert list(root.iterdir()) == []  # mount point and the run's folder removed
         assert not list((results / "journal").glob("*.open.jsonl"))
-        history = subprocess.run([sys.executable, "-m", "backupbench", "history", "--json", "--results", str(results)],
-                                 capture_output=True, text=True)
+        history = run_cli(["history", "--json", "--results", str(results)])
         assert '"status": "interrupted"' in history.stdout
     finally:
         subprocess.run(["umount", "-R", str(root)], capture_output=True)

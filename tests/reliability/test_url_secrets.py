@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from host_support import CliResult, run_cli
 
 pytestmark = pytest.mark.real
 
@@ -70,18 +69,16 @@ def _pieces(secret: str) -> set[str]:
     return {secret[i:i + FRAGMENT_CHARS] for i in range(len(secret) - FRAGMENT_CHARS + 1)}
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HOME": str(tmp_path), "BACKUPBENCH_RESULTS": str(tmp_path / "results")}
-    return subprocess.run([sys.executable, "-m", "backupbench", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+def _run(tmp_path: Path, *args: str) -> CliResult:
+    return run_cli(args, cwd=tmp_path, results=tmp_path / "results", env={"HOME": str(tmp_path)}, timeout=120)
 
 
-def _in_process(capsys, *args: str) -> subprocess.CompletedProcess:
+def _in_process(capsys, *args: str) -> CliResult:
     from backupbench.cli.app import main
 
     code = main(list(args))
     out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, out, err)
+    return CliResult(code, out, err)
 
 
 def _recipe(tmp_path: Path, n: int, endpoint: str) -> str:
@@ -111,7 +108,7 @@ def _commands(tmp_path: Path, endpoints: list[str], agents: list[str], few: bool
     return found
 
 
-def _assert_refused_without_the_secret(command: tuple[str, ...], done: subprocess.CompletedProcess) -> None:
+def _assert_refused_without_the_secret(command: tuple[str, ...], done: CliResult) -> None:
     where = f"{command[:2]} {'--json' if '--json' in command else ''}"
     assert done.returncode in (2, 3), (where, done.stderr)  # input error, or refused
     assert "internal error" not in done.stderr, (where, done.stderr)

@@ -19,11 +19,12 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from host_support import run_cli, start_cli
 
 EXIT_INTERRUPTED = 130
 # A killed backupbench's children get SIGKILL from the kernel at once; this is only the
@@ -154,12 +155,10 @@ def run_trial(workload: Workload, sig: signal.Signals, delay: float, folder: Pat
     target = folder / "target"
     results = folder / "results"
     target.mkdir()
-    argv = [sys.executable, "-m", "backupbench", "run"]
-    argv += [str(target)] if workload.needs_target else []
-    argv += [*workload.args, *(("--bucket", bucket) if bucket else ()), "--quiet", "--results", str(results)]
-    full_env = {**os.environ, **(env or {})}
-    proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, cwd=folder)
+    args = ["run", *([str(target)] if workload.needs_target else []), *workload.args,
+            *(("--bucket", bucket) if bucket else ()), "--quiet", "--results", str(results)]
+    # A session of its own: a SIGINT goes to its whole group, as a terminal's Ctrl-C does.
+    proc = start_cli(args, env=env, start_new_session=True, cwd=folder)
     handlers_s = wait_for_handlers(proc) if after_handlers else None
     time.sleep(delay)
     outcome = Outcome(workload.name, sig.name, delay, None, None, handlers_s=handlers_s)
@@ -180,8 +179,7 @@ def run_trial(workload: Workload, sig: signal.Signals, delay: float, folder: Pat
         while _live_processes_naming(str(folder), mine) and time.monotonic() < deadline:
             time.sleep(0.05)
         outcome.orphans = _live_processes_naming(str(folder), mine)
-        cleanup = subprocess.run([sys.executable, "-m", "backupbench", "cleanup", "--results", str(results)],
-                                 env=full_env, capture_output=True, text=True, timeout=300)
+        cleanup = run_cli(["cleanup", "--results", str(results)], env=env)
         if cleanup.returncode != 0:
             outcome.stderr_tail += f"\ncleanup exit {cleanup.returncode}: {cleanup.stdout[-300:]}{cleanup.stderr[-300:]}"
     else:
@@ -202,10 +200,10 @@ def uninterrupted_seconds(workload: Workload, folder: Path, env: dict[str, str] 
     """How long the workload runs when nobody stops it (the window signals are sent in)."""
     target = folder / "target"
     target.mkdir(parents=True)
-    argv = [sys.executable, "-m", "backupbench", "run", *([str(target)] if workload.needs_target else []),
-            *workload.args, *(("--bucket", bucket) if bucket else ()), "--quiet", "--results", str(folder / "results")]
+    args = ["run", *([str(target)] if workload.needs_target else []), *workload.args,
+            *(("--bucket", bucket) if bucket else ()), "--quiet", "--results", str(folder / "results")]
     started = time.monotonic()
-    done = subprocess.run(argv, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
+    done = run_cli(args, env=env, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(f"the uninterrupted {workload.name} run failed: {done.stderr[-500:]}")
     return time.monotonic() - started

@@ -24,7 +24,8 @@ TOKEN = b"0123456789abcdef0123456789abcdef"
 
 
 def head(request_line: str = "POST /v1 HTTP/1.1", **headers: str) -> bytes:
-    fields = {"Authorization": f"Bearer {TOKEN.decode()}", "Content-Length": "2",
+    # Host, as every HTTP/1.1 client sends it: h11 refuses a 1.1 request without one (RFC 9112, 3.2).
+    fields = {"Host": "agent", "Authorization": f"Bearer {TOKEN.decode()}", "Content-Length": "2",
               **{name.replace("_", "-"): value for name, value in headers.items()}}
     lines = [request_line, *(f"{name}: {value}" for name, value in fields.items() if value is not None)]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
@@ -67,9 +68,36 @@ def test_a_length_over_the_bound_is_too_large_however_many_digits(length):
 
 
 @pytest.mark.parametrize("length, read", [("0", 0), ("0000000000002", 2), (" 2", 2), ("2\t", 2),
-                                          ("0" * 40 + str(MAX_BODY_BYTES), MAX_BODY_BYTES)])
+                                          ("0" * 13 + str(MAX_BODY_BYTES), MAX_BODY_BYTES)])
 def test_a_length_in_range_is_read_whatever_its_leading_zeros(length, read):
     assert screen(head(Content_Length=length), TOKEN) == read
+
+
+# h11 reads at most 20 digits as a Content-Length: more is 400 unless the number is too large (413).
+def test_a_length_in_range_past_20_digits_is_no_length_to_h11():
+    assert status_of(head(Content_Length="0" * 40 + str(MAX_BODY_BYTES))) == 400
+    assert status_of(head(Content_Length="0" * 40 + str(MAX_BODY_BYTES + 1))) == 413
+
+
+# ---- what h11 refuses once the token has passed ----------------------------------------------------
+
+@pytest.mark.parametrize("data", [
+    head(Host=None),                                                       # HTTP/1.1 without Host
+    head(Transfer_Encoding="gzip"), head(Transfer_Encoding="chunked", Content_Length=None),
+    head().replace(b"Host: agent", b"Host: a\x00b"),                      # NUL in a value
+    head().replace(b"\r\nHost", b"\r\nX: 1\nHost"),                       # a bare LF inside the head
+    head().replace(b"\r\nHost", b"\r\nX: 1\nAuthorization: Bearer x\r\nHost"),  # a field behind one
+    head().replace(b"\r\nHost: agent", b"\r\nX: 1\n\nContent-Length: 9"),  # a head ended early by a bare LF
+    head().replace(b"Content-Length: 2", b"Content-Length: 2, 3"),
+    head().replace(b"\r\n\r\n", b"\r\nX Y: 1\r\n\r\n"),                       # a space in a field name
+])
+def test_what_h11_refuses_is_400(data):
+    assert status_of(data) == 400
+
+
+def test_h11_must_read_the_token_alone_too():
+    folded = head().replace(TOKEN + b"\r\n", TOKEN + b"\r\n more\r\n")   # h11 unfolds it: `Bearer TOKEN more`
+    assert status_of(folded) == 401
 
 
 # ---- the token: `Bearer`, one space, the token, byte for byte ----------------------------------

@@ -74,6 +74,19 @@ def test_no_value_is_coerced():
     assert refused({**SMALL, "files": 0}).startswith("files:")
 
 
+def test_the_content_keys_are_held_to_content_options_bounds_and_rules():
+    """What a run's options refuse (workloads/content_options.py), an agent refuses too, in one
+    line naming the key; what every controller sends (its content's byte beside any kind) passes."""
+    assert refused({**SMALL, "data": "compressible", "compress": 100}).startswith("compress:")
+    assert refused({**S3, "data": "compressible", "dedupe": -1}).startswith("dedupe:")
+    assert refused({**SMALL, "compress": 30}).startswith("data:")  # compress does not apply to a pattern
+    assert "compressible" in refused({**S3, "data": "incompressible", "dedupe": 10})
+    assert refused({**SMALL, "pattern": 256}).startswith("pattern:")
+    sent = parse({**S3, "data": "compressible", "compress": 50, "dedupe": 10, "pattern": 0xAA})
+    assert (sent.content().kind, sent.content().compress, sent.content().dedupe) == ("compressible", 50, 10)
+    assert parse({**S3, "data": "incompressible", "pattern": 0x55}).content().kind == "incompressible"
+
+
 def test_an_s3_run_carries_the_seed_of_its_objects():
     """The controller sends each agent a seed of its own (workloads/s3_phase.py); none is assumed."""
     assert parse(S3).seed == 7 and parse({**S3, "seed": 2**63 - 1}).seed == 2**63 - 1

@@ -4,11 +4,9 @@ and otherwise (a file, a pipe, CI logs) wide enough for whole tables."""
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 
 from backupbench.cli.common import piped_width
+from host_support import run_cli
 
 CAPACITY = ["size", "capacity", "--disks", "45", "--disk-size", "6TB", "--layout", "draid2", "--draid-data", "3",
             "--draid-spares", "2"]
@@ -39,11 +37,8 @@ def test_piped_output_is_wide_unless_columns_names_a_width(monkeypatch):
 
 
 def _widest_table_line(columns: str | None) -> int:
-    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
-    if columns is not None:
-        env["COLUMNS"] = columns
-    done = subprocess.run([sys.executable, "-m", "backupbench", *CAPACITY],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = run_cli(CAPACITY, env={"COLUMNS": columns} if columns is not None else None, unset=("COLUMNS",),
+                   timeout=120)
     assert done.returncode == 0, done.stderr
     return max(len(line) for line in done.stdout.splitlines() if line[:1] in "┏┃┡│└")
 

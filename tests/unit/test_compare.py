@@ -33,7 +33,7 @@ ONE_SAMPLE = "on one sample (each side): noise unknown, measure with --repeat 3"
 
 
 def op(name: str, mib: float, util: float | None = None, p99_ms: float | None = None, repeated: bool = False,
-       **detail) -> OperationRecord:
+       layout: str = "") -> OperationRecord:
     """A phase at `mib` MiB/s; repeated: measured 3 times, 1% apart (the median `mib`)."""
     figures = {"effective_bw": mib * MiB, "read_bw": mib * MiB}
     if util is not None:
@@ -41,7 +41,7 @@ def op(name: str, mib: float, util: float | None = None, p99_ms: float | None = 
     if p99_ms is not None:
         figures["read_p99_lat"] = p99_ms * 1e6
     samples = [{**figures, "effective_bw": mib * MiB * f, "read_bw": mib * MiB * f} for f in (0.99, 1.0, 1.01)]
-    return OperationRecord(name, "randread qd1", COMPLETE, figures=figures, detail=detail,
+    return OperationRecord(name, "randread qd1", COMPLETE, figures=figures, layout=layout,
                            samples=samples if repeated else [])
 
 

@@ -14,6 +14,7 @@ pytest.importorskip("matplotlib", reason="the HTML report's charts need matplotl
 from backupbench.report import compare_html, html  # noqa: E402
 from backupbench.results.location import run_folder  # noqa: E402
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord  # noqa: E402
+from backupbench.results.phase import MonitorAccount
 
 MiB = 2**20
 CSV_HEADER = "timestamp,elapsed_s,%iowait,sdb:rMB/s,sdb:wMB/s,sdb:%util,sdc:rMB/s,sdc:wMB/s,sdc:%util"
@@ -28,10 +29,10 @@ def layout_run(run_id: str, label: str, restore: float, util: float, p99_ms: flo
     run.operations = [
         OperationRecord("active-full", "write qd1", COMPLETE, figures={
             "effective_bw": 300 * MiB, "write_bw": 300 * MiB, "write_p99_lat": 2e6, "members_util": 50.0},
-            detail={"monitor_csv": "active-full.monitor.csv"}),
+            monitor=MonitorAccount(csv=["active-full.monitor.csv"])),
         OperationRecord("restore-random", "randread qd1", COMPLETE, figures={
             "effective_bw": restore * MiB, "read_bw": restore * MiB, "read_p99_lat": p99_ms * 1e6,
-            "members_util": util}, detail={"monitor_csv": "restore-random.monitor.csv"}),
+            "members_util": util}, monitor=MonitorAccount(csv=["restore-random.monitor.csv"])),
     ]
     for op in run.operations if repeated else []:
         op.samples = [{name: value * f for name, value in op.figures.items()} for f in (0.99, 1.0, 1.01)]
@@ -44,7 +45,7 @@ def write_samples(results: Path, run: RunRecord) -> None:
     for op in run.operations:
         rows = [CSV_HEADER] + [f"2026-11-24T00:00:0{i},{i}.0,5.0,100.0,0.0,{op.figures['members_util']},100.0,0.0,"
                                f"{op.figures['members_util']}" for i in range(1, 7)]
-        (folder / op.detail["monitor_csv"]).write_text("\n".join(rows) + "\n")
+        (folder / op.monitor_csv).write_text("\n".join(rows) + "\n")
 
 
 def cells_of_row(page: str, name: str, table_title: str) -> list[str]:

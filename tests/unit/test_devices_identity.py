@@ -5,9 +5,6 @@ output, and one real run on a loop device the test makes."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,7 @@ from backupbench.devices.blockfacts import BlockFacts
 from backupbench.devices.probe_parse import parse_lsblk_json
 from backupbench.report.devices import devices_table, row_json
 
-from host_support import require_tools
+from host_support import require_tools, run_cli
 from blockdev_support import small_machine
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "devices"
@@ -124,9 +121,7 @@ def test_devices_on_a_real_loop_device(loop_device):
     """The real command, lsblk and all, on a 48 MiB loop device on the test's own file."""
     require_tools("lsblk", "wipefs")
     loop = loop_device("identity", 48 * 2**20)
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    argv = [sys.executable, "-m", "backupbench", "devices"]
-    done = subprocess.run([*argv, "--json", loop.device], capture_output=True, text=True, timeout=120, env=env)
+    done = run_cli(["devices", "--json", loop.device], env={"PYTHONPATH": str(SRC)}, timeout=120)
     assert done.returncode in (0, 3), done.stderr
     (row,) = json.loads(done.stdout)["devices"]
     rotational = Path(f"/sys/block/{loop.name}/queue/rotational").read_text().strip() == "1"
@@ -134,7 +129,7 @@ def test_devices_on_a_real_loop_device(loop_device):
     assert row["lsblk"] == {"size_bytes": 48 * 2**20, "rotational": rotational, "model": None, "serial": None,
                             "transport": None}
     assert row["facts"]["size_bytes"] == 48 * 2**20 and row["facts"]["type"] == "loop"
-    table = subprocess.run([*argv, loop.device], capture_output=True, text=True, timeout=120, env=env)
+    table = run_cli(["devices", loop.device], env={"PYTHONPATH": str(SRC)}, timeout=120)
     assert table.returncode in (0, 3), table.stderr
     assert all(h in table.stdout for h in ("ROTA", "TRAN", "Model", "Serial"))
     line = next(line for line in table.stdout.splitlines() if loop.device in line)

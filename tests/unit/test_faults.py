@@ -363,15 +363,16 @@ def _fault_run():
     def op(state, bw, **figures):
         record = OperationRecord(name=f"raid6/{state}/restore-random", pattern="randread qd1", status=COMPLETE,
                                  figures={"effective_bw": bw * 2**20, **figures})
-        record.detail.update({"layout": "raid6", "state": state})
+        record.layout, record.state = "raid6", state
         return record
 
     member = OperationRecord(name="raid6/member", pattern="read", status=COMPLETE,
                              figures={"read_bw": 50 * 2**20, "write_bw": 40 * 2**20, "member_bytes": 2**30})
-    member.detail.update({"layout": "raid6", "state": "member"})
+    member.layout, member.state = "raid6", "member"
     rebuild = OperationRecord(name="raid6/rebuild", pattern="rebuild onto /dev/vdf", status=COMPLETE,
                               figures={"rebuild_seconds": 100.0, "rebuild_bytes": 2**30})
-    rebuild.detail.update({"layout": "raid6", "state": "rebuild", "failed": ["/dev/vdc"], "target": "/dev/vdf",
+    rebuild.layout, rebuild.state = "raid6", "rebuild"
+    rebuild.detail.update({"failed": ["/dev/vdc"], "target": "/dev/vdf",
                            "rebuilds": True, "rebuild_load": "once", "rebuild_csv": "raid6/rebuild.csv"})
     layout = {"name": "raid6", "kind": "mdraid", "level": 6, "chunk": 65536, "devices": DISKS[:5],
               "fault": {"speed_limit_max": 20 * 2**20}}
@@ -405,7 +406,7 @@ def test_a_figure_below_its_model_says_how_hard_the_members_worked():
     # The lab's RAIDZ2 restore-sequential (issue 25): the members read 9-16 MiB/s of their
     # 50 MiB/s while the guest's CPU was busy; a disk-bound figure says so instead.
     run = _fault_run()
-    healthy = next(op for op in run.operations if op.detail.get("state") == "healthy")
+    healthy = next(op for op in run.operations if op.state == "healthy")
     healthy.figures.update({"effective_bw": 100 * 2**20, "members_rMB_s": 12.0, "members_util": 27.0,
                             "mon.cpu_user.avg": 18.7, "mon.cpu_system.avg": 45.4, "mon.cpu_steal.avg": 0.0})
 
@@ -442,7 +443,7 @@ def test_a_write_below_its_model_is_set_against_the_members_write_speed():
     # active-full: 3 data members x 40 MiB/s write = 120 MiB/s by the model; 30 measured.
     write = OperationRecord(name="raid6/healthy/active-full", pattern="write qd1", status=COMPLETE,
                             figures={"effective_bw": 30 * 2**20, "members_wMB_s": 15.0, "members_rMB_s": 40.0})
-    write.detail.update({"layout": "raid6", "state": "healthy"})
+    write.layout, write.state = "raid6", "healthy"
     run.operations.insert(1, write)
     [report] = fault_reports(run)
     [said] = [w for w in report.model_warnings() if "active-full" in w]
@@ -474,7 +475,7 @@ def test_fault_report_models_active_full_from_the_member_write():
     run = _fault_run()
     write = OperationRecord(name="raid6/healthy/active-full", pattern="write qd1", status=COMPLETE,
                             figures={"effective_bw": 90 * 2**20})
-    write.detail.update({"layout": "raid6", "state": "healthy"})
+    write.layout, write.state = "raid6", "healthy"
     run.operations.insert(1, write)
     [report] = fault_reports(run)
     row = next(r for r in report.rows if r.operation == "active-full")
@@ -534,25 +535,57 @@ def test_plan_shows_what_the_fault_runs_between_the_states():
                                                                           "/dev/vdg"]]
 
 
-def test_the_member_is_measured_for_member_runtime_read_only_first_and_written_only_after_a_recheck(monkeypatch):
-    from backupbench import process
+def test_the_member_is_measured_for_member_runtime_read_only_first_and_written_only_after_a_recheck(tmp_path):
+    from backupbench.engines import fio_json
+    from backupbench.engines.fio import FioRun
     from backupbench.runner import faulted
 
-    fio_json = (Path(__file__).parents[1] / "fixtures" / "fio").glob("*.json")
-    sample = next(p for p in sorted(fio_json) if '"jobs"' in p.read_text() and "client_stats" not in p.read_text())
+    fixture = (Path(__file__).parents[1] / "fixtures" / "fio").glob("*.json")
+    sample = next(p for p in sorted(fixture) if '"jobs"' in p.read_text() and "client_stats" not in p.read_text())
     events: list[tuple] = []
 
-    def run(argv, timeout, **_kwargs):
-        events.append(("fio", next(a for a in argv if a.startswith("--rw=")),
-                       next(a for a in argv if a.startswith("--runtime=")), "--readonly" in argv, timeout))
-        return process.Result(list(argv), 0, sample.read_text(), "")
-    monkeypatch.setattr(process, "run", run)
-    for fault, runtime, seconds in (({"fail": "/dev/vdc"}, "--runtime=5000ms", 5.0),
-                                    ({"fail": "/dev/vdc", "member_runtime": "1.5s"}, "--runtime=1500ms", 1.5)):
+    class Engine:
+        """engines/fio.FioEngine as faulted.member_baseline uses it: each job recorded, one summary."""
+
+        def run(self, job, out_dir, progress=None, timeout_s=None):
+            options = dict(job.options())
+            events.append(("fio", options["rw"], options["runtime"], job.readonly, timeout_s))
+            assert "size" not in options and options["filename"] == "/dev/vdc" and out_dir == tmp_path / "raid6"
+            return FioRun(job, fio_json.parse_text(sample.read_text()), out_dir / f"{job.name}.fio",
+                          out_dir / f"{job.name}.json", [], 0.0)
+
+    for fault, runtime, seconds in (({"fail": "/dev/vdc"}, "5s", 5.0),
+                                    ({"fail": "/dev/vdc", "member_runtime": "1.5s"}, "1500ms", 1.5)):
         events.clear()
         layout = plan_layouts(_recipe({**RAID6, "fault": fault}), RUN_ID)[0]
-        record = faulted.member_baseline(layout, lambda devices: events.append(("recheck", devices)))
-        assert events == [("fio", "--rw=read", runtime, True, 120 + seconds), ("recheck", ("/dev/vdc",)),
-                          ("fio", "--rw=write", runtime, False, 120 + seconds)]
+        record = faulted.member_baseline(layout, lambda devices: events.append(("recheck", devices)),
+                                         tmp_path / "raid6", engine=Engine())
+        assert events == [("fio", "read", runtime, True, 120 + seconds), ("recheck", ("/dev/vdc",)),
+                          ("fio", "write", runtime, False, 120 + seconds)]
         assert record.detail["device"] == "/dev/vdc" and record.status == "complete"
     assert "member_runtime" in _refusal({**RAID6, "fault": {"fail": 1, "member_runtime": "0.5s"}})
+
+
+def test_the_fill_file_is_journalled_then_written_once_and_synced_through_the_fio_engine(tmp_path):
+    from backupbench.runner import fill
+    from backupbench.units import MiB
+
+    class Journal:
+        def __init__(self):
+            self.entries = []
+
+        def will_create(self, artefact):
+            self.entries.append(artefact)
+
+    class Engine:
+        def run(self, job, out_dir, progress=None, timeout_s=None):
+            self.job, self.out_dir = job, out_dir
+
+    journal, engine = Journal(), Engine()
+    fill.fill_file(tmp_path, 96 * MiB, RUN_ID, journal, tmp_path / "raid6" / "fill", engine)
+    [entry] = journal.entries
+    assert entry["path"] == str(tmp_path / fill.FILL_FILE.of(RUN_ID)) and entry["tag"] == RUN_ID
+    options = dict(engine.job.options())
+    assert (options["rw"], options["size"], options["ioengine"], options["direct"], options["end_fsync"]) == (
+        "write", "96m", "psync", "0", "1")
+    assert "buffer_compress_percentage" not in options and engine.out_dir.is_dir()

@@ -267,7 +267,7 @@ def test_each_host_gets_its_own_test_file_and_a_bounded_phase():
     from backupbench.runner import hosts
     from backupbench.workloads import kb2014
 
-    names = {hosts.test_file(PurePosixPath("/srv"), "r1", h).name for h in (*TWO, Host("fd00::5"))}
+    names = {fio_client.remote_test_file(PurePosixPath("/srv"), "r1", h).name for h in (*TWO, Host("fd00::5"))}
     assert names == {"backupbench-r1-127.0.0.1-18765.dat", "backupbench-r1-127.0.0.2-18765.dat",
                      "backupbench-r1-fd00__5-8765.dat"}
     options = kb2014.Kb2014Options(size=32 * 2**20, runtime=2.0, operations=("active-full", "restore-random"))

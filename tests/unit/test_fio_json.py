@@ -145,3 +145,13 @@ def test_a_group_reported_entry_ran_its_directions_runtime_not_the_sum_of_its_jo
     # An entry whose directions carry no runtime still has job_runtime.
     job["write"]["runtime"] = 0
     assert fio_json.parse(raw).runtime_ms == 42095
+
+
+def test_a_value_fio_could_not_compute_is_read_not_refused(fixtures):
+    """fio 3.33 writes C's -nan (not JSON) for a steady-state slope over one sample: recorded
+    from a real run with a 1 s window, which the options now refuse (test_kb2014)."""
+    text = (fixtures / "fio" / "steadystate-nan.json").read_text()
+    assert ": -nan," in text
+    summary = fio_json.parse_text(text)
+    assert summary.write.bw_bytes > 0
+    assert summary.steady_state is not None and summary.steady_state.measured == "-nan%"

@@ -1,6 +1,6 @@
 """Reports of multi-host runs (issue 15): per-host figures against the hosts' median, slow and
 lost hosts, in the terminal and the HTML page. Runs are made here, shaped as runner/hosts.py
-stores them (figures = the hosts' total, detail["hosts"] = each host's figures)."""
+stores them (figures = the hosts' total, the HostAccount each host's figures)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from backupbench.analysis.hosts import host_breakdown, lost_hosts, slow_hosts
 from backupbench.report.hosts import caption, hosts_renderables, judgement_notes, slow_notes
 from backupbench.report.terminal import run_report
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+from backupbench.results.phase import HostAccount
 
 MiB = 2**20
 P99_NOTE = "p99 latency of the total is the worst host's: fio's client mode gives no histograms to merge"
@@ -34,7 +35,7 @@ def host_op(name: str, hosts: dict[str, dict[str, float]], lost: dict[str, str] 
                   for name in ("read_p99_lat", "write_p99_lat")})
     total["hosts_reporting"] = float(len(hosts))
     return OperationRecord(name=name, pattern=pattern, status=COMPLETE, figures=total,
-                           detail={"hosts": hosts, "lost_hosts": lost or {}, "p99_total": P99_NOTE})
+                           hosts=HostAccount([hosts], lost or {}), detail={"p99_total": P99_NOTE})
 
 
 def multi_host_run() -> RunRecord:
@@ -107,7 +108,7 @@ def test_s3_agents_shape_is_read_the_same_way():
               for i, (bw, p99) in enumerate([(300, 20), (310, 22), (200, 80)], 1)}
     op = OperationRecord("put", "PUT 4MiB", COMPLETE,
                          figures={"effective_bw": 810 * MiB, "objects_per_s": 202.5, "lat_p99_ns": 70e6},
-                         detail={"hosts": agents})
+                         hosts=HostAccount([agents]))
     (found,) = host_breakdown(RunRecord("r", "s3", "bucket", {}, operations=[op]))
     assert found.figure == "effective_bw" and found.median == 300 * MiB
     assert [(r.host, r.p99_ns) for r in found.slow] == [("agent-3", 80e6)]
@@ -116,7 +117,7 @@ def test_s3_agents_shape_is_read_the_same_way():
 
 def test_phase_without_bytes_is_judged_by_its_request_rate():
     agents = {"a": {"objects_per_s": 1000.0}, "b": {"objects_per_s": 500.0}, "c": {"objects_per_s": 990.0}}
-    op = OperationRecord("delete", "DELETE", COMPLETE, figures={"objects_per_s": 2490.0}, detail={"hosts": agents})
+    op = OperationRecord("delete", "DELETE", COMPLETE, figures={"objects_per_s": 2490.0}, hosts=HostAccount([agents]))
     (found,) = host_breakdown(RunRecord("r", "s3", "bucket", {}, operations=[op]))
     assert found.figure == "objects_per_s" and [r.host for r in found.slow] == ["b"]
 
@@ -125,7 +126,7 @@ def test_a_real_delete_from_two_agents_is_judged_by_its_request_rate_not_its_zer
     # As agents store a DELETE: effective_bw 0.0 on every host (it moves no bytes), not absent.
     agents = {"a": {"effective_bw": 0.0, "objects_per_s": 800.0}, "b": {"effective_bw": 0.0, "objects_per_s": 400.0}}
     op = OperationRecord("delete", "DELETE", COMPLETE, figures={"effective_bw": 0.0, "objects_per_s": 1200.0},
-                         detail={"hosts": agents})
+                         hosts=HostAccount([agents]))
     (found,) = host_breakdown(RunRecord("r", "s3", "bucket", {}, operations=[op]))
     assert found.figure == "objects_per_s" and found.median == 600.0
     assert found.note.startswith("delete: two hosts cannot name an outlier (b against a")
@@ -158,7 +159,7 @@ def test_host_lost_in_every_operation_gives_no_median():
 
 def test_note_line_per_slow_host_names_how_much_and_where():
     run = multi_host_run()
-    run.operations[2].detail["hosts"]["10.0.0.6"] = fio_host(500, 1.2, "read")   # 23% under 650 as well
+    run.operations[2].hosts.samples[0]["10.0.0.6"] = fio_host(500, 1.2, "read")   # 23% under 650 as well
     breakdown = host_breakdown(run)
     # sequential-read's 23% is not called slow: 10.0.0.7 was lost, and two hosts cannot name an
     # outlier (either may be the odd one); a note says so for each such operation, apart from the slow hosts.
@@ -194,7 +195,7 @@ def test_html_report_has_the_hosts_table_slow_callout_and_chart(tmp_path):
     from backupbench.report import html
 
     run = multi_host_run()
-    run.operations[0].detail["hosts"]['<b onmouseover="x">'] = fio_host(505, 4.0)
+    run.operations[0].hosts.samples[0]['<b onmouseover="x">'] = fio_host(505, 4.0)
     page = html.render(run, results_dir=tmp_path)
     assert "Hosts of run 20261124T000000-abcd0123" in page
     assert "host 10.0.0.6 is 22% under the median in active-full" in page
@@ -252,9 +253,9 @@ def test_hosts_chart_is_left_out_when_no_host_reported():
 
 def test_operations_judged_by_different_figures_name_their_unit():
     put = OperationRecord("put", "PUT", COMPLETE, figures={"effective_bw": 300 * MiB},
-                          detail={"hosts": {"a": {"effective_bw": 100 * MiB}, "b": {"effective_bw": 200 * MiB}}})
+                          hosts=HostAccount([{"a": {"effective_bw": 100 * MiB}, "b": {"effective_bw": 200 * MiB}}]))
     delete = OperationRecord("delete", "DELETE", COMPLETE, figures={"objects_per_s": 300.0},
-                             detail={"hosts": {"a": {"objects_per_s": 100.0}, "b": {"objects_per_s": 200.0}}})
+                             hosts=HostAccount([{"a": {"objects_per_s": 100.0}, "b": {"objects_per_s": 200.0}}]))
     text = rendered(hosts_renderables(RunRecord("r", "s3", "bucket", {}, operations=[put, delete]))[0])
     lines = text.splitlines()
     assert "effective MiB/s" in text
@@ -264,7 +265,7 @@ def test_operations_judged_by_different_figures_name_their_unit():
 
 # ---------------------------------------------------------------------------------------------
 # Per-host timelines: each host's monitor CSV (as runner/host_monitor.py writes it from its
-# agent's samples) and the phase's span in detail["host_timeline"].
+# agent's samples) and the phase's span in its HostAccount.timeline.
 
 T0 = 1_800_000_000.0   # the phase's start by the controller's clock
 
@@ -290,7 +291,7 @@ def _timeline_run(folder, lost: dict[str, str] | None = None) -> RunRecord:
     _host_csv(folder / "monitor.10.0.0.6.csv", {float(s): 50.0 for s in range(1, 11)})
     run = multi_host_run()
     run.run_id = folder.name
-    run.operations[0].detail["host_timeline"] = {
+    run.operations[0].hosts.timeline = {
         "from_wall": T0, "to_wall": T0 + 10.0, "interval_s": 1.0, "lost": lost or {},
         "hosts": {"10.0.0.5": {"csv": "monitor.10.0.0.5.csv", "disks": ["sda"]},
                   "10.0.0.6": {"csv": "monitor.10.0.0.6.csv", "disks": ["sda"]},
@@ -359,7 +360,7 @@ def test_a_per_host_line_sums_the_agent_roots_disks_and_a_short_one_is_not_drawn
     run = _timeline_run(folder)
     # 10.0.0.6 has only three samples in the phase: no shape over time to draw.
     _host_csv(folder / "monitor.10.0.0.6.csv", {1.0: 50.0, 2.0: 50.0, 3.0: 50.0})
-    hosts = run.operations[0].detail["host_timeline"]["hosts"]
+    hosts = run.operations[0].hosts.timeline["hosts"]
     for host in ("10.0.0.5", "10.0.0.6"):
         hosts[host].update(disks=["sda"], of_target=True, stack="/srv/agent: xfs on dm-0; members sda")
     page = html.render(run, results_dir=tmp_path)
@@ -373,12 +374,12 @@ def test_a_per_host_line_sums_the_agent_roots_disks_and_a_short_one_is_not_drawn
 
 def repeated_host_op(name: str, samples: list[dict[str, float]]) -> OperationRecord:
     """An operation measured len(samples) times as runner/phases.py stores it: each sample's
-    hosts in detail["host_samples"], each host's median in detail["hosts"]."""
+    hosts in its HostAccount, whose per-host medians the report reads."""
     each = [{host: fio_host(mib, 1.0) for host, mib in sample.items()} for sample in samples]
     median = {host: fio_host(sorted(s[host] for s in samples)[len(samples) // 2] if len(samples) % 2 else
                              sum(s[host] for s in samples) / len(samples), 1.0) for host in samples[0]}
     op = host_op(name, median)
-    op.detail["host_samples"] = each
+    op.hosts = HostAccount(each)
     return op
 
 

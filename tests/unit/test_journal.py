@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import signal
 import subprocess
 import sys
+
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +19,7 @@ from backupbench.journal import Journal, JournalBusy, JournalGone, open_journals
 from backupbench.layouts.actions import Action, Guard
 from backupbench.process import Result
 from backupbench import artefacts
-from backupbench.runner.cleanup import clean_journals, finish, sweep
+from backupbench.runner.cleanup import OWN_NAMES, clean_journals, finish, sweep
 
 RUN = "20261123T000000-ab12cd34"
 OTHER = "20261123T000000-99999999"
@@ -71,7 +75,9 @@ def test_only_what_backupbench_named_for_this_run_is_removed(tmp_path):
     (tree / "d0").mkdir(parents=True)
     (tree / "d0" / "f0").write_bytes(b"x")
     (tree / "escape").symlink_to(tmp_path)  # rmtree removes the link, never what it points at
-    table = artefacts.removers()
+    # Told no names, the removers take nothing for ours.
+    assert artefacts.remove(artefacts.file(ours, RUN, "test file"), RUN, artefacts.removers()).result == "not ours"
+    table = artefacts.removers(names=OWN_NAMES)
     assert artefacts.remove(artefacts.file(ours, RUN, "test file"), RUN, table).result == "removed"
     assert artefacts.remove(artefacts.tree(tree, RUN, "small files"), RUN, table).result == "removed"
     assert artefacts.remove(artefacts.file(ours, RUN, "test file"), RUN, table).result == "gone"
@@ -90,6 +96,21 @@ def test_only_what_backupbench_named_for_this_run_is_removed(tmp_path):
     outcome = artefacts.remove(artefacts.folder(folder, RUN, "scratch"), RUN, table)
     assert outcome.result == "failed" and "not empty" in outcome.text
     assert (folder / "someone-elses").read_text() == "keep"
+
+
+def test_the_sweep_knows_every_name_backupbench_gives_what_it_creates():
+    """Each creator declares its ArtefactName beside the code that makes it; one missing from
+    the sweep's OWN_NAMES would be left behind as "not ours"."""
+    src = Path(artefacts.__file__).parent
+    declared = []
+    for path in sorted(src.rglob("*.py")):
+        module = ".".join(("backupbench", *path.relative_to(src).with_suffix("").parts)).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Name) and node.value.func.id == "ArtefactName"):
+                declared += [getattr(importlib.import_module(module), target.id) for target in node.targets]
+    assert len(declared) >= 8
+    assert [name for name in declared if name not in OWN_NAMES] == []
 
 
 def test_a_process_is_stopped_only_if_it_is_still_the_same_one_started_for_the_run():

@@ -65,6 +65,17 @@ def test_names_are_joined_the_one_way():
     assert naming.layout_operation("raid6", naming.REBUILD) == "raid6/rebuild"
 
 
+def test_names_are_read_back_the_one_way():
+    assert naming.tails("raid6/degraded/restore-random") == ["degraded/restore-random", "restore-random"]
+    assert naming.tails("put") == []
+    kinds = ["kb2014", "smallfiles", "kb2014"]
+    assert naming.workload_of("raid6/2-smallfiles/healthy/create", kinds) == "smallfiles"
+    assert naming.workload_of("3-kb2014/active-full", kinds) == "kb2014"
+    # A layout named as a workload's group is not taken for one: the group follows it.
+    assert naming.workload_of("2-smallfiles/1-kb2014/active-full", kinds) == "kb2014"
+    assert naming.workload_of("active-full", ["kb2014"]) == "kb2014" and naming.workload_of("x/put", kinds) is None
+
+
 MINIO_RECIPE = {
     "name": "served", "devices": ["/dev/vda", "/dev/vdb", "/dev/vdc", "/dev/vdd"],
     "layout": [{"name": "ec", "kind": "minio-ec", "devices": ["/dev/vda", "/dev/vdb", "/dev/vdc", "/dev/vdd"],

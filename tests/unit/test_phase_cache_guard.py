@@ -53,14 +53,14 @@ def test_the_ramps_bytes_do_not_count_as_reaching_storage(tmp_path):
     # 1 GiB during the ramp, 10 MiB after: cached, though the whole phase saw 10x what was counted.
     phase = _phase(tmp_path, CountedDisks(), 0.05, 1024 * MIB, 10 * MIB)
     assert phase.figures[STORAGE_FIGURE] == 10.0
-    assert "saw 10% of the 100 MiB moved" in phase.detail["cached"]
+    assert "saw 10% of the 100 MiB moved" in phase.cached
 
 
 def test_without_a_ramp_the_count_starts_with_the_phase(tmp_path):
     plan = CountedDisks()
     phase = _phase(tmp_path, plan, 0.0, 100 * MIB, 0)
     assert phase.figures[STORAGE_FIGURE] == 100.0
-    assert "cached" not in phase.detail
+    assert phase.cached is None
 
 
 def test_a_phase_over_before_its_ramp_is_not_judged(tmp_path):
@@ -89,17 +89,17 @@ def _samples(tmp_path, plan, seen_per_sample):
 
 def test_a_cached_phase_measured_three_times_is_noted_once(tmp_path):
     run = _samples(tmp_path, CountedDisks(), [10 * MIB, 20 * MIB, 5 * MIB])
-    notes = [note for note in run.notes if "cached" in note]
+    notes = [note for note in run.all_notes if "cached" in note]
     assert len(notes) == 1 and len(run.operations) == 1
     assert notes[0].startswith("restore-sequential: cached in 3 of 3 samples: the disks (vdz) saw 5% of")
     phase = run.operations[0]
-    assert (phase.detail["cached_samples"], phase.detail["cache_checked_samples"]) == (3, 3)
+    assert (phase.cache.cached, phase.cache.checked) == (3, 3)
     assert len(phase.samples) == 3
 
 
 def test_a_phase_cached_in_one_sample_of_three_says_which_share(tmp_path):
     run = _samples(tmp_path, CountedDisks(), [10 * MIB, 100 * MIB, 100 * MIB])
-    assert [note for note in run.notes if "cached" in note] == [
+    assert [note for note in run.all_notes if "cached" in note] == [
         "restore-sequential: cached in 1 of 3 samples: the disks (vdz) saw 10% of the 100 MiB moved: "
         "served by a layer above the disks (dm-cache or bcache, blocks never written of a thin or sparse "
         "volume, or data the filesystem compressed)"]
@@ -107,8 +107,8 @@ def test_a_phase_cached_in_one_sample_of_three_says_which_share(tmp_path):
 
 def test_one_sample_keeps_the_plain_note_and_an_uncached_phase_none(tmp_path):
     run = _samples(tmp_path, CountedDisks(), [10 * MIB])
-    assert [note for note in run.notes if "cached" in note][0].startswith("restore-sequential: cached: the disks")
+    assert [note for note in run.all_notes if "cached" in note][0].startswith("restore-sequential: cached: the disks")
     clean = _samples(tmp_path / "clean" if (tmp_path / "clean").mkdir() is None else tmp_path,
                      CountedDisks(), [100 * MIB, 100 * MIB])
-    assert not [note for note in clean.notes if "cached" in note]
-    assert clean.operations[0].detail["cached_samples"] == 0 and "cached" not in clean.operations[0].detail
+    assert not [note for note in clean.all_notes if "cached" in note]
+    assert clean.operations[0].cache.cached == 0 and clean.operations[0].cached is None

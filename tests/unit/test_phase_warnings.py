@@ -50,21 +50,21 @@ def test_three_samples_crossing_the_load_limit_give_one_note_with_their_sum_and_
     # 2 + 4 + 6 samples over the limit, worst 2.5, 3.0, 2.1: one note of 12 samples, worst 3.00.
     run = _run(tmp_path, [[Crossing("", "load1", 2, 2.5)], [Crossing("", "load1", 4, 3.0)],
                           [Crossing("", "load1", 6, 2.1)]])
-    assert run.notes == ["before", "active-full: load1 3.00 above 2 (12 samples)"]
-    assert run.operations[0].detail["monitor_crossings"] == [{"device": "", "metric": "load1", "count": 12,
+    assert run.all_notes == ["before", "active-full: load1 3.00 above 2 (12 samples)"]
+    assert run.operations[0].monitor.crossings == [{"device": "", "metric": "load1", "count": 12,
                                                              "worst": 3.0}]
 
 
 def test_a_crossing_in_a_later_sample_only_is_added_in_the_device_order(tmp_path):
     run = _run(tmp_path, [[Crossing("", "load1", 1, 2.2)],
                           [Crossing("vdz", "w_await", 3, 120.0), Crossing("", "load1", 1, 2.4)]])
-    assert run.notes == ["before", "active-full: vdz w_await 120 ms above 100 ms (3 samples)",
+    assert run.all_notes == ["before", "active-full: vdz w_await 120 ms above 100 ms (3 samples)",
                          "active-full: load1 2.40 above 2 (2 samples)"]
 
 
 def test_samples_that_cross_nothing_leave_no_note(tmp_path):
     run = _run(tmp_path, [[], []])
-    assert run.notes == ["before"] and "monitor_crossings" not in run.operations[0].detail
+    assert run.all_notes == ["before"] and run.operations[0].monitor.crossings == []
 
 
 def test_merged_crossings_add_counts_and_keep_the_worst():

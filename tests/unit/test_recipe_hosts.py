@@ -19,7 +19,6 @@ from backupbench.layouts.capabilities import HostCapabilities
 from backupbench.plan import build
 from backupbench.recipe import hosts as hosts_spec
 from backupbench.recipe import model
-from backupbench.agent.startup import DEFAULT_AGENT_PORT
 from backupbench.runner import apply_hosts, host_monitor
 from backupbench.runner.agents import on_agents, parse_agents
 from backupbench.runner.hosts import HostsWorkload, on_hosts
@@ -206,7 +205,7 @@ def _private_token(folder: Path) -> Path:
 
 def test_a_token_file_makes_the_fio_hosts_agents_checked_and_sampled_as_run_hosts_does(tmp_path):
     token = _private_token(tmp_path)
-    for port, expected in ((None, DEFAULT_AGENT_PORT), (7481, 7481)):
+    for port, expected in ((None, hosts_spec.AGENT_PORT), (7481, 7481)):
         extra = {"agent_token_file": str(token)} | ({"agent_port": port} if port else {})
         job = apply_hosts._job(model.parse(recipe(**extra)), model.parse(recipe(**extra)).hosts, 0)
         assert isinstance(job.workload, HostsWorkload)
@@ -232,8 +231,7 @@ def test_a_token_file_others_may_read_refuses_the_fio_workload_before_any_host_i
 
 
 def test_agent_port_is_checked_in_one_line_and_only_where_it_applies():
-    assert hosts_spec.AGENT_PORT_WHEN_NOT_GIVEN == DEFAULT_AGENT_PORT
-    assert str(DEFAULT_AGENT_PORT) in hosts_spec.HostsSpec.model_fields["agent_port"].description
+    assert str(hosts_spec.AGENT_PORT) in hosts_spec.HostsSpec.model_fields["agent_port"].description
     for bad in (0, 65536, "7481", True, 7480.5):
         message = refused(recipe(agent_token_file="/etc/backupbench/agent-token", agent_port=bad))
         assert message.startswith("recipe: hosts.agent_port: ") and "\n" not in message, message
@@ -253,7 +251,7 @@ def test_the_examples_commented_agent_keys_are_real_keys():
         text = text.replace(f"\n# {key} = ", f"\n{key} = ")
     parsed = model.parse(tomllib.loads(text))
     assert parsed.hosts.agent_token_file == "/etc/backupbench/agent-token"
-    assert parsed.hosts.host_agent_port() == DEFAULT_AGENT_PORT
+    assert parsed.hosts.host_agent_port() == hosts_spec.AGENT_PORT
 
 
 @pytest.fixture

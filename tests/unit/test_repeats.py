@@ -173,7 +173,7 @@ def _cached_and_unstable(tmp_path) -> RunRecord:
     full, restore = run.operations
     restore.samples = [{"effective_bw": value} for value in (50 * MiB, 51 * MiB, 49 * MiB)]
     restore.figures = {"effective_bw": 50 * MiB}
-    restore.detail["cached"] = "the disks (vdz) saw 5% of the 100 MiB moved: served by the page cache (buffered I/O)"
+    restore.cache.add("the disks (vdz) saw 5% of the 100 MiB moved: served by the page cache (buffered I/O)")
     return run
 
 
@@ -231,8 +231,8 @@ def test_the_document_and_the_csv_carry_cached_and_unstable_per_phase(tmp_path):
 
 def test_a_multi_host_phase_keeps_each_samples_hosts_and_shows_each_hosts_median(tmp_path):
     """--hosts / --agents with --repeat: the second sample's per-host figures join the first's
-    (detail["host_samples"]) instead of replacing them; detail["hosts"] is each host's median,
-    as `figures` is the total's; a host lost in any sample stays named."""
+    (HostAccount.samples, the samples table's host rows) instead of replacing them; each host's
+    median is as `figures` is the total's; a host lost in any sample stays named."""
     store = Store(tmp_path / "results.db")
     run = RunRecord(run_id="r1", kind="kb2014", target="10.0.0.5,10.0.0.6:/srv", settings={})
     store.create_run(run)
@@ -246,11 +246,12 @@ def test_a_multi_host_phase_keeps_each_samples_hosts_and_shows_each_hosts_median
                            "lost_hosts": lost, "p99_total": "merged"})
     (op,) = store.load_run("r1").operations
     assert [s["effective_bw"] for s in op.samples] == [180 * MiB, 180 * MiB]
-    assert [{h: f["effective_bw"] for h, f in s.items()} for s in op.detail["host_samples"]] == [
+    assert [{h: f["effective_bw"] for h, f in s.items()} for s in op.hosts.samples] == [
         {"10.0.0.5": 100 * MiB, "10.0.0.6": 80 * MiB}, {"10.0.0.5": 120 * MiB, "10.0.0.6": 60 * MiB}]
-    assert op.detail["hosts"] == {"10.0.0.5": {"effective_bw": 110 * MiB, "write_bw": 110 * MiB},
+    assert op.hosts.per_host == {"10.0.0.5": {"effective_bw": 110 * MiB, "write_bw": 110 * MiB},
                                   "10.0.0.6": {"effective_bw": 70 * MiB, "write_bw": 70 * MiB}}
-    assert op.detail["lost_hosts"] == {"10.0.0.7": "connection refused"}
+    assert op.hosts.lost == {"10.0.0.7": "connection refused"}
+    assert op.detail == {"p99_total": "merged"}   # the workload's own, beside the record's
 
 
 def test_a_phase_measured_once_has_no_host_samples(tmp_path):
@@ -261,7 +262,8 @@ def test_a_phase_measured_once_has_no_host_samples(tmp_path):
     recorder.started("active-full", "active-full", "write qd1")
     recorder.finished("active-full", {"effective_bw": 1.0}, {"hosts": {"a": {"effective_bw": 1.0}}, "lost_hosts": {}})
     (op,) = store.load_run("r1").operations
-    assert "host_samples" not in op.detail and op.detail["hosts"] == {"a": {"effective_bw": 1.0}}
+    assert len(op.hosts.samples) == 1 and op.hosts.per_host == {"a": {"effective_bw": 1.0}}
+    assert "host_samples" not in op.document_detail() and op.document_detail()["hosts"] == {"a": {"effective_bw": 1.0}}
 
 
 def test_a_repeated_phases_host_timeline_names_its_csv_in_its_samples_folder(tmp_path):
@@ -279,7 +281,7 @@ def test_a_repeated_phases_host_timeline_names_its_csv_in_its_samples_folder(tmp
         recorder.finished("put", {"objects_per_s": 1.0}, {"hosts": {"a": {"objects_per_s": 1.0}},
                                                            "host_timeline": timeline})
     (op,) = store.load_run("r1").operations
-    assert op.detail["host_timeline"]["hosts"]["a"]["csv"] == "sample-2/host-a.monitor.csv"
+    assert op.hosts.timeline["hosts"]["a"]["csv"] == "sample-2/host-a.monitor.csv"
 
 
 def test_a_phase_moving_no_bytes_spreads_its_request_rate_not_its_zero_bandwidth():

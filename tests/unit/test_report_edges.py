@@ -140,7 +140,7 @@ def test_a_phase_with_fewer_than_five_samples_gets_no_timeline_and_says_why(tmp_
     folder = run_folder(tmp_path, run.run_id)
     folder.mkdir(parents=True, exist_ok=True)
     for index, op in enumerate(run.operations):
-        (folder / op.detail["monitor_csv"]).write_text(monitor_csv(["sdb"], {"sdb": 100.0}, samples=4 if index else 5))
+        (folder / op.monitor_csv).write_text(monitor_csv(["sdb"], {"sdb": 100.0}, samples=4 if index else 5))
     four = csvlog.read_csv(monitor_csv(["sdb"], {"sdb": 100.0}, samples=4))
     assert charts.timeline_figure("short", four, ["sdb"]) is None
     page = html.render(run, results_dir=tmp_path)

@@ -16,10 +16,11 @@ import matplotlib  # noqa: E402
 from backupbench.cli.report_cmd import default_file_name  # noqa: E402
 from backupbench.errors import InputError, NotFoundError  # noqa: E402
 from backupbench.monitor import csvlog  # noqa: E402
-from backupbench.report import charts, html, html_page  # noqa: E402
+from backupbench.report import charts, html, html_page, tables  # noqa: E402
 from backupbench.results.runfiles import monitor_csv_path  # noqa: E402
 from backupbench.results.location import run_folder  # noqa: E402
 from backupbench.results.model import COMPLETE, FAILED, OperationRecord, RunRecord  # noqa: E402
+from backupbench.results.phase import MonitorAccount
 
 MiB = 2**20
 TiB = 2**40
@@ -209,13 +210,13 @@ def test_monitor_csv_parsing_and_paths(tmp_path):
     folder = tmp_path / "runs" / "r"
     folder.mkdir(parents=True)
     (tmp_path / "secret.csv").write_text(text)
-    escaping = OperationRecord(name="x", pattern="", detail={"monitor_csv": "../../secret.csv"})
+    escaping = OperationRecord(name="x", pattern="", monitor=MonitorAccount(csv=["../../secret.csv"]))
     assert monitor_csv_path(folder, escaping) is None
     # A layout measured with several workloads records the path relative to the layout folder.
     (folder / "striped" / "1-kb2014").mkdir(parents=True)
     (folder / "striped" / "1-kb2014" / "active-full.monitor.csv").write_text(text)
     nested = OperationRecord(name="striped/1-kb2014/active-full", pattern="",
-                             detail={"layout": "striped/1-kb2014", "monitor_csv": "1-kb2014/active-full.monitor.csv"})
+                             layout="striped/1-kb2014", monitor=MonitorAccount(csv=["1-kb2014/active-full.monitor.csv"]))
     assert monitor_csv_path(folder, nested) == (folder / "striped/1-kb2014/active-full.monitor.csv").resolve()
 
 
@@ -242,17 +243,23 @@ def test_baseline_slowdown_and_failed_run(tmp_path):
 
 
 def test_small_file_and_s3_phases_get_their_tables(tmp_path):
-    run = RunRecord(run_id="r1", kind="smallfiles", target="/srv", settings={}, status=COMPLETE)
+    """Each phase in the table of what its workload declared it measures (a recipe's [hosts] run
+    of a small-file and an S3 workload: each stored under '<n>-<kind>/')."""
+    workloads = [{"kind": "smallfiles"}, {"kind": "s3"}]
+    run = RunRecord(run_id="r1", kind="recipe", target="/srv", settings={"recipe": {"workload": workloads}},
+                    status=COMPLETE)
     run.operations = [
-        OperationRecord(name="pass-1", pattern="create none", status=COMPLETE,
+        OperationRecord(name="1-smallfiles/create", pattern="create none", status=COMPLETE,
                         figures={"files_per_s": 1234.0, "effective_bw": 5 * MiB, "file_p99_lat": 2.5e6, "mismatches": 0}),
-        OperationRecord(name="put", pattern="PUT 1 MiB x100", status=COMPLETE,
+        OperationRecord(name="2-s3/put", pattern="PUT 1 MiB x100", status=COMPLETE,
                         figures={"objects_per_s": 321.0, "effective_bw": 321 * MiB, "lat_p99_ns": 9e7, "errors": 0}),
     ]
     page = html.render(run, results_dir=tmp_path)
     assert "files/s" in page and "1,234" in page and "objects/s" in page and "90.00 ms" in page
+    assert [spec.columns for spec in tables.table_specs(run)] == [tables.FILE_COLUMNS, tables.S3_COLUMNS]
     rows, series = charts.latency_series(run)
-    assert rows == ["pass-1", "put"] and [name for name, _ in series] == ["per-file p99", "request p99"]
+    assert rows == ["1-smallfiles/create", "2-s3/put"] and [name for name, _ in series] == ["per-file p99",
+                                                                                              "request p99"]
 
 
 def test_secrets_in_settings_are_not_shown(kb_page):

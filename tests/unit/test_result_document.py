@@ -200,9 +200,9 @@ def test_a_version_2_store_opens_gains_labels_and_keeps_its_runs(tmp_path):
     figures = {f["name"]: f for f in document.run_document(old)["phases"][0]["figures"]}
     assert figures["files_per_s"]["unit"] == "files/s" and figures["mon.util.avg"]["device"] == "sda"
     with closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert "label" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
-        assert {row[1] for row in db.execute("PRAGMA table_info(samples)")} >= {"sample", "name", "value"}
+        assert {row[1] for row in db.execute("PRAGMA table_info(samples)")} >= {"sample", "host", "name", "value"}
     assert old.operations[0].samples == []  # measured once, as every run before version 4
     store.set_label("r2", "old disks")
     store.create_run(sample_run("r3", label="new disks"))
@@ -235,3 +235,51 @@ def test_show_export_and_baseline_take_a_label_where_they_take_a_run_id(tmp_path
     assert main(["export", "--prometheus", "rep3", "--results", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert 'run_id="20261122T000000-aaaa"' in out and "20261122T000100-bbbb" not in out
+
+
+# A phase of a version-4 store: the pipeline's own facts were keys of detail_json.
+VERSION_4_DETAIL = {
+    "layout": "striped", "job_file": "active-full.fio", "monitor_csv": "striped/sample-2/active-full.monitor.csv",
+    "monitor_csv_samples": ["striped/sample-1/active-full.monitor.csv", "striped/sample-2/active-full.monitor.csv"],
+    "monitor": {"samples": 9, "devices": ["vda"], "warnings": [], "notes": [], "errors": [], "left_out": 2},
+    "monitor_crossings": [{"device": "", "metric": "load1", "count": 3, "worst": 3.0}],
+    "cached": "the disks saw 5%", "cached_samples": 1, "cache_checked_samples": 2,
+    "hosts": {"a": {"effective_bw": 150.0}, "b": {"effective_bw": 90.0}},
+    "host_samples": [{"a": {"effective_bw": 100.0}, "b": {"effective_bw": 80.0}},
+                     {"a": {"effective_bw": 200.0}, "b": {"effective_bw": 100.0}}],
+    "lost_hosts": {"c": "connection refused"}, "p99_total": "merged",
+}
+
+
+def test_a_version_4_store_is_migrated_to_typed_phases_and_shows_the_same(tmp_path):
+    import json
+
+    path = tmp_path / "results.db"
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(VERSION_2_SQL.replace("PRAGMA user_version = 2;", "") + """
+ALTER TABLE runs ADD COLUMN label TEXT NOT NULL DEFAULT '';
+CREATE TABLE samples (run_id TEXT NOT NULL, operation TEXT NOT NULL, sample INTEGER NOT NULL, name TEXT NOT NULL,
+    value REAL NOT NULL, PRIMARY KEY (run_id, operation, sample, name),
+    FOREIGN KEY (run_id, operation) REFERENCES operations(run_id, name) ON DELETE CASCADE);
+INSERT INTO samples VALUES ('r2', 'create', 1, 'files_per_s', 1000.0);
+INSERT INTO samples VALUES ('r2', 'create', 2, 'files_per_s', 1469.0);
+PRAGMA user_version = 4;""")
+        db.execute("UPDATE operations SET detail_json = ?", (json.dumps(VERSION_4_DETAIL),))
+        db.execute("UPDATE runs SET notes_json = ?", (json.dumps(["create: cached in 1 of 2 samples: x"]),))
+        db.commit()
+    (op,) = Store(path).load_run("r2").operations
+    assert (op.layout, op.state, op.detail) == ("striped", "", {"job_file": "active-full.fio", "p99_total": "merged"})
+    assert op.monitor.csv == VERSION_4_DETAIL["monitor_csv_samples"] and op.monitor.samples == 9
+    assert op.monitor.crossings == VERSION_4_DETAIL["monitor_crossings"]
+    assert (op.cache.checked, op.cache.cached, op.cached) == (2, 1, "the disks saw 5%")
+    assert op.hosts.samples == VERSION_4_DETAIL["host_samples"] and op.hosts.lost == {"c": "connection refused"}
+    assert op.hosts.per_host == VERSION_4_DETAIL["hosts"]
+    assert [s["files_per_s"] for s in op.samples] == [1000.0, 1469.0]   # the totals' samples untouched
+    # What a reader of the document or the notes sees does not change.
+    run = Store(path).load_run("r2")
+    assert document.run_document(run)["phases"][0]["detail"] == VERSION_4_DETAIL
+    assert run.all_notes == ["create: cached in 1 of 2 samples: x"]
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        hosts = db.execute("SELECT sample, host, value FROM samples WHERE host != '' ORDER BY sample, host").fetchall()
+    assert hosts == [(1, "a", 100.0), (1, "b", 80.0), (2, "a", 200.0), (2, "b", 100.0)]

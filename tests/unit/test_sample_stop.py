@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from backupbench.cli.progress import QuietReporter
 from backupbench.monitor.options import MonitorOptions
 from backupbench.runner.pipeline import RunSession, journalled, open_journal
+from backupbench.runner.placement import NewRun, Placement, Sampling, Where
 from pipeline_support import OnePhaseWorkload
 
 MiB = 2**20
@@ -40,12 +41,11 @@ def _measure(tmp_path, stop_after: int | None, repeat: int = 5):
 
     results = tmp_path / "results"
     with journalled(open_journal(results, "20261126T000000-aaaaaaaa")) as journal:
-        session = RunSession(results=results, kind="measures-test", target="nowhere", settings={}, host={},
-                             reporter=QuietReporter(), monitor=MonitorOptions(no_monitor=True),
-                             run_id="20261126T000000-aaaaaaaa", journal=journal)
+        session = RunSession(NewRun("20261126T000000-aaaaaaaa", "measures-test", "nowhere", {}, {}), results=results,
+                             reporter=QuietReporter(), monitor=MonitorOptions(no_monitor=True), journal=journal)
         with session:
-            session.measure(workload, None, checked=True, group="raid6/rebuilding", repeat=repeat,
-                            stop_reason=stop_reason)
+            session.measure(workload, Where(checked=True), Placement("raid6/rebuilding"),
+                            Sampling(repeat, stop_reason=stop_reason))
     return session.run, asked
 
 
@@ -89,7 +89,7 @@ def test_a_later_workload_of_a_state_that_has_ended_is_not_measured():
                              actions=[])
     measured = []
     session = SimpleNamespace(run=SimpleNamespace(notes=[], operations=[]),
-                              measure=lambda workload, target, group, **kw: measured.append(group))
+                              measure=lambda workload, where, place, sampling: measured.append(place.group))
     ended = iter(["the rebuild had ended by then"])  # asked once: before the second workload, not the first
     _measure_workloads(session, recipe, layout, None, "rebuilding", stop_reason=lambda: next(ended))
     assert measured == ["raid6/1-kb2014/rebuilding"]

@@ -179,7 +179,7 @@ def _apply_run(run_id: str, layouts: dict[str, dict], speeds: dict[str, float]) 
     for name in layouts:
         for operation, bw in speeds.items():
             run.operations.append(OperationRecord(name=f"{name}/{operation}", pattern="", status=COMPLETE,
-                                                  figures={"effective_bw": bw}, detail={"layout": name}))
+                                                  figures={"effective_bw": bw}, layout=name))
     return run
 
 
@@ -234,14 +234,13 @@ def test_pins_and_kinds():
 
 def test_a_fault_runs_rebuild_rate_is_used():
     run = _apply_run("20261201T000000-dddd", {"r6": {"kind": "mdraid", "level": 6}}, {})
-    detail = {"layout": "r6"}
     run.operations += [
         OperationRecord(name="r6/member", pattern="", status=COMPLETE, figures={"member_bytes": 1e9},
-                        detail={**detail, "state": "member"}),
+                        layout="r6", state="member"),
         OperationRecord(name="r6/healthy/active-full", pattern="", status=COMPLETE,
-                        figures={"effective_bw": 800 * MB_S}, detail={**detail, "state": "healthy"}),
+                        figures={"effective_bw": 800 * MB_S}, layout="r6", state="healthy"),
         OperationRecord(name="r6/rebuild", pattern="", status=COMPLETE, figures={"rebuild_seconds": 10.0},
-                        detail={**detail, "state": "rebuild", "target": "disk"}),
+                        layout="r6", state="rebuild", detail={"target": "disk"}),
     ]
     chosen = assign(["raid6"], [(None, "dddd", measured_layouts(run))])
     given = policy(method="forward-active")

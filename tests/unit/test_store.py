@@ -65,7 +65,7 @@ def test_layout_matrix_compares_layouts_phase_by_phase():
     mib = 2**20
     for layout, speed in (("linear", 50 * mib), ("striped", 200 * mib)):
         run.operations.append(OperationRecord(name=f"{layout}/active-full", pattern="", status=COMPLETE,
-                                              figures={"effective_bw": speed}, detail={"layout": layout}))
+                                              figures={"effective_bw": speed}, layout=layout))
     matrix = layout_matrix(run)
     assert matrix.layouts == ("linear", "striped") and matrix.phases == ("active-full",)
     assert matrix.ratio("active-full", "striped") == 4.0
@@ -81,7 +81,7 @@ def test_restore_range_and_first_write_penalty_per_layout_of_a_recipe_run():
     for layout, speeds in (("thick", (100, 100, 300, 30)), ("thin", (40, 100, 280, 25))):
         for phase, speed in zip(("first-write", "overwrite", "restore-sequential", "restore-random"), speeds):
             run.operations.append(OperationRecord(name=f"{layout}/{phase}", pattern="", status=COMPLETE,
-                                                  figures={"effective_bw": speed * mib}, detail={"layout": layout}))
+                                                  figures={"effective_bw": speed * mib}, layout=layout))
     assert layouts_of(run) == ["thick", "thin"]
     assert first_write_penalty(run, "thick") == 1.0 and first_write_penalty(run, "thin") == 2.5
     assert restore_range(run, "thin").worst_bps == 25 * mib

@@ -153,3 +153,13 @@ def test_every_module_that_boots_the_lab_vm_is_marked_vm():
         if any(boot in text for boot in VM_BOOTS) and "mark.vm" not in marks:
             unmarked.append(str(path.relative_to(TESTS)))
     assert unmarked == [], "a module that boots the lab VM needs pytestmark = [pytest.mark.vm, ...]: " + ", ".join(unmarked)
+
+
+def test_backupbench_is_started_only_through_the_shared_helper():
+    """host_support's run_cli, start_cli and cli_argv are the one way a test runs the command
+    (its environment, results folder and interpreter said once); a module spelling the command
+    line itself drifts from them."""
+    spelled = '"-m", "backupbench"'
+    found = [str(path.relative_to(TESTS)) for path in _sources()
+             if path.name not in ("host_support.py", Path(__file__).name) and spelled in path.read_text()]
+    assert found == [], "use host_support.run_cli / start_cli / cli_argv: " + ", ".join(found)

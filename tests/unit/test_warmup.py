@@ -64,6 +64,9 @@ def test_steady_state_is_fios_own():
         cli_options.build(Kb2014Options, {"steady_state": "slope:1%"})
     with pytest.raises(RecipeError, match="longer than the window"):
         cli_options.build(Kb2014Options, {"steady_state": "bw:5%", "runtime": "10s"})
+    # One sample a second: a 1 s window has no slope (fio wrote -nan and said it was attained).
+    with pytest.raises(RecipeError, match="steady-state-window"):
+        cli_options.build(Kb2014Options, {"steady_state": "iops_slope:0.3%", "steady_state_window": "1s"})
 
 
 def test_the_caption_says_how_each_operation_was_timed():

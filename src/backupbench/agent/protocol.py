@@ -33,12 +33,15 @@ from dataclasses import asdict
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, ValidationError, ValidationInfo,
-                      field_validator)
+                      field_validator, model_validator)
 
 from backupbench import units
-from backupbench.engines.content import DataContent, DataKind
+from backupbench.artefacts import TAG
+from backupbench.engines.content import DEFAULT_PATTERN, DataContent, DataKind
 from backupbench.engines.smallfiles_job import FLUSH_POLICIES, SmallFilesJob
 from backupbench.errors import InputError
+from backupbench.schema import key_error
+from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.s3_options import MIN_PART
 
 API_PATH = "/v1"
@@ -56,7 +59,7 @@ _PART = _ID
 # The load generator writes and deletes only under backupbench/<run-id>/ or, for one agent of
 # a run from several hosts, backupbench/<run-id>/<label>/ (native/s3load prefixRe): the run's
 # own prefix then covers every agent's objects, so one journal entry can remove them all.
-_PREFIX = re.compile(r"backupbench/[A-Za-z0-9][A-Za-z0-9._-]{0,99}/(?:[A-Za-z0-9][A-Za-z0-9._-]{0,99}/)?")
+_PREFIX = re.compile(re.escape(TAG) + r"/[A-Za-z0-9][A-Za-z0-9._-]{0,99}/(?:[A-Za-z0-9][A-Za-z0-9._-]{0,99}/)?")
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _REGION = re.compile(r"[a-z0-9-]{1,40}")
 _ENDPOINT = re.compile(r"https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?/?")
@@ -110,10 +113,28 @@ def check_subfolder(value: str) -> str:
 
 
 class _Content(_Request):
+    """The keys of workloads/content_options.ContentOptions as a controller sends them (JSON
+    numbers, nothing coerced), held to its bounds and rules: checked by making one."""
+
     data: DataKind = "pattern"
-    compress: int = Field(0, ge=0, le=99)
-    dedupe: int = Field(0, ge=0, le=100)
-    pattern: int = Field(0xAA, ge=0, le=255)
+    compress: int = 0
+    dedupe: int = 0
+    # A byte always: controllers send their content's byte whatever the kind (s3_phase.ObjectPlan).
+    pattern: int = Field(DEFAULT_PATTERN, ge=0, le=255)
+
+    @model_validator(mode="after")
+    def _as_content_options(self) -> "_Content":
+        # The byte is ContentOptions' `pattern` only with data = "pattern"; it refuses one beside
+        # another kind, which every controller sends.
+        values = {"data": self.data, "compress": self.compress, "dedupe": self.dedupe,
+                  "pattern": self.pattern if self.data == "pattern" else None}
+        try:
+            ContentOptions.model_validate(values)
+        except ValidationError as exc:
+            error = exc.errors(include_input=False)[0]
+            key = str(error["loc"][0]) if error["loc"] else "data"
+            raise key_error(key, str(error["msg"]).removeprefix("Value error, "), values.get(key)) from None
+        return self
 
     def content(self) -> DataContent:
         return DataContent(self.data, self.compress, self.dedupe, self.pattern)

@@ -1,10 +1,11 @@
 """How the agent takes connections: one thread, one selector, one deadline per connection.
 
 Every connection is read here, without blocking, until its request is whole: the TLS handshake,
-the head (refused at once unless it is POST /v1 with the token: http_head.screen), then the
-body. Only then, and only for a request with the token, is the connection handed to a worker
-(server.py), which computes the answer and sends it. So a peer without the token never holds a
-thread, and a worker never waits for a peer to send.
+the head (refused at once unless it is POST /v1 with the token, and read as HTTP/1.1 by h11:
+http_head.screen), then the body, as long as the Content-Length h11 read. Only then, and only
+for a request with the token, is the connection handed to a worker (server.py), which computes
+the answer and sends it. So a peer without the token never holds a thread, and a worker never
+waits for a peer to send.
 
 Bounds, so that peers without the token cannot starve those with it:
 - each connection has HEAD_DEADLINE_S from its accept to send its whole request; one that has
@@ -225,6 +226,7 @@ class Reception:
             return False
         if self._busy():
             raise Refusal(503, "the agent is answering too many requests: try again")
+        # One request per connection: bytes after the body are never read as another request.
         body = bytes(conn.received[conn.head_length:conn.head_length + conn.body_length])
         self._forget(conn)
         conn.state = GONE

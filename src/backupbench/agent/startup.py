@@ -20,8 +20,6 @@ from backupbench.redaction import redact_url
 
 MIN_TOKEN_CHARS = 16
 MAX_TOKEN_BYTES = 4096
-# Where a controller looks for a host's agent when it names only the host (run --hosts).
-DEFAULT_AGENT_PORT = 7480
 
 
 def load_token(path: Path | str) -> bytes:

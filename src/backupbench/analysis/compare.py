@@ -169,7 +169,7 @@ def require_common_phase(phases: Iterable[str], name: str, baseline: RunRecord) 
 def first_write_penalty(run: RunRecord, layout: str | None = None) -> float | None:
     """How many times faster the overwrite went than the first write (1.0 = no allocation cost)."""
     speeds = {naming.phase_of(op.name): op.figures.get("effective_bw") or 0.0 for op in run.operations
-              if op.status == COMPLETE and op.detail.get("layout") == layout}
+              if op.status == COMPLETE and (op.layout or None) == layout}
     first, again = speeds.get("first-write", 0.0), speeds.get("overwrite", 0.0)
     if first <= 0 or again <= 0:
         return None
@@ -227,7 +227,7 @@ def layout_matrix(run: RunRecord) -> LayoutMatrix | None:
     values: dict[tuple[str, str], tuple[str, float]] = {}
     operations: dict[tuple[str, str], OperationRecord] = {}
     for op in run.operations:
-        group = op.detail.get("layout")
+        group = op.layout
         best = headline(op.figures)
         if not group or op.status != COMPLETE or best is None:
             continue

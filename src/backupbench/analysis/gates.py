@@ -141,17 +141,11 @@ def _suggest(wanted: str, known: Sequence[str]) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
-def _tails(name: str) -> list[str]:
-    """'raid6/degraded/restore-random' -> ['degraded/restore-random', 'restore-random']."""
-    parts = name.split("/")
-    return ["/".join(parts[index:]) for index in range(1, len(parts))]
-
-
 def _matching(phase: str, names: Sequence[str]) -> list[str]:
     """The names `phase` is, or is the end of after a '/'. A name may be a glob pattern: before
     a run, a state repeated as often as the run needs is `rebuilding-[0-9]*`."""
     exact = [name for name in names if fnmatchcase(phase, name)]
-    return exact or [name for name in names if any(fnmatchcase(phase, tail) for tail in _tails(name))]
+    return exact or [name for name in names if any(fnmatchcase(phase, tail) for tail in naming.tails(name))]
 
 
 def check_phases(expectations: Sequence[Expectation], phases: Sequence[str], owner: str) -> None:

@@ -1,15 +1,14 @@
 """Per-host figures of a multi-host run (`run --hosts`, distributed S3 agents), and which hosts
 were slow.
 
-Such a run stores each operation's figures as the hosts' total, and each host's own figures
-in detail["hosts"] = {host label: figures}; hosts lost during the operation are in
-detail["lost_hosts"] = {host label: reason} (runner/hosts.py). Pure: RunRecord in, data out.
-Measured several times (`--repeat N`), detail["host_samples"] holds each sample's per-host
-figures and detail["hosts"] each host's medians over them (runner/phases.py): a host's row
-shows its median, and the slow-host rule (noise.judge_hosts) is given every sample of each host.
+Such a run stores each operation's figures as the hosts' total, and each host's own figures in
+the record's HostAccount (results/phase.py): each sample's {host label: figures}, and the hosts
+lost during the operation with the reason (runner/hosts.py, runner/agents.py). Pure: RunRecord
+in, data out. A host's row shows its median over the samples (`HostAccount.per_host`), and the
+slow-host rule (noise.judge_hosts) is given every sample of each host.
 
 When each host's agent was asked for its samples (runner/host_monitor.py), a phase's
-detail["host_timeline"] holds its span by the controller's clock and each host's monitor CSV;
+HostAccount.timeline holds its span by the controller's clock and each host's monitor CSV;
 `phase_timeline` cuts one line per host out of those CSVs: its whole disks' read+write MiB/s.
 """
 
@@ -83,7 +82,7 @@ def _headline(hosts: dict[str, Any]) -> str | None:
 
 
 def is_multi_host(op: OperationRecord) -> bool:
-    return isinstance(op.detail.get("hosts"), dict) and bool(op.detail["hosts"] or op.detail.get("lost_hosts"))
+    return op.hosts is not None and bool(op.hosts.samples) and bool(op.hosts.per_host or op.hosts.lost)
 
 
 def run_hosts(run: RunRecord) -> list[str]:
@@ -91,30 +90,29 @@ def run_hosts(run: RunRecord) -> list[str]:
     seen: list[str] = []
     for op in run.operations:
         if is_multi_host(op):
-            names = [*op.detail["hosts"], *(op.detail.get("lost_hosts") or {})]
-            seen += [str(name) for name in names if str(name) not in seen]
+            assert op.hosts is not None
+            seen += [name for name in [*op.hosts.per_host, *op.hosts.lost] if name not in seen]
     return seen
 
 
 def host_samples(op: OperationRecord, figure: str, values: dict[str, float]) -> dict[str, list[float]]:
-    """Each reporting host's samples of `figure`: from detail["host_samples"] when the phase was
-    measured several times, else its one value."""
-    samples = op.detail.get("host_samples")
-    if not isinstance(samples, list) or len(samples) < 2:
+    """Each reporting host's samples of `figure` (its one value when measured once)."""
+    samples = op.hosts.samples if op.hosts is not None else []
+    if len(samples) < 2:
         return {host: [value] for host, value in values.items()}
     found: dict[str, list[float]] = {}
     for sample in samples:
-        for host, figures in (sample or {}).items():
-            if str(host) in values and isinstance(figures, dict) and isinstance(figures.get(figure), (int, float)):
-                found.setdefault(str(host), []).append(float(figures[figure]))
+        for host, figures in sample.items():
+            if host in values and isinstance(figures.get(figure), (int, float)):
+                found.setdefault(host, []).append(float(figures[figure]))
     return {host: found.get(host) or [value] for host, value in values.items()}
 
 
 def operation_hosts(op: OperationRecord, known: list[str]) -> OperationHosts:
     """One operation's hosts against their median. `known`: every host of the run, so that a
     host lost in an earlier operation shows as absent rather than silently missing."""
-    per_host: dict[str, Any] = op.detail.get("hosts") or {}
-    lost = {str(h): str(why) for h, why in (op.detail.get("lost_hosts") or {}).items()}
+    per_host: dict[str, Any] = op.hosts.per_host if op.hosts is not None else {}
+    lost = dict(op.hosts.lost) if op.hosts is not None else {}
     figure = _headline(per_host) or HEADLINE_FIGURES[0]
     values = {str(h): float(f[figure]) for h, f in per_host.items()
               if isinstance(f, dict) and isinstance(f.get(figure), (int, float))}
@@ -165,7 +163,6 @@ def lost_hosts(breakdown: list[OperationHosts]) -> dict[str, tuple[str, str]]:
 
 # ---- per-host timelines -----------------------------------------------------------------------
 
-TIMELINE_KEY = "host_timeline"   # runner/host_monitor.py DETAIL_KEY
 
 
 @dataclass(frozen=True)
@@ -201,7 +198,7 @@ class PhaseTimeline:
 
 def timeline_sources(op: OperationRecord) -> dict[str, str]:
     """{host: its monitor CSV's file name} of a phase with per-host samples; {} otherwise."""
-    timeline = op.detail.get(TIMELINE_KEY)
+    timeline = op.hosts.timeline if op.hosts is not None else None
     if not isinstance(timeline, dict):
         return {}
     return {str(host): str(where.get("csv")) for host, where in (timeline.get("hosts") or {}).items()
@@ -249,9 +246,9 @@ def host_line(host: str, text: str, disks: Sequence[str], start: float, end: flo
 
 
 def phase_timeline(op: OperationRecord, texts: Mapping[str, str | None]) -> PhaseTimeline | None:
-    """One line per host of a phase with detail["host_timeline"]; `texts`: each host's CSV text
-    by file name (None: not readable). None for a phase without per-host samples."""
-    timeline = op.detail.get(TIMELINE_KEY)
+    """One line per host of a phase with a per-host timeline; `texts`: each host's CSV text by
+    file name (None: not readable). None for a phase without per-host samples."""
+    timeline = op.hosts.timeline if op.hosts is not None else None
     sources = timeline_sources(op)
     if not isinstance(timeline, dict) or not sources:
         return None

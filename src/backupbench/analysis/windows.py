@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backupbench.disk_model import MODEL_RANDOM, MODEL_SEQUENTIAL
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, RunRecord
 
@@ -24,6 +25,9 @@ class RestoreRange:
 
     worst_bps: float
     best_bps: float
+    # The same restores on the model's spinning disk (disk_model.py), when the run stored them.
+    model_worst_bps: float | None = None
+    model_best_bps: float | None = None
 
     @property
     def low_bps(self) -> float:
@@ -45,7 +49,7 @@ def layouts_of(run: RunRecord) -> list[str | None]:
     """The layouts a recipe run measured, in order; [None] for a plain `run`."""
     found: list[str | None] = []
     for op in run.operations:
-        layout = op.detail.get("layout")
+        layout = (op.layout or None)
         if layout not in found:
             found.append(layout)
     return found or [None]
@@ -56,8 +60,8 @@ def effective_speeds(run: RunRecord, layout: str | None = None) -> dict[str, flo
     return {
         naming.phase_of(op.name): op.figures["effective_bw"]
         for op in run.operations
-        if op.status == COMPLETE and op.figures.get("effective_bw") and op.detail.get("layout") == layout
-        and op.detail.get("state") in (None, naming.HEALTHY)  # under a fault: the healthy array's
+        if op.status == COMPLETE and op.figures.get("effective_bw") and (op.layout or None) == layout
+        and op.state in ("", naming.HEALTHY)  # under a fault: the healthy array's
     }
 
 
@@ -65,7 +69,11 @@ def restore_range(run: RunRecord, layout: str | None = None) -> RestoreRange | N
     speeds = effective_speeds(run, layout)
     if "restore-sequential" not in speeds or "restore-random" not in speeds:
         return None
-    return RestoreRange(worst_bps=speeds["restore-random"], best_bps=speeds["restore-sequential"])
+    model = {naming.phase_of(op.name): op.figures for op in run.operations if op.status == COMPLETE
+             and (op.layout or None) == layout and op.state in ("", naming.HEALTHY)}
+    return RestoreRange(worst_bps=speeds["restore-random"], best_bps=speeds["restore-sequential"],
+                        model_worst_bps=model.get("restore-random", {}).get(MODEL_RANDOM),
+                        model_best_bps=model.get("restore-sequential", {}).get(MODEL_SEQUENTIAL))
 
 
 def backup_windows(run: RunRecord, backup_size: int, layout: str | None = None) -> list[BackupWindow]:

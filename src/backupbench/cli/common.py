@@ -111,7 +111,8 @@ def run_analysis(run: RunRecord, backup_size: int | None = None,
     for layout in layouts_of(run):
         found = restore_range(run, layout)
         if found is not None:
-            ranges.append(document.RestoreRange(layout, found.best_bps, found.worst_bps))
+            ranges.append(document.RestoreRange(layout, found.best_bps, found.worst_bps, found.model_best_bps,
+                                                found.model_worst_bps))
         if size:
             windows += [document.Window(layout, w.operation, w.label, w.seconds)
                         for w in backup_windows(run, size, layout)]

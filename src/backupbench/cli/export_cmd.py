@@ -18,6 +18,7 @@ from backupbench.cli.common import open_store, results_option
 from backupbench.results import prometheus
 from backupbench.errors import InputError, NotFoundError
 from backupbench.results.location import run_folder
+from backupbench.workloads.fio_workload import test_file_name
 from backupbench.workloads.kb2014 import (KB2014_BLOCK_SIZE, LAYOUT, OPERATION_NAMES, OPERATIONS, Kb2014Options,
                                           layout_job, needs_layout, operation_job, select)
 
@@ -92,7 +93,7 @@ def _stored_job_files(results: Path | None, run_ref: str, operations: tuple[str,
             raise NotFoundError(f"run {run.run_id} has no job file {job_file}")
         texts.append(job_file.read_text().rstrip("\n") + "\nstonewall=1\n")
     files = {value for text in texts for value in _values(text, "filename")}
-    if not files or any(Path(path).name != f"backupbench-{run.run_id}.dat" for path in files):
+    if not files or any(Path(path).name != test_file_name(run.run_id) for path in files):
         # A file the user named (a backup file a restore read) is never written nor removed.
         if any(rw not in READ_ONLY_RW for text in texts for rw in _values(text, "rw")):
             raise InputError(f"run {run.run_id}'s job files name a file backupbench did not make and would "
@@ -116,8 +117,9 @@ def _values(job_text: str, key: str) -> list[str]:
 
 
 def _preamble_kept() -> str:
-    return ("; Run: fio suite.fio. The jobs run one after another and only read the files they name,\n"
-            "; which stay as they are (no unlink).\n\n")
+    return ("; Run: fio --readonly suite.fio (--readonly makes fio refuse any write). The jobs run one after\n"
+            "; another and only read the files they name, which stay as they are: no file is made\n"
+            "; (allow_file_create=0) and none removed (no unlink).\n\n")
 
 
 @click.command("export")

@@ -14,7 +14,8 @@ from backupbench import __version__
 from backupbench.agent.client import AgentClient
 from backupbench.cli.agent_flags import TrustFlags, agent_trust_options
 from backupbench.cli.common import print_document, stdout
-from backupbench.agent.startup import DEFAULT_AGENT_PORT, parse_listen
+from backupbench.agent.startup import parse_listen
+from backupbench.recipe.hosts import AGENT_PORT
 from backupbench.agent.tls import MAKE_CERT
 from backupbench.engines import fio_client
 from backupbench.engines.fio import FioEngine
@@ -34,7 +35,7 @@ def hosts_command() -> None:
               help="Also check each host's `backupbench agent` (reachable over TLS as trusted, taking this token, "
                    "this version), as run --hosts --agent-token-file does before it starts.")
 @click.option("--agent-port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
-              help=f"With --agent-token-file: the port of each host's agent [default: {DEFAULT_AGENT_PORT}].")
+              help=f"With --agent-token-file: the port of each host's agent [default: {AGENT_PORT}].")
 @agent_trust_options
 def check_command(hosts: str, as_json: bool, agent_token_file: Path | None, agent_port: int | None,
                   agent_trust: TrustFlags) -> None:
@@ -45,7 +46,7 @@ def check_command(hosts: str, as_json: bool, agent_token_file: Path | None, agen
     if stray and agent_token_file is None:
         raise InputError(f"{stray} applies with --agent-token-file", "drop it, or give the agents' token file")
     host_list = fio_client.parse_hosts(hosts)
-    clients = host_monitor.host_agents(host_list, agent_token_file, agent_port or DEFAULT_AGENT_PORT,
+    clients = host_monitor.host_agents(host_list, agent_token_file, agent_port or AGENT_PORT,
                                        agent_trust.trust()) if agent_token_file else {}
     local = FioEngine().version()
     rows = [_fio_row(host, local) for host in host_list]
@@ -207,7 +208,7 @@ def agent_unit(address: str, port: int, token_file: str, root: str, backupbench:
 
 @hosts_command.command("agent-unit")
 @click.argument("address")
-@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_AGENT_PORT, show_default=True,
+@click.option("--port", type=click.IntRange(1, 65535), default=AGENT_PORT, show_default=True,
               help="What run --hosts looks for unless given --agent-port.")
 @click.option("--token-file", required=True, metavar="FILE", help="The token file on that host (absolute).")
 @click.option("--root", required=True, metavar="DIR", help="Folder the agent's small-file jobs work under (absolute).")

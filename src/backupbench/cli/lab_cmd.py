@@ -20,7 +20,7 @@ from backupbench.lab.options import LabOptions
 from backupbench.journal import JOURNAL_DIR_ENV, Journal, journal_dir
 from backupbench.lab import zfs_module
 from backupbench.lab.image import resolve_packages
-from backupbench.lab.vm import LabVM
+from backupbench.lab.vm import WORK_FOLDER, LabVM
 from backupbench.plan import plan_layouts
 from backupbench.recipe import model
 from backupbench.results.location import results_dir
@@ -172,13 +172,13 @@ def lab_command(recipe: Path | None, command: str | None, quiet: bool, build_zfs
         share.mkdir(parents=True, exist_ok=True)
     steps = StepPrinter(stderr, quiet)
     lab_id = f"lab-{new_run_id()}"
-    work_name = f"backupbench-{lab_id}"
+    work_name = WORK_FOLDER.of(lab_id)
     with steps, journalled(Journal(journal_dir(results_dir(results)), lab_id)) as journal:
         work_parent = options.work_dir.expanduser().resolve()
-        work_id = journal.will_create(artefacts.tree(work_parent / work_name, lab_id, "lab work folder"))
+        work_id = journal.will_create(artefacts.tree(work_parent / work_name, lab_id, WORK_FOLDER.what))
         vm = LabVM(options.disk_specs(), throttle=options.throttle(), memory=options.memory, cpus=options.cpus,
                    shares=job.shares, work_parent=work_parent, keep_images=options.keep_images, progress=steps,
-                   work_name=work_name, needs=job.kernel_needs)
+                   work_name=work_name, needs=job.kernel_needs, disk_model=options.seeking_model())
         if options.keep_images:
             journal.removed(work_id, "kept (--keep-images)")
         with vm:

@@ -42,7 +42,7 @@ def _from_recipe(values: dict[str, object]) -> tuple[RepositoryOptions, list[Lay
     path = Path(str(values["recipe"]))
     recipe = recipe_model.load(path)
     if recipe.policy is None:
-        raise InputError(f"{path} has no [policy] table", "add one (see README, size repository), or give the "
+        raise InputError(f"{path} has no [policy] table", "add one (see docs/sizing.md, From a recipe), or give the "
                          "policy as flags")
     given = [name for name in NOT_WITH_RECIPE if values.get(name) not in (None, False)]
     if given:

@@ -1,9 +1,12 @@
-"""`backupbench run [PATH]`: one workload against one directory, monitored and stored."""
+"""`backupbench run [PATH]...`: one workload against one directory (or, for a restore, the
+existing files it reads), monitored and stored."""
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import click
 
@@ -17,9 +20,9 @@ from backupbench.analysis.compare import require_common_phase
 from backupbench.analysis.gates import Expectation
 from backupbench.cli.common import Gate, expect_option, finish_measured, measured
 from backupbench.results.model import RunRecord
-from backupbench.agent.startup import DEFAULT_AGENT_PORT
+from backupbench.recipe.hosts import AGENT_PORT as DEFAULT_AGENT_PORT
 from backupbench.engines.fio_client import parse_hosts
-from backupbench.errors import InputError
+from backupbench.errors import InputError, RefusedError
 from backupbench.monitor.options import MonitorOptions
 from backupbench.report.terminal import run_report
 from backupbench.results.location import results_dir
@@ -57,35 +60,93 @@ def _workload_options(definition: Definition, preset: str | None, values: dict) 
     return cli_options.build(model, definition.options_from(given, preset))
 
 
-def _check_agent_flags(hosts: str | None, agents: str | None, token_file: Path | None, port: int | None,
-                       trust: TrustFlags) -> None:
-    if token_file is not None and hosts is None and agents is None:
-        raise InputError("--agent-token-file applies to --hosts or --agents", "drop it, or name the hosts")
-    if port is not None and (hosts is None or token_file is None):
-        raise InputError("--agent-port applies to --hosts with --agent-token-file",
-                         "with --agents, give each agent's port in --agents ADDR:PORT,...")
-    if trust.given and token_file is None:
-        raise InputError(f"{trust.given} applies to --agents or --hosts with --agent-token-file",
-                         "drop it, or name the agents and their token file")
+@dataclass(frozen=True)
+class RemoteFlags:
+    """Where the workload runs when not here: --hosts' fio servers or --agents, and how their
+    agents are reached (--agent-token-file, --agent-port, the trust flags)."""
 
+    hosts: str | None = None
+    agents: str | None = None
+    token_file: Path | None = None
+    port: int | None = None
+    trust: TrustFlags = TrustFlags()
 
-def _remote(workload: str, chosen: Workload, path: Path | None, hosts: str | None, agents: str | None,
-            token_file: Path | None, port: int | None, trust: TrustFlags) -> tuple[Workload, Path | None]:
-    """The workload on --hosts' fio servers or from --agents, and the local PATH left (None then)."""
-    _check_agent_flags(hosts, agents, token_file, port, trust)
-    if hosts is not None:  # fio's client/server mode: the run is driven from here, PATH is on the hosts
-        if agents is not None:
+    def check(self) -> None:
+        if self.token_file is not None and self.hosts is None and self.agents is None:
+            raise InputError("--agent-token-file applies to --hosts or --agents", "drop it, or name the hosts")
+        if self.port is not None and (self.hosts is None or self.token_file is None):
+            raise InputError("--agent-port applies to --hosts with --agent-token-file",
+                             "with --agents, give each agent's port in --agents ADDR:PORT,...")
+        if self.trust.given and self.token_file is None:
+            raise InputError(f"{self.trust.given} applies to --agents or --hosts with --agent-token-file",
+                             "drop it, or name the agents and their token file")
+        if self.hosts is not None and self.agents is not None:
             raise InputError("--agents and --hosts do not go together", "choose one")
-        host_list = parse_hosts(hosts)
-        remote = on_hosts.on_hosts(workload, chosen, host_list, None if path is None else str(path))
-        remote.agents = host_monitor.host_agents(host_list, token_file, port or DEFAULT_AGENT_PORT,
-                                                 trust.trust() if token_file else None)
-        if not remote.agents:
-            remote.notes.append(host_monitor.NO_TIMELINE_NOTE)
-        return remote, None
-    if agents is not None:  # the s3 workload from agents: the run is driven from here
-        return on_agents.on_agents(workload, chosen, agents, token_file, trust.trust()), path
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """How the run is shown and judged: --json, --quiet, --label, --baseline, --expect."""
+
+    as_json: bool = False
+    quiet: bool = False
+    label: str = ""
+    baseline_ref: str | None = None
+    expectations: tuple[Expectation, ...] = ()
+
+
+def _grouped(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The remote flags handed to `command` as one `remote: RemoteFlags`, the output flags as
+    one `shown: Presentation` (click gives each flag as a keyword of its own)."""
+    @functools.wraps(command)
+    def with_groups(*args: Any, **kwargs: Any) -> Any:
+        remote = RemoteFlags(*(kwargs.pop(name) for name in ("hosts", "agents", "agent_token_file", "agent_port",
+                                                             "agent_trust")))
+        shown = Presentation(*(kwargs.pop(name) for name in ("as_json", "quiet", "label", "baseline_ref")),
+                             tuple(kwargs.pop("expectations")))
+        return command(*args, remote=remote, shown=shown, **kwargs)
+    return with_groups
+
+
+def _remote(workload: str, chosen: Workload, path: Path | None, remote: RemoteFlags) -> tuple[Workload, Path | None]:
+    """The workload on --hosts' fio servers or from --agents, and the local PATH left (None then)."""
+    remote.check()
+    if remote.hosts is not None:  # fio's client/server mode: the run is driven from here, PATH is on the hosts
+        host_list = parse_hosts(remote.hosts)
+        on_servers = on_hosts.on_hosts(workload, chosen, host_list, None if path is None else str(path))
+        on_servers.agents = host_monitor.host_agents(host_list, remote.token_file, remote.port or DEFAULT_AGENT_PORT,
+                                                     remote.trust.trust() if remote.token_file else None)
+        if not on_servers.agents:
+            on_servers.notes.append(host_monitor.NO_TIMELINE_NOTE)
+        return on_servers, None
+    if remote.agents is not None:  # the s3 workload from agents: the run is driven from here
+        return on_agents.on_agents(workload, chosen, remote.agents, remote.token_file, remote.trust.trust()), path
     return chosen, path
+
+
+def _paths(definition: Definition, paths: tuple[Path, ...], values: dict) -> tuple[Path | None, dict]:
+    """The one directory PATH of a workload that works in one, or (a restore) every PATH as the
+    files it reads, beside those of --files."""
+    if definition.reads_files:
+        named = [part for part in str(values.get("files") or "").split(",") if part.strip()]
+        files = tuple(str(p.expanduser().absolute()) for p in paths) + tuple(named)
+        return None, {**values, "files": files or None}
+    if len(paths) > 1:
+        raise InputError(f"--workload {definition.name} takes one PATH (a directory), not {len(paths)}",
+                         "name one directory; several backup files are read by --workload restore FILE...")
+    path = paths[0] if paths else None
+    if path is not None and _is_file(path):
+        raise RefusedError(f"{path} is a file, not a directory: --workload {definition.name} writes a test file of its "
+                           "own in a directory", f"to measure restores of this file, read only: backupbench run "
+                           f"--workload restore {path}")
+    return path, values
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long, say: the directory checks say what is wrong with it
+        return False
 
 
 def _check_comparisons(phases: tuple[str, ...], workload: str, baseline: RunRecord | None,
@@ -107,7 +168,7 @@ def _with_workload_options(command: Callable) -> Callable:
 
 
 @click.command("run")
-@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path), metavar="[PATH]...")
 @click.option("--workload", type=click.Choice(list(WORKLOADS)), default="kb2014", show_default=True,
               help=WORKLOAD_HELP)
 @click.option("--preset", type=click.Choice(PRESETS), default=None,
@@ -137,43 +198,43 @@ def _with_workload_options(command: Callable) -> Callable:
 @label_option
 @expect_option
 @results_option
-def run_command(path: Path | None, workload: str, preset: str | None, as_json: bool, hosts: str | None,
-                agents: str | None, agent_token_file: Path | None, agent_port: int | None, agent_trust: TrustFlags,
-                quiet: bool, repeat: int,
-                baseline_ref: str | None, label: str, expectations: list[Expectation], results: Path | None,
-                **values: object) -> None:
+@_grouped
+def run_command(paths: tuple[Path, ...], workload: str, preset: str | None, repeat: int, results: Path | None, *,
+                remote: RemoteFlags, shown: Presentation, **values: object) -> None:
     """Run a backup workload against PATH, sampling the host; keep and show the figures.
 
     Without PATH, a scratch directory is made in the current directory and removed afterwards.
     Everything the run writes in PATH is named backupbench-<run> and is always removed.
+    --workload restore takes existing backup files as its PATHs and only reads them.
     """
     definition = WORKLOADS[workload]
+    path, values = _paths(definition, paths, values)
     options = _workload_options(definition, preset, values)
-    if not definition.needs_directory and path is not None:
+    if not definition.needs_directory and not definition.reads_files and path is not None:
         raise InputError(f"--workload {workload} takes no PATH: it writes to --endpoint/--bucket",
                          "drop PATH (to measure a directory, serve it with MinIO in a recipe)")
     monitor = cli_options.build(MonitorOptions, cli_options.split(MonitorOptions, values)[0])
     # Resolve the baseline before measuring, so a typo fails in a second, not after the run.
-    baseline = open_store(results)[1].load_run(baseline_ref) if baseline_ref else None
+    baseline = open_store(results)[1].load_run(shown.baseline_ref) if shown.baseline_ref else None
     chosen = definition.build(options, None)
-    _check_comparisons(chosen.phases(), workload, baseline, expectations)
-    chosen, path = _remote(workload, chosen, path, hosts, agents, agent_token_file, agent_port, agent_trust)
+    _check_comparisons(chosen.phases(), workload, baseline, list(shown.expectations))
+    chosen, path = _remote(workload, chosen, path, remote)
     request = RunRequest(
         workload=chosen, results=results_dir(results), target=path,
         scratch_parent=Path.cwd(), monitor=monitor, host_facts=chosen.engine_versions(),
-        on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)), label=label,
-        repeat=repeat,
+        on_closed=lambda run: finished_runs.append((open_store(results)[1], run.run_id)), label=shown.label,
+        repeat=repeat, reads=tuple(Path(name) for name in options.files) if definition.reads_files else (),
     )
-    run = execute if hosts is None else (lambda req, rep: on_hosts.execute(req, chosen, rep))
-    if agents is not None:
+    run = execute if remote.hosts is None else (lambda req, rep: on_hosts.execute(req, chosen, rep))
+    if remote.agents is not None:
         run = lambda req, rep: on_agents.execute(req, chosen, rep)  # noqa: E731
-    if quiet:
+    if shown.quiet:
         record, left = measured(lambda: run(request, QuietReporter()))
     else:
         with RichReporter(stderr) as reporter:
             record, left = measured(lambda: run(request, reporter))
-    gate = Gate.check(expectations, record)
-    if as_json:
+    gate = Gate.check(list(shown.expectations), record)
+    if shown.as_json:
         print_document("run", {**document.run_body(record, run_analysis(record, baseline=baseline)), **gate.json()})
     else:
         stdout.print(run_report(record, baseline=baseline))

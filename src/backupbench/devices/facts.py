@@ -14,6 +14,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from backupbench.artefacts import TAG, ArtefactName
 from backupbench.hostfiles import HostFiles, MountEntry, find_mount
 
 MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
@@ -74,13 +75,13 @@ def _block_device(mount: MountEntry, host: HostFiles) -> str | None:
     return None
 
 
-PROBE_PREFIX = ".backupbench-odirect-"
+PROBE_FILE = ArtefactName(f".{TAG}-odirect-{{}}", "O_DIRECT probe file")
 
 
 def probe_direct_io(directory: Path, tag: str | None = None) -> tuple[bool, str | None]:
     """Open and write one aligned block with O_DIRECT in `directory`, then remove it.
     tag: the run id, so that the probe file carries it (and a journal can name it)."""
-    probe = directory / f"{PROBE_PREFIX}{tag or uuid.uuid4().hex}"
+    probe = directory / PROBE_FILE.of(tag or uuid.uuid4().hex)
     ours = False  # only ever unlink a file this probe created
     try:
         try:

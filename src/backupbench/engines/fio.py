@@ -43,7 +43,7 @@ class FioEngine:
         job_file = job.write(out_dir / f"{job.name}.fio")
         output_json = out_dir / f"{job.name}.json"
         eta_file = out_dir / f"{job.name}.eta"
-        argv = [self.binary, *command(job_file, output_json)[1:]]
+        argv = [self.binary, *command(job_file, output_json, job.readonly)[1:]]
         started = time.monotonic()
         child = process.Background(argv, cwd=out_dir, stdout_path=eta_file)
         try:

@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 from backupbench import artefacts, process
+from backupbench.artefacts import TAG
 from backupbench.engines import fio_json
 from backupbench.engines.fio_json import ALL_CLIENTS, FioSummary
 from backupbench.errors import EngineError, InputError, ProcessError, RefusedError
@@ -388,6 +389,16 @@ def remove_on_host(host: Host, test_file: PurePosixPath, binary: str = "fio",
                           f"{said[-1].strip() if said else done.returncode}")
 
 
+def remote_test_file(directory: PurePosixPath, run_id: str, host: Host) -> PurePosixPath:
+    """The test file of run `run_id` on `host`, in `directory` there."""
+    # One file per host even in one directory: hosts may share a repository (NFS, SMB).
+    return directory / f"{_remote_prefix(run_id)}{host.file_tag}.dat"
+
+
+def _remote_prefix(run_id: str) -> str:
+    return f"{TAG}-{run_id}-"
+
+
 def remote_file(host: Host, test_file: PurePosixPath, run_id: str) -> dict[str, Any]:
     """The journal entry for a test file on a host (removed by `remove_remote_file`)."""
     return {"kind": REMOTE_FILE, "address": host.address, "port": host.port, "path": str(test_file),
@@ -397,7 +408,7 @@ def remote_file(host: Host, test_file: PurePosixPath, run_id: str) -> dict[str, 
 def remove_remote_file(artefact: dict[str, Any], run_id: str) -> artefacts.Outcome:
     """The journal sweep's remover for REMOTE_FILE (an artefacts.Remover)."""
     path = PurePosixPath(str(artefact.get("path", "")))
-    if artefact.get("tag") != run_id or not path.name.startswith(f"backupbench-{run_id}-"):
+    if artefact.get("tag") != run_id or not path.name.startswith(_remote_prefix(run_id)):
         return artefacts.Outcome(artefacts.NOT_OURS, f"it is not named as backupbench names what run {run_id} creates")
     remove_on_host(Host(str(artefact.get("address")), int(artefact.get("port", DEFAULT_PORT))), path)
     return artefacts.Outcome(artefacts.REMOVED, "removed by a cleanup job on the host")

@@ -22,7 +22,7 @@ class FioJob:
     filename: Path
     rw: str
     block_size: int
-    region_size: int
+    region_size: int | None  # None: the whole file or device, as fio takes it without size=
     iodepth: int = 1
     numjobs: int = 1
     ioengine: str = "libaio"
@@ -36,7 +36,12 @@ class FioJob:
     unlink: bool = False
     fallocate: str | None = None
     # What the written bytes are (reads carry the options too: harmless, and the file says it).
-    content: DataContent = DataContent()
+    # None: fio's own buffers (random, filled once), for a raw device speed (runner/faulted.py).
+    content: DataContent | None = DataContent()
+    # fio's --readonly, a command-line switch (no job-file key in fio 3.33): fio refuses to write.
+    readonly: bool = False
+    # fsync the file once its last block is written, so the data is on the disks when fio ends.
+    end_fsync: bool = False
     # Time-based jobs only: seconds run before fio starts counting (fio's ramp_time), and fio's
     # steady-state stop ('iops_slope:0.3%') judged over a rolling window of that many seconds.
     ramp_s: float = 0.0
@@ -56,7 +61,7 @@ class FioJob:
             ("ioengine", self.ioengine),
             ("direct", "1" if self.direct else "0"),
             ("bs", fio_size(self.block_size)),
-            ("size", fio_size(self.region_size)),
+            *([("size", fio_size(self.region_size))] if self.region_size is not None else []),
             ("rw", self.rw),
         ]
         if self.fallocate is not None:
@@ -64,12 +69,13 @@ class FioJob:
         if self.rwmixwrite is not None:
             opts.append(("rwmixwrite", str(self.rwmixwrite)))
         opts.append(("iodepth", str(self.iodepth)))
-        opts += self.content.fio_options()
+        opts += self.content.fio_options() if self.content is not None else []
         # Jobs as threads of one fio process: should backupbench die, the one SIGKILL the
         # kernel sends that process (process.py) ends every job; forked jobs would go on writing.
         opts.append(("thread", "1"))
         if self.numjobs > 1:
             # Without this every job would start at offset 0 and rewrite the same blocks.
+            assert self.region_size is not None, "jobs sharing a file each need a region of their own"
             opts += [("numjobs", str(self.numjobs)), ("offset_increment", fio_size(self.region_size))]
         if self.runtime_s is not None:
             opts += [("runtime", fio_duration(self.runtime_s)), ("time_based", "1")]
@@ -77,9 +83,15 @@ class FioJob:
         # Percentiles of total latency (slat + clat): what the application waits for.
         opts += [("lat_percentiles", "1"), ("clat_percentiles", "0")]
         opts.append(("group_reporting", "1"))
+        if self.end_fsync:
+            opts.append(("end_fsync", "1"))
         if self.stonewall:
             opts.append(("stonewall", "1"))
-        if self.unlink:
+        if self.readonly:
+            # A read-only job reads what is there: it makes no file (fio's --readonly, which the
+            # job file cannot say, refuses writes) and never removes one.
+            opts.append(("allow_file_create", "0"))
+        elif self.unlink:
             opts.append(("unlink", "1"))
         return opts
 
@@ -101,6 +113,8 @@ class FioJob:
         header = [f"; backupbench {__version__}: {self.name}"]
         if self.comment:
             header.append(f"; {self.comment}")
+        if self.readonly:
+            header.append("; read only: run it as fio --readonly FILE")
         body = [f"[{self.name}]"] + [f"{key}={value}" for key, value in self.options()]
         return "\n".join(header + body) + "\n"
 
@@ -117,9 +131,9 @@ def fio_duration(seconds: float) -> str:
     return f"{max(1, math.ceil(seconds * 1000))}ms"
 
 
-def command(job_file: Path, output_json: Path) -> list[str]:
+def command(job_file: Path, output_json: Path, readonly: bool = False) -> list[str]:
     """fio's command line; the ETA goes to stdout, one line a second, for progress."""
     return [
-        "fio", "--output-format=json", f"--output={for_program(output_json)}",
+        "fio", *(["--readonly"] if readonly else []), "--output-format=json", f"--output={for_program(output_json)}",
         "--eta=always", "--eta-newline=1", "--eta-interval=1s", for_program(job_file),
     ]

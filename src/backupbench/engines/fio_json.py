@@ -9,6 +9,7 @@ histogram (``bins``), from which several jobs' or hosts' percentiles are merged 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,12 +178,17 @@ def parse(data: dict[str, Any]) -> FioSummary:
     return _summarise(entries, version)
 
 
+# fio prints C's "-nan"/"nan" for a value it could not compute (a steady-state slope over one
+# sample): not JSON. Read as NaN, which the figures that use it then leave out.
+_NOT_A_NUMBER = re.compile(r"(:\s*)-?nan\b")
+
+
 def parse_text(text: str) -> FioSummary:
     # fio may print warnings before the JSON document when --output is not used.
     start = text.find("{")
     if start < 0:
         raise EngineError("fio printed no JSON result")
     try:
-        return parse(json.loads(text[start:]))
+        return parse(json.loads(_NOT_A_NUMBER.sub(r"\1NaN", text[start:])))
     except json.JSONDecodeError as exc:
         raise EngineError(f"fio's JSON result is unreadable: {exc}") from exc

@@ -5,10 +5,11 @@ copying 1 MiB bodies and timing each request costs more CPU than the server spen
 it, so a Python client measures itself. Worker processes would scale, but each costs an
 interpreter, and on a host shared with the server under test (a MinIO on the same box, or
 a 2-core lab VM) every cycle the client burns is taken from the server. So the hot loop is a
-small Go program (standard library only: net/http, its own SigV4 with UNSIGNED-PAYLOAD, no
-per-object copies, records kept in memory and written after the phase) and Python does what
-Python is good at here: options, credentials, safety checks, orchestration, parsing records
-and computing figures. bench/s3.py checks it keeps up with a minio-go reference client.
+small Go program (net/http and its own request loop timing each first byte, aws-sdk-go-v2's
+SigV4 signer with UNSIGNED-PAYLOAD, no per-object copies, records kept in memory and written
+after the phase) and Python does what Python is good at here: options, credentials, safety
+checks, orchestration, parsing records and computing figures. bench/s3.py checks it keeps up
+with a minio-go reference client.
 
 Contract with the binary (see native/s3load/main.go):
 - argv is `[binary, CONFIG.json]` only. The config holds no secret; credentials go in the

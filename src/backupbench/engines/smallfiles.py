@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Callable
 
 from backupbench import units
+from backupbench.artefacts import TAG, ArtefactName
 from backupbench.hostfiles import HostFiles
 from backupbench.engines.smallfiles_results import (PhaseFailed, PhaseResult, failure_fix, failure_message, final_detail,
                                                       how_it_ended, path_of, phase_result, progress_detail)
@@ -57,7 +58,7 @@ from backupbench.engines.smallfiles_job import CREATE_PHASE, VERIFY_PHASE, Small
 # Called with (phase name, fraction of the phase done 0..1, short detail such as "12,345 files/s").
 PhaseCallback = Callable[[str, float, str], None]
 
-FOLDER_PREFIX = "backupbench-smallfiles-"
+FOLDER = ArtefactName(f"{TAG}-smallfiles-{{}}", "small-file folder")
 POLL_SECONDS = 0.25
 STOP_GRACE_SECONDS = 5.0
 # Until a phase has ended (its sync included), progress stays below 1.0.
@@ -72,7 +73,7 @@ except OSError:  # pragma: no cover
 
 
 def folder_name(run_id: str) -> str:
-    return f"{FOLDER_PREFIX}{run_id}"
+    return FOLDER.of(run_id)
 
 
 def file_paths(job: SmallFilesJob) -> list[bytes]:

@@ -11,7 +11,8 @@ and its archive), `disks` (--disks specs, throttles, sparse images), `qemu` (the
 `agent` (what comes back from the guest), `vm` (LabVM), `options` (the CLI's options, defined
 once), `selftest` (field note A inside the VM, for the tests and the bench), `zfs_module`
 (spl.ko and zfs.ko built with DKMS for the guest's kernel, once, cached; the image carries
-them when they exist).
+them when they exist), `diskmodel` and `nbd` (disks that seek: each served by nbdkit under
+the model's C filter, native/diskmodel; `--disk-model hdd`).
 
 Design: the guest runs the host's own userspace, shared read-only over virtio-9p
 ------------------------------------------------------------------------------------

@@ -18,7 +18,9 @@ Choices, each measured on the development machines (see shared/docs/lab-notes.md
   measured on an idle host).
 - Disks: virtio-blk-pci with a serial (`lab-dN`, so the guest finds them by id), raw sparse
   files, `cache=none,aio=native` (O_DIRECT: the host's page cache must not serve the guest),
-  throttled in QEMU's block layer in bytes/s.
+  throttled in QEMU's block layer in bytes/s. With the seeking disk model (lab/nbd.py) a disk
+  is an NBD client of its nbdkit's unix socket instead; no cache or aio option then (they are
+  the file driver's), the model sets the pace and QEMU's throttle, if given, still applies.
 - The host's root read-only over virtio-9p (`hostroot`), a writable control share
   (`lab-ctl`) and any extra shares; `multidevs=remap` because / spans several filesystems.
 - ttyS0 -> console log file; ttyS1 -> the agent pipe (commands in, output and exit codes out).
@@ -55,6 +57,7 @@ class Share:
 class Disk:
     path: Path
     serial: str
+    socket: Path | None = None  # served by nbdkit (the seeking disk model) on this unix socket
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,9 @@ def escape(value: str | Path) -> str:
 
 
 def drive_options(index: int, disk: Disk, throttle: Throttle, direct_io: bool = True) -> str:
+    if disk.socket is not None:
+        source = f"file.driver=nbd,file.server.type=unix,file.server.path={escape(disk.socket)},format=raw"
+        return ",".join([f"if=none,id=d{index},{source}", *throttle.options()])
     cache = "cache=none,aio=native" if direct_io else "cache=writeback,aio=threads"
     return ",".join([f"if=none,id=d{index},file={escape(disk.path)},format=raw,{cache}", *throttle.options()])
 

@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from backupbench import process, stopping
+from backupbench.artefacts import TAG, ArtefactName
 from backupbench.errors import BackupbenchError, InputError, ToolMissingError
-from backupbench.lab import disks as lab_disks, zfs_module
+from backupbench.lab import disks as lab_disks, nbd, zfs_module
 from backupbench.lab.agent import AgentStream, Event, parse_cpu_pair
+from backupbench.lab.diskmodel import DiskModel
 from backupbench.lab.disks import DiskSpec, Throttle
 from backupbench.lab.image import LabImage, ensure_image
 from backupbench.lab.qemu import QEMU, Disk, Share, VMConfig, describe_exit, qemu_argv
@@ -46,6 +48,8 @@ GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_MEMORY = 1 * GiB
 DEFAULT_BOOT_TIMEOUT = 180.0
 DEFAULT_WORK_PARENT = Path("/var/tmp")
+# A journalled lab's work folder (`work_name`), named by its lab run id ("lab-...").
+WORK_FOLDER = ArtefactName(f"{TAG}-{{}}", "lab work folder")
 CPU_SATURATED = 0.9
 
 
@@ -115,8 +119,11 @@ class LabVM:
     # Kernel features the job needs beyond the image's usual modules ("zfs"): refused with
     # the reason before any disk image is made when the image lacks them.
     needs: frozenset[str] = frozenset()
+    # Serve every disk through nbdkit with this seeking disk model (lab/nbd.py) instead of QEMU's file.
+    disk_model: DiskModel | None = None
 
     # set while running
+    disk_servers: nbd.DiskServers | None = field(default=None, init=False)
     work_dir: Path | None = field(default=None, init=False)
     boot_seconds: float | None = field(default=None, init=False)  # QEMU start -> agent ready
     qemu_started: float | None = field(default=None, init=False)  # time.monotonic() at QEMU start
@@ -185,6 +192,8 @@ class LabVM:
     def start(self) -> None:
         # Everything that can be refused is checked before the image build and any file.
         process.require_tool(QEMU)
+        if self.disk_model is not None:
+            nbd.require()
         for share in self.shares:
             if not Path(share).is_dir():
                 raise InputError(f"lab share {share} is not a directory")
@@ -208,6 +217,7 @@ class LabVM:
             self.notes.append(f"{parent} refuses O_DIRECT (tmpfs?): disk images use the host page cache")
         self._say(f"creating {lab_disks.format_disks(self.disks)} sparse disk images in {self.work_dir}")
         images = lab_disks.create_images(self.work_dir, self.disks)
+        sockets = self._serve(images)
         self._write_config()
         agent = self.work_dir / "agent"
         for suffix in (".in", ".out"):
@@ -219,17 +229,24 @@ class LabVM:
         config = VMConfig(
             vmlinux=self.image.vmlinux, initramfs=self.image.initramfs, console_log=self.console_log,
             agent_pipe=agent, memory=self.memory, cpus=self.cpus,
-            disks=tuple(Disk(path, lab_disks.serial(i)) for i, path in enumerate(images)),
+            disks=tuple(Disk(path, lab_disks.serial(i), sockets[i] if sockets else None)
+                        for i, path in enumerate(images)),
             throttle=self.throttle, shares=(Share("lab-ctl", self.ctl_dir), *self._extra_shares()), direct_io=direct,
         )
         argv = qemu_argv(config)
         self._say(f"booting the VM ({self.cpus} vCPU, {self.memory // MiB} MiB, TCG; disks "
-                  f"{self.throttle.describe()})")
+                  f"{nbd.describe(self.disk_model, self.throttle)})")
         started = self.qemu_started = time.monotonic()
         self._qemu = process.Background(argv, cwd=self.work_dir, stdout_path=self.work_dir / "qemu.out")
         self._wait_for("ready", self.boot_timeout, None)
         self.boot_seconds = time.monotonic() - started
         self._say(f"VM ready in {self.boot_seconds:.1f} s")
+
+    def _serve(self, images: list[Path]) -> list[Path]:
+        if self.disk_model is None:
+            return []
+        self.disk_servers = nbd.DiskServers(self.disk_model, images[0].parent)
+        return self.disk_servers.start(images)
 
     def _extra_shares(self) -> list[Share]:
         return [Share(f"lab-s{i}", Path(p).resolve()) for i, p in enumerate(self.shares)]
@@ -264,6 +281,8 @@ class LabVM:
                     self._qemu.stop(grace=5.0)
                     self._qemu = None
         finally:
+            if self.disk_servers is not None:
+                self.disk_servers.stop()  # after QEMU: it must not see its disks go
             for fd in (self._in_fd, self._out_fd):
                 if fd is not None:
                     try:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
-from backupbench.layouts.naming import TAG, Names
+from backupbench.artefacts import TAG
+from backupbench.layouts.naming import Names
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator

@@ -6,8 +6,11 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-TAG = "backupbench"
+from backupbench.artefacts import ArtefactName
+
 DEFAULT_MOUNT_ROOT = Path("/run/backupbench")
+# The folder a run's layouts are mounted in, under the mount root: named by the run id alone.
+MOUNT_FOLDER = ArtefactName("{}", "folder of mount points")
 
 
 @dataclass(frozen=True)
@@ -50,4 +53,4 @@ class Names:
 
     @property
     def mount_point(self) -> Path:
-        return self.mount_root / self.run_id / self.layout
+        return self.mount_root / MOUNT_FOLDER.of(self.run_id) / self.layout

@@ -32,8 +32,10 @@ from backupbench.schema import FilePath
 from backupbench.workloads.registry import WORKLOADS, names_where
 # Longer than any host name (253) or ADDR:PORT; a longer value is a mistake, not an address.
 MAX_ADDRESS_CHARS = 300
-# agent/startup.DEFAULT_AGENT_PORT, which this stage may not import; a unit test keeps them equal.
-AGENT_PORT_WHEN_NOT_GIVEN = 7480
+# Where a controller looks for a host's agent when it names only the host ([hosts] names
+# without agent_port, run --hosts without --agent-port); `hosts agent-unit` listens there. A
+# controller's default, not the agent's: `backupbench agent --listen` always names its port.
+AGENT_PORT = 7480
 
 
 def _flag_message(exc: InputError, flag: str) -> str:
@@ -99,7 +101,7 @@ class HostsSpec(BaseModel):
                            "as --agent-insecure-plain-http: the token and S3 keys then cross the network in clear.")
     agent_port: Annotated[int, Field(strict=True, ge=1, le=65535)] | None = Field(
         None, description=f"With names and agent_token_file: the port of each host's agent, as --agent-port "
-                          f"({AGENT_PORT_WHEN_NOT_GIVEN} when not given).")
+                          f"({AGENT_PORT} when not given).")
 
     @model_validator(mode="after")
     def _consistent(self) -> "HostsSpec":
@@ -131,7 +133,7 @@ class HostsSpec(BaseModel):
         return PurePosixPath(self.path) if self.path is not None else None
 
     def host_agent_port(self) -> int:
-        return AGENT_PORT_WHEN_NOT_GIVEN if self.agent_port is None else self.agent_port
+        return AGENT_PORT if self.agent_port is None else self.agent_port
 
 
 def workload_refusal(entry: Any, spec: HostsSpec) -> str:

@@ -28,8 +28,12 @@ from backupbench.workloads.registry import WORKLOADS
 HEALTHY, DEGRADED, REBUILDING, REBUILT = "healthy", "degraded", "rebuilding", "rebuilt"
 FAULT_STATES = (HEALTHY, DEGRADED, REBUILDING, REBUILT)
 REPEATED_REBUILDING = f"{REBUILDING}-[0-9]*"  # every repeat, as a pattern (apply --expect takes it)
-# Operations of a fault layout beside the workloads' phases (detail["state"] says which).
+# Operations of a fault layout beside the workloads' phases (the record's `state` says which).
 MEMBER, REBUILD = "member", "rebuild"
+# A fault layout's stages that are shown as they run but not stored as operations: its data put
+# there before the failure, the healthy array held until `fault.after`, and a dRAID's copy back
+# onto a real disk (also the array's state then, in rebuild.csv).
+FILL, HEALTHY_WAIT, COPY_BACK = "fill", "healthy-wait", "copy-back"
 
 
 def joined(*parts: str) -> str:
@@ -47,20 +51,41 @@ def phase_of(name: str) -> str:
     return name.rpartition("/")[2]
 
 
+def tails(name: str) -> list[str]:
+    """What a stored operation's name ends with after each '/', longest first:
+    'raid6/degraded/restore-random' -> ['degraded/restore-random', 'restore-random']."""
+    parts = name.split("/")
+    return ["/".join(parts[index:]) for index in range(1, len(parts))]
+
+
 def group_of(name: str) -> str:
     """The group a stored operation's name is under ('' for a run's only workload)."""
     return name.rpartition("/")[0]
 
 
 def layout_of(group: str) -> str:
-    """The layout of a group as stored in detail["layout"]: 'raid6/2-smallfiles' -> 'raid6'."""
+    """The layout of a group as a phase record holds it (`layout`): 'raid6/2-smallfiles' -> 'raid6'."""
     return group.partition("/")[0]
 
 
 def workload_group(layout: str, index: int, kind: str, count: int) -> str:
     """What the workload `index` (of `count`) of a recipe is stored under on `layout` ('' for
     a [hosts] recipe): the layout alone for a recipe's only workload, else '<n>-<kind>' below it."""
-    return joined(layout, f"{index + 1}-{kind}" if count > 1 else "")
+    return joined(layout, _numbered(index, kind) if count > 1 else "")
+
+
+def _numbered(index: int, kind: str) -> str:
+    return f"{index + 1}-{kind}"
+
+
+def workload_of(name: str, kinds: Sequence[str]) -> str | None:
+    """The kind of workload a stored operation belongs to, `kinds` being its run's workloads in
+    order (one for `run`): the only one, else the one its '<n>-<kind>' part names (None if none)."""
+    if len(kinds) == 1:
+        return kinds[0]
+    numbered = {_numbered(index, kind): kind for index, kind in enumerate(kinds)}
+    # From the end: a layout's name, first, may look like '<n>-<kind>'; a state never does.
+    return next((numbered[part] for part in reversed(group_of(name).split("/")) if part in numbered), None)
 
 
 def in_state(group: str, state: str) -> str:

@@ -76,7 +76,7 @@ def style(salt: str = "backupbench") -> Iterator[None]:
         yield
 
 
-def _new_figure(height_in: float, **kwargs) -> Figure:
+def new_figure(height_in: float, **kwargs) -> Figure:
     # A bare Figure: not registered with pyplot, garbage collected when dropped.
     return Figure(figsize=(WIDTH_IN, height_in), layout="constrained", **kwargs)
 
@@ -161,7 +161,7 @@ def _hbar_groups(title: str, xlabel: str, groups: Sequence[str], series: Sequenc
     slots = max([len(p) for p in present] or [1]) or 1
     thickness = 0.8 / slots
     with style():
-        fig = _new_figure(_bar_height(sum(max(len(p), 1) for p in present) + (1 if any(name for name, _ in series) else 0)))
+        fig = new_figure(_bar_height(sum(max(len(p), 1) for p in present) + (1 if any(name for name, _ in series) else 0)))
         ax = fig.add_subplot()
         for index, (name, values) in enumerate(series):
             positions, numbers = [], []
@@ -195,8 +195,8 @@ def speed_series(run: RunRecord) -> tuple[list[str], list[tuple[str, list[float 
     ops = [op for op in _complete(run) if op.figures.get("effective_bw")]
     matrix = layout_matrix(run)
     if matrix is not None:
-        speed = {(op.name.removeprefix(f"{op.detail['layout']}/"), op.detail["layout"]): op.figures["effective_bw"]
-                 for op in ops if op.detail.get("layout")}
+        speed = {(op.name.removeprefix(f"{op.layout}/"), op.layout): op.figures["effective_bw"]
+                 for op in ops if op.layout}
         phases = [p for p in matrix.phases if any((p, lay) in speed for lay in matrix.layouts)]
         return phases, [(layout, [_mib(speed[(p, layout)]) if (p, layout) in speed else None for p in phases])
                         for layout in matrix.layouts]
@@ -280,8 +280,8 @@ def comparison_figure(runs: Sequence[RunRecord], colours: Colours | None = None)
 def phase_devices(run: RunRecord, op: OperationRecord, series: MonitorSeries) -> list[str]:
     """The member disks of the stack the phase ran on, as far as the CSV has them; else every
     device in the CSV."""
-    stack = run.host.get("device_stacks", {}).get(op.detail.get("layout") or "target", {})
-    for wanted in (stack.get("members"), op.detail.get("monitor", {}).get("devices")):
+    stack = run.host.get("device_stacks", {}).get(op.layout or "target", {})
+    for wanted in (stack.get("members"), (op.monitor.devices if op.monitor else None)):
         found = [d for d in (wanted or []) if d in series.devices]
         if found:
             return found
@@ -319,7 +319,7 @@ def timeline_figure(title: str, series: MonitorSeries, devices: Sequence[str],
     colours = colours or Colours()
     elapsed = list(series.elapsed)
     with style():
-        fig = _new_figure(3.9)
+        fig = new_figure(3.9)
         disk_ax, cpu_ax = fig.subplots(2, 1, sharex=True, height_ratios=(2.4, 1.0))
         if devices:
             bands = [_steps(elapsed, _member_rate(series, device)) for device in devices]
@@ -368,7 +368,7 @@ def runs_timeline_figure(title: str, runs: Sequence[tuple[str, MonitorSeries | N
         return None
     colours = colours or Colours()
     with style():
-        fig = _new_figure(3.9)
+        fig = new_figure(3.9)
         rate_ax, util_ax = fig.subplots(2, 1, sharex=True, height_ratios=(1.6, 1.0))
         for name, series, devices in runs:
             if series is None:

@@ -150,7 +150,7 @@ def timelines_html(runs: Sequence[RunRecord], names: Sequence[str], operations: 
         lines, missing = [], []
         for label, run in zip(names, runs):
             op = _op(run, name)
-            sampled = op is not None and op.detail.get("monitor_csv")
+            sampled = op is not None and op.monitor_csv
             samples = phase_samples(run_folder(results_dir, run.run_id), op) if sampled else None
             series = samples.series if samples else None
             lines.append((label, series, charts.phase_devices(run, op, series) if op and series else []))
@@ -233,7 +233,7 @@ def render_comparison(runs: Sequence[RunRecord], *, backup_size: int | None = No
         content = build()
         if content:
             body.append(page.section(title, content, anchor))
-    notes = [f"{name}: {note}" for name, run in zip(names, runs) for note in run.notes]
+    notes = [f"{name}: {note}" for name, run in zip(names, runs) for note in run.all_notes]
     notes += [f"{name}: run {run.status}" + (f": {run.error}" if run.error else "")
               for name, run in zip(names, runs) if run.status != COMPLETE]
     if notes:

@@ -128,7 +128,7 @@ def _block_size(run: RunRecord) -> int:
 def _rows(ops: list[OperationRecord]) -> list[OperationRow]:
     rows: dict[str, OperationRow] = {}
     for op in ops:
-        state = op.detail.get("state")
+        state = op.state
         best = headline(op.figures)
         if state not in naming.FAULT_STATES or best is None or op.status != COMPLETE:
             continue
@@ -142,7 +142,7 @@ def _rows(ops: list[OperationRecord]) -> list[OperationRow]:
 
 
 def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
-    name = rebuild.detail["layout"]
+    name = rebuild.layout
     ops = layout_operations(run, name)
     member = member_record(ops)
     layout = recipe_layout(run, name)
@@ -166,4 +166,4 @@ def _report(run: RunRecord, rebuild: OperationRecord) -> FaultReport:
 
 
 def fault_reports(run: RunRecord) -> list[FaultReport]:
-    return [_report(run, op) for op in run.operations if op.detail.get("state") == naming.REBUILD]
+    return [_report(run, op) for op in run.operations if op.state == naming.REBUILD]

@@ -14,7 +14,7 @@ from backupbench import units
 from backupbench.monitor.rebuild import read_csv
 from backupbench.recipe import naming
 from backupbench.report import palette
-from backupbench.report.charts import _new_figure, style
+from backupbench.report.charts import new_figure, style
 from backupbench.report.palette import Colours
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
 
@@ -31,12 +31,12 @@ def workload_segments(run: RunRecord, rebuild: OperationRecord) -> list[tuple[st
     origin = rebuild.detail.get("watch_started")
     if not origin:
         return []  # a run stored without the watch's clock cannot place its phases
-    layout = rebuild.detail.get("layout")
+    layout = rebuild.layout
     segments = []
     for op in run.operations:
-        if naming.layout_of(op.detail.get("layout") or "") != layout or op.status != COMPLETE:
+        if naming.layout_of(op.layout) != layout or op.status != COMPLETE:
             continue
-        if op.detail.get("state") in (naming.REBUILD, naming.MEMBER) or not op.figures.get("effective_bw"):
+        if op.state in (naming.REBUILD, naming.MEMBER) or not op.figures.get("effective_bw"):
             continue
         start, end = _epoch(op.started_at), _epoch(op.finished_at)
         if start is not None and end is not None and end > start:
@@ -66,7 +66,7 @@ def fault_timeline(title: str, segments: Sequence[tuple[str, float, float, float
     if not segments and not rebuild[0]:
         return None
     with style():
-        fig = _new_figure(3.4)
+        fig = new_figure(3.4)
         ax = fig.subplots()
         operations = list(dict.fromkeys(naming.phase_of(name) for name, *_ in segments))
         for name, start, end, mib in segments:

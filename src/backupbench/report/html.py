@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from backupbench import units
 from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.fault_chart import fault_timeline, rebuild_points, workload_segments
+from backupbench.report.files import files_html
 from backupbench.report.faults import comparison_rows, headings as fault_headings, rebuild_line
 from backupbench.report.faults import rows as fault_rows, title as fault_title
 from backupbench.analysis.compare import (first_write_penalty, layout_matrix, run_name, speed_changes, speed_text,
@@ -30,7 +31,7 @@ from backupbench.errors import InputError
 from backupbench.sizing.recipe_plan import plan_of_run
 from backupbench.report.palette import Colours
 from backupbench.analysis.hosts import run_hosts
-from backupbench.report.tables import OperationsTable, restore_range_text, run_tables
+from backupbench.report.tables import OperationsTable, model_range_text, restore_range_text, run_tables
 from backupbench.results.location import run_folder
 from backupbench.results.runfiles import command_files, phase_samples
 from backupbench.results.model import COMPLETE, RunRecord
@@ -108,7 +109,7 @@ def summary_html(run: RunRecord, backup_size: int | None) -> str:
         parts.append(
             f'<p class="headline"><strong>Restore range: {restore_range_text(restore)} MiB/s</strong> '
             f"(unfragmented/sequential {e(units.format_rate(restore.best_bps))}, "
-            f"fully fragmented/random {e(units.format_rate(restore.worst_bps))})</p>\n")
+            f"fully fragmented/random {e(units.format_rate(restore.worst_bps))}){e(model_range_text(restore))}</p>\n")
     size = backup_size or run.settings.get("backup_size")
     if size:
         windows = backup_windows(run, size)
@@ -161,7 +162,7 @@ def faults_html(run: RunRecord, folder: Path, colours: Colours | None = None) ->
 
 
 def notes_html(run: RunRecord) -> str:
-    return page.callout(run.notes, "Notes and warnings") if run.notes else ""
+    return page.callout(run.all_notes, "Notes and warnings") if run.all_notes else ""
 
 
 def _chart(figure, scope: str, label: str, caption: str = "") -> str:
@@ -192,7 +193,7 @@ def timelines_html(run: RunRecord, folder: Path, colours: Colours | None = None)
     parts = []
     colours = colours or Colours()
     for index, op in enumerate(run.operations):
-        if not op.detail.get("monitor_csv"):
+        if not op.monitor_csv:
             continue
         samples = phase_samples(folder, op)
         series, path = samples.series, samples.path
@@ -283,7 +284,7 @@ def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = No
     colours = Colours([*(matrix.layouts if matrix else ()), *run_hosts(run)])
     body = [_header(run, missed)]
     results = (operations_html(run) + hosts_html(run) + layouts_html(run) + notes_html(run)
-               + summary_html(run, backup_size))
+               + summary_html(run, backup_size) + files_html(run, folder))
     body.append(page.section("Results", results, "results"))
     faults = faults_html(run, folder, colours)
     if faults:

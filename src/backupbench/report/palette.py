@@ -25,8 +25,9 @@ IOWAIT = "#888888"
 REFERENCE = "#000000"    # a median, the rebuild's percent: what the others are read against
 BAD = "#c62828"          # a slow host's edge, a plan's fill past 100%; the page's CSS --bad-line
 FILL = "#2F4B7C"         # a repository plan's fill over time, while it fits
+CLONED = "#AA4499"       # an extent a file shares with others (block clone), on its extent map
 MEANINGS = {"read": READ, "write": WRITE, "speed": SPEED, "per-file": PER_FILE, "request": REQUEST,
-            "iowait": IOWAIT, "reference": REFERENCE, "bad": BAD, "fill": FILL}
+            "iowait": IOWAIT, "reference": REFERENCE, "bad": BAD, "fill": FILL, "cloned": CLONED}
 THINGS = ("#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#117733", "#882255", "#999933", "#44AA99")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from backupbench.report.charts import _new_figure, style
+from backupbench.report.charts import new_figure, style
 from backupbench.report.palette import BAD, FILL
 from backupbench.sizing.plan_model import CandidatePlan
 from backupbench.sizing.verdict import size_text
@@ -15,7 +15,7 @@ from backupbench.sizing.verdict import size_text
 def fill_figure(candidate: CandidatePlan, years: list[int]) -> Figure:
     """One candidate's fill per year; the line turns red where it passes 100%."""
     with style(f"fill-{candidate.layout}"):
-        figure = _new_figure(2.4)
+        figure = new_figure(2.4)
         ax = figure.add_subplot()
         fill = candidate.fill_percent
         colour = FILL if max(fill) <= 100 else BAD

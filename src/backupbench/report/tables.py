@@ -18,7 +18,7 @@ from backupbench.engines.s3_records import of_kind
 from backupbench.monitor.thresholds import FillThresholds
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, S3_REQUEST_KINDS, OperationRecord, RunRecord
-from backupbench.workloads import capabilities, s3_lock
+from backupbench.workloads import capabilities, phase_kinds, s3_lock
 from backupbench.workloads.kb2014 import timing_label
 
 
@@ -236,12 +236,10 @@ def monitor_columns(ops: list) -> list[Column]:
     return columns
 
 
-def _is_file_phase(op) -> bool:
-    return "files_per_s" in op.figures or (not op.figures and op.pattern.endswith(("none", "fsync", "sync-end")))
-
-
-def _is_s3_phase(op) -> bool:
-    return "objects_per_s" in op.figures or (not op.figures and op.pattern.startswith(("PUT", "GET", "DELETE")))
+def phase_kind(run: RunRecord, op: OperationRecord) -> str:
+    """What `op` measured (workloads/phase_kinds.py), as its workload declared it for `run`."""
+    kind = naming.workload_of(op.name, capabilities.workload_kinds(run.kind, run.settings))
+    return phase_kinds.of_kind(run, kind).of(naming.phase_of(op.name))
 
 
 class TableSpec(NamedTuple):
@@ -255,11 +253,11 @@ def table_specs(run: RunRecord) -> list[TableSpec]:
     """One table per kind of phase (fio operations, small-file phases, S3 phases): its
     operations, columns, pattern heading and caption."""
     # A fault's rebuild and its member baseline are drawn in its own table (report/faults.py).
-    measured = [op for op in run.operations if op.detail.get("state") not in (naming.REBUILD, naming.MEMBER)]
-    s3_ops = [op for op in measured if _is_s3_phase(op)]
-    file_ops = [op for op in measured if op not in s3_ops and _is_file_phase(op)]
-    clone_ops = [op for op in measured if "clone_s" in op.figures]
-    fio_ops = [op for op in measured if op not in file_ops and op not in s3_ops and op not in clone_ops]
+    measured = [op for op in run.operations if op.state not in (naming.REBUILD, naming.MEMBER)]
+    kinds = [phase_kind(run, op) for op in measured]
+    s3_ops, file_ops, clone_ops, fio_ops = ([op for op, kind in zip(measured, kinds) if kind == wanted]
+                                            for wanted in (phase_kinds.S3, phase_kinds.FILES, phase_kinds.CLONE,
+                                                           phase_kinds.FIO))
     specs = []
     if fio_ops or not (file_ops or s3_ops or clone_ops):
         fragmented = any("fragmentation_cost" in op.figures for op in fio_ops)
@@ -388,3 +386,12 @@ def _number(value: float | None, unit: str) -> str:
 def restore_range_text(restore: RestoreRange) -> str:
     """'1,441.7–1,888.2': low to high, whichever end is random; the one form every table uses."""
     return f"{restore.low_bps / units.MiB:,.1f}–{restore.high_bps / units.MiB:,.1f}"
+
+
+def model_range_text(restore: RestoreRange) -> str:
+    """'; on the model's spinning disk 49.5–250.0 MiB/s' when the run stored the model's
+    restores (disk_model.py), else ''."""
+    if restore.model_worst_bps is None or restore.model_best_bps is None:
+        return ""
+    low, high = sorted((restore.model_worst_bps, restore.model_best_bps))
+    return f"; model, the same file on a spinning disk: {low / units.MiB:,.1f}–{high / units.MiB:,.1f} MiB/s"

@@ -13,9 +13,12 @@ from backupbench.analysis.settings_diff import SettingDifference, settings_diffe
 from backupbench.analysis.windows import backup_windows, layouts_of, restore_range
 from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.faults import comparison_rows, fault_table
+from backupbench.report.files import files_table
 from backupbench.report.hosts import hosts_renderables
-from backupbench.report.tables import OperationsTable, Styled, mib, restore_range_text, run_tables
+from backupbench.recipe import naming
+from backupbench.report.tables import OperationsTable, Styled, mib, model_range_text, restore_range_text, run_tables
 from backupbench.results.model import COMPLETE, RunRecord
+from backupbench.workloads import phase_kinds
 
 
 def _rich(cell: str) -> str | Text:
@@ -88,7 +91,7 @@ def _layout_lines(run: RunRecord, layout: str | None, size: int | None) -> list[
         lines.append(Text(
             f"{prefix}Restore range: {restore_range_text(restore)} MiB/s "
             f"(unfragmented/sequential {units.format_rate(restore.best_bps)}, "
-            f"fully fragmented/random {units.format_rate(restore.worst_bps)})"
+            f"fully fragmented/random {units.format_rate(restore.worst_bps)}){model_range_text(restore)}"
         ))
     windows = backup_windows(run, size, layout) if size else []
     if windows:
@@ -110,10 +113,13 @@ def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[Render
     lines: list[RenderableType] = []
     for layout in layouts_of(run):
         lines += _layout_lines(run, layout, size)
+    files = files_table(run)
+    if files is not None:
+        lines.append(files)
     for report in fault_reports(run):
         lines.append(fault_table(report))
         lines += [Text(f"note: {line}", style="yellow") for line in report.model_warnings()]
-    for note in run.notes:
+    for note in run.all_notes:
         lines.append(Text(f"note: {note}", style="yellow"))
     if run.status != COMPLETE:
         lines.append(Text(f"run {run.status}" + (f": {run.error}" if run.error else ""), style="red"))
@@ -154,16 +160,17 @@ def run_size_text(run: RunRecord) -> str:
     objects x their size before the PUT phase measured them), a small-file run's files x their
     size, a fio run's test file."""
     settings = run.settings
-    if run.kind == "s3":
+    measured = phase_kinds.of_kind(run, run.kind).default
+    if measured == phase_kinds.S3:
         written = [op.figures["bytes"] for op in run.operations
-                   if op.name.rsplit("/", 1)[-1] == "put" and "bytes" in op.figures]
+                   if naming.phase_of(op.name) == "put" and "bytes" in op.figures]
         if written:
             return f"{units.format_size(int(max(written)))} PUT"
         size, objects = settings.get("object_size"), settings.get("objects")
         if isinstance(size, int) and objects:
             return f"{objects:,} x {units.format_size(size)}"
         return "-"
-    if run.kind == "smallfiles" and settings.get("files") and settings.get("file_size"):
+    if measured == phase_kinds.FILES and settings.get("files") and settings.get("file_size"):
         return (f"{units.format_size(settings['files'] * settings['file_size'])} "
                 f"({settings['files']:,} x {units.format_size(settings['file_size'])})")
     return units.format_size(settings["file_size"]) if settings.get("file_size") else "-"

@@ -95,13 +95,13 @@ def phase_dict(op: OperationRecord) -> dict[str, Any]:
     if op.cached is not None:
         flags["cached_reason"] = op.cached
     return {"name": op.name, "pattern": op.pattern, "status": op.status, "started_at": op.started_at,
-            "finished_at": op.finished_at, "figures": figure_list(op), **flags, "detail": op.detail}
+            "finished_at": op.finished_at, "figures": figure_list(op), **flags, "detail": op.document_detail()}
 
 
 def run_dict(run: RunRecord) -> dict[str, Any]:
     return {"id": run.run_id, "label": run.label, "kind": run.kind, "target": run.target, "status": run.status,
             "started_at": run.started_at, "finished_at": run.finished_at, "error": run.error, "owner": run.owner,
-            "settings": run.settings, "host": run.host, "notes": run.notes}
+            "settings": run.settings, "host": run.host, "notes": run.all_notes}
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,8 @@ class RestoreRange:
     layout: str | None
     sequential_bps: float  # unfragmented restore
     random_bps: float      # fully fragmented restore
+    model_sequential_bps: float | None = None  # the same on the model's disk (disk_model.py)
+    model_random_bps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -143,8 +145,14 @@ def _windows(analysis: Analysis) -> dict[str, Any] | None:
 def _restore_ranges(analysis: Analysis) -> list[dict[str, Any]]:
     return [{"layout": r.layout, "low": min(r.sequential_bps, r.random_bps),
              "high": max(r.sequential_bps, r.random_bps), "sequential": r.sequential_bps,
-             "random": r.random_bps, "unit": "B/s"}
+             "random": r.random_bps, **_model(r), "unit": "B/s"}
             for r in analysis.restore_ranges]
+
+
+def _model(r: RestoreRange) -> dict[str, float]:
+    if r.model_sequential_bps is None or r.model_random_bps is None:
+        return {}
+    return {"model_sequential": r.model_sequential_bps, "model_random": r.model_random_bps}
 
 
 def run_body(run: RunRecord, analysis: Analysis = Analysis()) -> dict[str, Any]:

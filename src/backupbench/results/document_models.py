@@ -121,6 +121,9 @@ class RestoreRange(Shape):
     high: float
     sequential: float = Field(description="unfragmented restore (restore-sequential)")
     random: float = Field(description="fully fragmented restore (restore-random)")
+    model_sequential: Optional[float] = sometimes("the same restore-sequential on the model's spinning disk "
+                                                  "(the file's bytes at its speed plus an access per jump)")
+    model_random: Optional[float] = sometimes("the same restore-random on the model's spinning disk")
     unit: Literal["B/s"]
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import os
 import secrets
-import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from backupbench import process
 from backupbench.monitor.metrics import DISK_METRICS
+from backupbench.results.phase import CacheAccount, HostAccount, MonitorAccount, PhaseAccount, medians
 from backupbench.stats import Spread, spread
+
+__all__ = ["medians"]  # kept here for the modules that read it as the model's
 
 # Run and operation states.
 RUNNING = "running"
@@ -56,6 +58,17 @@ FIGURE_UNITS = {
     "ttfb_p99_ns": "ns",
     "objects_checked": "objects",
     "multipart_objects": "objects",
+    # A file a restore read (engines/file_map.py), and the same file on the model's disk (disk_model.py).
+    "file_bytes": "B",
+    "file_extents": "extents",
+    "file_mean_extent_bytes": "B",
+    "file_shared_bytes": "B",
+    "file_shared_extents": "extents",
+    "file_jumps": "jumps",
+    "file_median_jump_bytes": "B",
+    "file_holes": "holes",
+    "model_seq_bw": "B/s",
+    "model_random_bw": "B/s",
     # Per device: the device is a label, not a part of the name (split_device).
     "snapshot.data_pct_max": "%",
     "snapshot.invalid": "1",
@@ -145,6 +158,13 @@ class OperationRecord:
     # A phase measured several times (--repeat, a recipe's `repeat`): each sample's figures, in
     # the order measured; `figures` then holds each figure's median. Empty: measured once.
     samples: list[dict[str, float]] = field(default_factory=list)
+    # What the pipeline records beside the figures (results/phase.py); `detail` is the workload's.
+    layout: str = ""                      # the recipe layout it ran on ('' for `run PATH`)
+    state: str = ""                       # the array's state under a fault (recipe/naming.py)
+    monitor: MonitorAccount | None = None
+    cache: CacheAccount = field(default_factory=CacheAccount)
+    hosts: HostAccount | None = None
+    notes: list[str] = field(default_factory=list)   # shown after the run's own: RunRecord.all_notes
 
     def unit(self, name: str) -> str:
         return self.units.get(name) or known_unit(name)
@@ -177,8 +197,26 @@ class OperationRecord:
     @property
     def cached(self) -> str | None:
         """Why the disks saw under half the bytes this phase moved (monitor/cache_guard.py), or None."""
-        reason = self.detail.get("cached")
-        return str(reason) if reason else None
+        return self.cache.reason if self.cache.cached and self.cache.reason else None
+
+    @property
+    def monitor_csv(self) -> str | None:
+        """The latest sample's monitor CSV, relative to the run folder (runfiles.py finds it)."""
+        return self.monitor.latest_csv if self.monitor is not None else None
+
+    @property
+    def account(self) -> PhaseAccount:
+        return PhaseAccount(self.layout, self.state, self.monitor, self.cache, self.hosts, self.notes)
+
+    def take(self, account: PhaseAccount) -> None:
+        """The typed part of the record from `account` (as the store reads it back)."""
+        self.layout, self.state, self.monitor = account.layout, account.state, account.monitor
+        self.cache, self.hosts, self.notes = account.cache, account.hosts, account.notes
+
+    def document_detail(self) -> dict[str, Any]:
+        """The `detail` of the --json document: the workload's, with the keys the pipeline's
+        own facts have had there since before they were typed (results/phase.py)."""
+        return {**self.detail, **self.account.legacy_detail()}
 
     @property
     def unstable(self) -> bool:
@@ -186,13 +224,6 @@ class OperationRecord:
         name = self.headline_figure
         figure = self.spread(name) if name is not None else None
         return figure is not None and figure.unstable
-
-
-def medians(samples: list[dict[str, float]]) -> dict[str, float]:
-    """Each figure's median over the samples that have it, in the order first measured."""
-    names = dict.fromkeys(name for sample in samples for name in sample)
-    return {name: statistics.median(s[name] for s in samples if s.get(name) is not None)
-            for name in names if any(s.get(name) is not None for s in samples)}
 
 
 @dataclass
@@ -213,3 +244,8 @@ class RunRecord:
     owner: str = ""
     # The user's name for the run (--label), shown wherever runs are listed or compared.
     label: str = ""
+
+    @property
+    def all_notes(self) -> list[str]:
+        """The run's own notes, then each phase's ('<phase>: <note>'): what every view shows."""
+        return [*self.notes, *(f"{op.name}: {note}" for op in self.operations for note in op.notes)]

@@ -7,15 +7,19 @@ backupbench_<figure>_<unit suffix>, labelled with the run (run_id, label, kind),
 for per-device figures the device and, for a mixed S3 phase's per-kind figures (put_lat_p99_ns),
 the request kind as `op` (backupbench_lat_p99_seconds{op="put"}); the same metric without `op`
 is over every request of the phase. No timestamps: a pushgateway refuses pushed samples that
-carry one.
+carry one. The text is written by prometheus_client (generate_latest over a registry holding
+only these figures), so its escaping and number formats are the library's, not this module's.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from backupbench.results.base_units import base_unit
 from backupbench.results.csvout import figure_rows
@@ -72,50 +76,41 @@ def _request_kind(figure: str) -> tuple[str, str | None]:
     return figure, None
 
 
-def _label_value(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+class _Figures(Collector):
+    """The runs' figures as gauge families, for a registry of their own (never the process's
+    default one, which would add the exporting process's own metrics)."""
 
+    def __init__(self, runs: Iterable[RunRecord]):
+        self.families: dict[str, GaugeMetricFamily] = {}
+        self.left_out: list[str] = []
+        seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        for row in figure_rows(runs):
+            figure, device, unit = row["figure"], row["device"], row["unit"]
+            figure, request_kind = _request_kind(figure)
+            metric, factor = metric_for(figure, unit)
+            labels = (("run_id", row["run_id"]), ("label", row["label"]), ("kind", row["run_kind"]),
+                      ("phase", row["phase"]))
+            labels += (("device", device),) if device else ()
+            labels += (("op", request_kind),) if request_kind else ()
+            if (metric, labels) in seen:  # two stored names that read the same once converted
+                shown = f"{row['figure']}[{device}]" if device else row["figure"]
+                self.left_out.append(f"# {shown} of {row['run_id']} {row['phase']} left out: it is {metric} again")
+                continue
+            seen.add((metric, labels))
+            family = self.families.setdefault(metric, GaugeMetricFamily(metric, f"{figure} (stored in {unit})"))
+            # add_sample, not add_metric: one family's samples differ in their label names (device, op).
+            family.add_sample(metric, dict(labels), row["value"] * factor)
 
-def _help_text(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(value)
-
-
-@dataclass
-class _Family:
-    help: str
-    samples: list[str]
-    seen: set[tuple[tuple[str, str], ...]]
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        return iter(self.families.values())
 
 
 def exposition(runs: Iterable[RunRecord]) -> str:
     """The text a pushgateway takes (`curl --data-binary @- .../metrics/job/backupbench`)."""
-    families: dict[str, _Family] = {}
-    left_out: list[str] = []
-    for row in figure_rows(runs):
-        figure, device, unit = row["figure"], row["device"], row["unit"]
-        figure, request_kind = _request_kind(figure)
-        metric, factor = metric_for(figure, unit)
-        labels = (("run_id", row["run_id"]), ("label", row["label"]), ("kind", row["run_kind"]),
-                  ("phase", row["phase"]))
-        labels += (("device", device),) if device else ()
-        labels += (("op", request_kind),) if request_kind else ()
-        family = families.setdefault(metric, _Family(f"{figure} (stored in {unit})", [], set()))
-        if labels in family.seen:  # two stored names that read the same once converted
-            shown = f"{row['figure']}[{device}]" if device else row["figure"]
-            left_out.append(f"# {shown} of {row['run_id']} {row['phase']} left out: it is {metric} again")
-            continue
-        family.seen.add(labels)
-        text = ",".join(f'{key}="{_label_value(text)}"' for key, text in labels)
-        family.samples.append(f"{metric}{{{text}}} {_number(row['value'] * factor)}")
-    lines = []
-    for metric, family in families.items():
-        lines += [f"# HELP {metric} {_help_text(family.help)}", f"# TYPE {metric} gauge", *family.samples]
-    return "\n".join(lines + left_out) + "\n" if lines else ""
+    figures = _Figures(runs)
+    if not figures.families:
+        return ""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(figures)
+    # The figures left out are said as comments, which the format allows after the families.
+    return generate_latest(registry).decode() + "".join(line + "\n" for line in figures.left_out)

@@ -17,11 +17,11 @@ from backupbench.results.model import OperationRecord
 def monitor_csv_path(run_folder: Path, op: OperationRecord) -> Path | None:
     """The phase's monitor CSV inside the run folder, or None. Recorded relative to the run
     folder, or (layouts measured with several workloads) to the layout's folder."""
-    recorded = op.detail.get("monitor_csv")
+    recorded = op.monitor_csv
     if not recorded:
         return None
     candidates = [run_folder / recorded]
-    layout = op.detail.get("layout")
+    layout = op.layout
     if layout:
         candidates.append(run_folder / Path(layout).parent / recorded)
         candidates.append(run_folder / layout / Path(recorded).name)
@@ -45,7 +45,7 @@ class PhaseSamples:
 def phase_samples(run_folder: Path, op: OperationRecord) -> PhaseSamples:
     path = monitor_csv_path(run_folder, op)
     if path is None:
-        return PhaseSamples(None, None, f"monitor CSV {op.detail.get('monitor_csv')} not found in the run folder")
+        return PhaseSamples(None, None, f"monitor CSV {op.monitor_csv} not found in the run folder")
     try:
         return PhaseSamples(csvlog.load(path), path)
     except OSError as exc:

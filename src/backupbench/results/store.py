@@ -13,16 +13,21 @@ from backupbench.errors import NotFoundError, StoreError
 from backupbench.paths import shortened
 from backupbench.process import is_alive as process_alive
 from backupbench.redaction import redact, redact_data
+from backupbench.results.migrate import migrate
 from backupbench.results.model import INTERRUPTED, RUNNING, OperationRecord, RunRecord, known_unit, now_iso
+from backupbench.results.phase import PhaseAccount
 
 # PRAGMA user_version; docs/results.md describes every table and column of each version.
 # 1: runs, operations, figures. 2: runs.owner (the process a run belongs to). 3: runs.label.
 # 4: samples (each sample of a phase measured several times; made on open in an older store).
-SCHEMA_VERSION = 4
+# 5: operations.phase_json (the pipeline's typed record of a phase, results/phase.py) and
+#    samples.host (each host's figures of each sample); an older store is migrated on open.
+SCHEMA_VERSION = 5
 # Columns later versions added to a table, oldest first: an older store gets them on open.
 ADDED_COLUMNS = (
     ("runs", "owner", "TEXT NOT NULL DEFAULT ''"),
     ("runs", "label", "TEXT NOT NULL DEFAULT ''"),
+    ("operations", "phase_json", "TEXT NOT NULL DEFAULT '{}'"),
 )
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -48,6 +53,7 @@ CREATE TABLE IF NOT EXISTS operations (
     started_at TEXT NOT NULL,
     finished_at TEXT,
     detail_json TEXT NOT NULL DEFAULT '{}',
+    phase_json TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (run_id, name)
 );
 CREATE TABLE IF NOT EXISTS figures (
@@ -63,9 +69,10 @@ CREATE TABLE IF NOT EXISTS samples (
     run_id TEXT NOT NULL,
     operation TEXT NOT NULL,
     sample INTEGER NOT NULL,
+    host TEXT NOT NULL DEFAULT '',
     name TEXT NOT NULL,
     value REAL NOT NULL,
-    PRIMARY KEY (run_id, operation, sample, name),
+    PRIMARY KEY (run_id, operation, sample, host, name),
     FOREIGN KEY (run_id, operation) REFERENCES operations(run_id, name) ON DELETE CASCADE
 );
 """
@@ -117,6 +124,7 @@ class Store:
                     )
                 _add_missing_columns(db)
                 db.executescript(SCHEMA)
+                migrate(db, version)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except OSError as exc:
             raise StoreError(f"cannot open the results store {shortened(path)}: {exc.strerror or exc}",
@@ -153,9 +161,10 @@ class Store:
     def save_operation(self, run_id: str, seq: int, op: OperationRecord) -> None:
         with self._connect() as db:
             db.execute(
-                "INSERT OR REPLACE INTO operations VALUES (?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO operations (run_id, seq, name, pattern, status, started_at, finished_at,"
+                " detail_json, phase_json) VALUES (?,?,?,?,?,?,?,?,?)",
                 (run_id, seq, op.name, _text(op.pattern), op.status, op.started_at, op.finished_at,
-                 _json(op.detail)),
+                 _json(op.detail), _json(op.account.to_stored())),
             )
             db.execute("DELETE FROM figures WHERE run_id = ? AND operation = ?", (run_id, op.name))
             db.executemany(
@@ -166,10 +175,10 @@ class Store:
             # A phase measured once keeps its one sample in `figures` alone.
             db.execute("DELETE FROM samples WHERE run_id = ? AND operation = ?", (run_id, op.name))
             db.executemany(
-                "INSERT INTO samples VALUES (?,?,?,?,?)",
-                [(run_id, op.name, number, name, float(value))
+                "INSERT INTO samples (run_id, operation, sample, host, name, value) VALUES (?,?,?,?,?,?)",
+                [(run_id, op.name, number, "", name, float(value))
                  for number, sample in enumerate(op.samples if len(op.samples) > 1 else [], start=1)
-                 for name, value in sample.items() if value is not None],
+                 for name, value in sample.items() if value is not None] + _host_rows(run_id, op),
             )
 
     def finish_run(self, run: RunRecord) -> None:
@@ -255,28 +264,46 @@ class Store:
         # In the order they were stored: the workload's own first, as in the run's --json.
         figures = db.execute("SELECT operation, name, value, unit FROM figures WHERE run_id = ? ORDER BY rowid",
                              (run.run_id,)).fetchall()
-        samples = db.execute("SELECT operation, sample, name, value FROM samples WHERE run_id = ? "
+        samples = db.execute("SELECT operation, sample, host, name, value FROM samples WHERE run_id = ? "
                              "ORDER BY sample, rowid", (run.run_id,)).fetchall()
         samples_by_op: dict[str, dict[int, dict[str, float]]] = {}
+        hosts_by_op: dict[str, dict[int, dict[str, dict[str, float]]]] = {}
         for row in samples:
-            samples_by_op.setdefault(row["operation"], {}).setdefault(row["sample"], {})[row["name"]] = row["value"]
+            if row["host"]:
+                by_sample = hosts_by_op.setdefault(row["operation"], {}).setdefault(row["sample"], {})
+                by_sample.setdefault(row["host"], {})[row["name"]] = row["value"]
+            else:
+                samples_by_op.setdefault(row["operation"], {}).setdefault(row["sample"], {})[row["name"]] = row["value"]
         by_op: dict[str, dict[str, float]] = {}
         units_by_op: dict[str, dict[str, str]] = {}
         for fig in figures:
             by_op.setdefault(fig["operation"], {})[fig["name"]] = fig["value"]
             if fig["unit"] != known_unit(fig["name"]):
                 units_by_op.setdefault(fig["operation"], {})[fig["name"]] = fig["unit"]
-        run.operations = [
-            OperationRecord(
+        run.operations = []
+        for op in ops:
+            record = OperationRecord(
                 name=op["name"], pattern=op["pattern"], status=op["status"],
                 started_at=op["started_at"], finished_at=op["finished_at"],
                 figures=by_op.get(op["name"], {}), detail=json.loads(op["detail_json"]),
                 units=units_by_op.get(op["name"], {}),
                 samples=list(samples_by_op.get(op["name"], {}).values()),
             )
-            for op in ops
-        ]
+            record.take(PhaseAccount.from_stored(json.loads(op["phase_json"]),
+                                                 list(hosts_by_op.get(op["name"], {}).values())))
+            run.operations.append(record)
         return run
+
+
+def _host_rows(run_id: str, op: OperationRecord) -> list[tuple[str, str, int, str, str, float]]:
+    """Each host's figures of each sample, one row a figure (a host's one-sample figures too:
+    they are nowhere else)."""
+    if op.hosts is None:
+        return []
+    return [(run_id, op.name, number, host, name, float(value))
+            for number, sample in enumerate(op.hosts.samples, start=1)
+            for host, figures in sample.items()
+            for name, value in figures.items() if isinstance(value, (int, float))]
 
 
 def _run_from_row(row: sqlite3.Row) -> RunRecord:

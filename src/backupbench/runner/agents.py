@@ -14,7 +14,7 @@ objects (and nothing else) with one delete, with this host's credentials, as the
 does, lost agents' objects too.
 
 Figures (agents_merge.py): one operation per phase, merged from every agent that finished it.
-Each agent's own figures are in detail["hosts"]; an agent lost mid-run in detail["lost_hosts"]
+Each agent's own figures go to the phase's HostAccount (results/phase.py); an agent lost mid-run too
 and the run's notes, and the others go on. The options describe the whole run: objects and
 streams are split evenly over the agents, so a run from N agents does what the same run from
 this host does.
@@ -34,6 +34,7 @@ from backupbench.agent.startup import parse_listen
 from backupbench.agent.tls import Trust
 from backupbench.errors import BackupbenchError, EngineError, InputError, RefusedError
 from backupbench.results.model import RunRecord
+from backupbench.results.phase import HOSTS, LOST_HOSTS
 from backupbench.runner import host_monitor
 from backupbench.runner.agents_merge import MERGE_NOTE, errors_by_kind, every_request_failed, merge_phase, split
 from backupbench.runner.phases import Reporter
@@ -318,7 +319,7 @@ class AgentsWorkload:
     def _record(self, op: str, finished: dict[str, dict[str, Any]], hooks: PhaseHooks) -> None:
         figures, per_host = merge_phase(op, finished)
         s3, creds = self.inner.connect()
-        detail = {"hosts": per_host, "lost_hosts": dict(self.lost), "endpoint": s3.endpoint, "bucket": s3.bucket,
+        detail = {HOSTS: per_host, LOST_HOSTS: dict(self.lost), "endpoint": s3.endpoint, "bucket": s3.bucket,
                   "prefixes": {ref.label: agent_prefix(self._run_id, ref.label) for ref in self.agents},
                   "credentials_from": creds.source, "merged": MERGE_NOTE,
                   "errors_by_kind": errors_by_kind(finished), "units": {"hosts_reporting": "hosts"}}

@@ -20,6 +20,7 @@ from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.journal import Journal
 from backupbench.layouts.executor import Provisioner
 from backupbench.layouts.minio import MinioServer
+from backupbench.layouts.naming import MOUNT_FOLDER
 from backupbench.layouts.lvm import thin_pool_vgs
 from backupbench.monitor.snapwatch import SnapshotWatch
 from backupbench.monitor.thinwatch import ThinPoolWatch
@@ -31,6 +32,7 @@ from backupbench.runner.apply_hosts import apply_on_hosts
 from backupbench.runner.faulted import FaultRun, member_baseline
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunSession, journalled, open_journal
+from backupbench.runner.placement import NewRun, Placement, Sampling, Where
 from backupbench.runner.schedule import schedule
 from backupbench.workloads.base import ServedBy, Workload
 from backupbench.workloads.registry import WORKLOADS
@@ -67,12 +69,11 @@ def apply(plan: Plan, results: Path, reporter: Reporter, hooks: ApplyHooks, host
         folder = run_mount_folder(plan)
         if folder is not None:
             # Made by the first layout's `mkdir -p`, removed (once empty) when the run closes.
-            journal.will_create(artefacts.folder(folder, plan.run_id, "folder of mount points"))
+            journal.will_create(artefacts.folder(folder, plan.run_id, MOUNT_FOLDER.what))
         # The plan's object names (VGs, md arrays, mounts) carry its run id: the stored run keeps it.
-        session = RunSession(results=results, kind="recipe", target=recipe.name,
-                             settings={"recipe": recipe.model_dump(mode="json")}, host=host, reporter=reporter,
-                             monitor=recipe.monitor, run_id=plan.run_id, journal=journal, on_closed=hooks.on_closed,
-                             label=hooks.label)
+        new = NewRun(plan.run_id, "recipe", recipe.name, {"recipe": recipe.model_dump(mode="json")}, host, hooks.label)
+        session = RunSession(new, results=results, reporter=reporter, monitor=recipe.monitor, journal=journal,
+                             on_closed=hooks.on_closed)
         with session:
             order = schedule([step.layout for step in plan.steps], [spec.repeat for spec in recipe.workload])
             if order.note:
@@ -91,7 +92,7 @@ def run_mount_folder(plan: Plan) -> Path | None:
     """The <mount root>/<run id> folder the layouts' mount points are made in."""
     for step in plan.steps:
         point = step.layout.mount_point
-        if step.layout.kind != "directory" and point is not None and point.parent.name == plan.run_id:
+        if step.layout.kind != "directory" and point is not None and point.parent.name == MOUNT_FOLDER.of(plan.run_id):
             return point.parent
     return None
 
@@ -102,7 +103,7 @@ def _one_layout(session: RunSession, layout, plan: Plan, journal: Journal, hooks
         if layout.fault is not None:
             session.reporter.stage_started(naming.layout_operation(layout.name, naming.MEMBER),
                                            "one member read, then written, alone")
-            session.add_operation(member_baseline(layout, hooks.recheck), announced=True)
+            session.add_operation(member_baseline(layout, hooks.recheck, session.folder / layout.name), announced=True)
         provisioner.apply(layout.actions, lambda: hooks.recheck(layout.devices))
         _measure_layout(session, plan.recipe, layout, provisioner, hooks)
     finally:
@@ -158,8 +159,8 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
             continue
         before = len(session.run.operations)
         with SnapshotWatch(layout.watched_snapshots) as watch, ThinPoolWatch(thin_pool_vgs(layout)) as pools:
-            session.measure(build_workload(spec, server, layout.name), target, group=group, storage=storage,
-                            layout=base, state=state, repeat=spec.repeat, stop_reason=stop_reason)
+            session.measure(build_workload(spec, server, layout.name), Where(target, storage),
+                            Placement(group, base, state), Sampling(spec.repeat, stop_reason=stop_reason))
         record_watches(session, layout.name, group, session.run.operations[before:], watch, pools)
 
 
@@ -171,5 +172,5 @@ def _measure_sample(session: RunSession, recipe, layout, server: MinioServer | N
         if spec.repeat < sample:
             continue
         base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
-        session.measure(build_workload(spec, server, layout.name), target, group=base, storage=storage,
-                        layout=base, repeat=spec.repeat, samples=range(sample, sample + 1))
+        session.measure(build_workload(spec, server, layout.name), Where(target, storage), Placement(base, base),
+                        Sampling(spec.repeat, range(sample, sample + 1)))

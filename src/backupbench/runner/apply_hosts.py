@@ -34,6 +34,7 @@ from backupbench.runner.agents import on_agents
 from backupbench.runner.hosts import HostsWorkload, on_hosts
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RemoteWorkload, RunSession, journalled, open_journal
+from backupbench.runner.placement import NewRun, Placement, Sampling, Where
 from backupbench.workloads.base import Workload
 from backupbench.workloads.registry import WORKLOADS
 
@@ -118,13 +119,13 @@ def apply_on_hosts(plan: Plan, results: Path, reporter: Reporter, *, announce: C
         versions = {name: version for job in jobs for name, version in job.workload.engine_versions().items()}
         host = {**facts.collect_host(), **(host_facts or {}), **versions}
         monitor = recipe.monitor.model_copy(update={"no_monitor": True})
-        session = RunSession(results=results, kind="recipe", target=recipe.name,
-                             settings={"recipe": recipe.model_dump(mode="json")}, host=host, reporter=reporter,
-                             monitor=monitor, run_id=plan.run_id, journal=journal, on_closed=on_closed, label=label)
+        new = NewRun(plan.run_id, "recipe", recipe.name, {"recipe": recipe.model_dump(mode="json")}, host, label)
+        session = RunSession(new, results=results, reporter=reporter, monitor=monitor, journal=journal,
+                             on_closed=on_closed)
         with session:
             for job in jobs:
                 try:
-                    session.measure(job.workload, None, group=job.group, checked=True, repeat=job.repeat)
+                    session.measure(job.workload, Where(checked=True), Placement(job.group), Sampling(job.repeat))
                 finally:
                     session.run.notes += [note for note in job.workload.notes if note not in session.run.notes]
         return session.run

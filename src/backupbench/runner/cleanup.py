@@ -14,16 +14,32 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from backupbench import process
+from backupbench.artefacts import ArtefactName
+from backupbench.devices.facts import PROBE_FILE
+from backupbench.engines.smallfiles import FOLDER as SMALL_FILES_FOLDER
 from backupbench.errors import BackupbenchError
 from backupbench.journal import Journal, JournalBusy, JournalGone, JournalRefused, open_journals, read
+from backupbench.lab.vm import WORK_FOLDER as LAB_WORK_FOLDER
 from backupbench.layouts.actions import GUARD_PROGRAMS, UNDO_PROGRAMS, Action
 from backupbench.layouts.executor import Runner, undo_actions
+from backupbench.layouts.naming import MOUNT_FOLDER
 from backupbench.results.location import STORE_NAME
 from backupbench.results.store import Store
+from backupbench.runner.fill import FILL_FILE
+from backupbench.workloads.blockclone import FOLDER as CLONE_FOLDER
+from backupbench.workloads.fio_workload import TEST_FILE
 from backupbench.workloads.registry import artefact_removers
 from backupbench import artefacts
 
 log = logging.getLogger("backupbench.cleanup")
+
+# The folder `run` makes when given no PATH (runner/pipeline._scratch_directory).
+SCRATCH_FOLDER = ArtefactName("bb-scratch-{}", "scratch folder")
+# Every name backupbench gives a file or folder it creates outside a run folder, from the
+# module that makes it: the sweep removes nothing by another name (a unit test finds every
+# ArtefactName declared under src/ here).
+OWN_NAMES: tuple[ArtefactName, ...] = (TEST_FILE, PROBE_FILE, SMALL_FILES_FOLDER, SCRATCH_FOLDER, MOUNT_FOLDER,
+                                       LAB_WORK_FOLDER, FILL_FILE, CLONE_FOLDER)
 
 
 @dataclass
@@ -40,7 +56,7 @@ class SweepReport:
 def sweep(journal: Journal, *, run: Runner = process.run, table: dict[str, artefacts.Remover] | None = None,
           on_line: Callable[[str], None] | None = None) -> SweepReport:
     """Remove everything still pending in `journal`, newest first; record each outcome in it."""
-    table = table if table is not None else artefacts.removers(artefact_removers())
+    table = table if table is not None else artefacts.removers(artefact_removers(), names=OWN_NAMES)
     report = SweepReport()
     for item in read(journal.path).pending:
         if item.action is not None:

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from backupbench import process, stopping
-from backupbench.engines.fio_json import parse_text
+from backupbench import stopping
+from backupbench.engines.fio import FioEngine
+from backupbench.engines.fio_job import FioJob
 from backupbench.errors import BackupbenchError
 from backupbench.faults.figures import (MIN_IDLE_SECONDS, REBUILD_UNITS, RebuildSpan, copy_back_figures,
                                          rebuild_figures)
@@ -33,11 +34,11 @@ from backupbench.monitor.rebuild import MdReader, RebuildWatch, Sample, StateRea
 from backupbench.monitor.rebuild_btrfs import BtrfsReader
 from backupbench.monitor.rebuild_minio import MinioHealReader
 from backupbench.recipe import naming
-from backupbench.recipe.naming import DEGRADED, HEALTHY, REBUILDING, REBUILT
+from backupbench.recipe.naming import COPY_BACK, DEGRADED, FILL, HEALTHY, HEALTHY_WAIT, REBUILDING, REBUILT
 from backupbench.results.model import COMPLETE, FAILED, INTERRUPTED, OperationRecord, now_iso
 from backupbench.runner.fill import fill_file, fill_s3
 from backupbench.runner.phases import Reporter
-from backupbench.units import format_rate, format_size
+from backupbench.units import MiB, format_rate, format_size
 
 # Bound on the passes of rebuild_load = "repeat": a rebuild that never ends must not run for ever.
 MAX_REPEATS = 1000
@@ -119,12 +120,12 @@ class FaultRun:
         size = self.fault.spec.fill
         if not size or (self.layout.mount_point is None and self.server is None):
             return
-        stage = naming.layout_operation(self.layout.name, "fill")
+        stage = naming.layout_operation(self.layout.name, FILL)
         self.reporter.stage_started(stage, f"write {format_size(size)} before the failure")
         if self.server is not None:
-            fill_s3(self.server, size, self.run_id, self.folder / "fill")
+            fill_s3(self.server, size, self.run_id, self.folder / FILL)
         elif self.layout.mount_point is not None:
-            fill_file(self.layout.mount_point, size, self.run_id, self.journal)
+            fill_file(self.layout.mount_point, size, self.run_id, self.journal, self.folder / FILL)
         self.reporter.stage_finished(stage, None)
 
     def run(self, measure: MeasurePass) -> None:
@@ -152,7 +153,7 @@ class FaultRun:
         """`after` longer than the healthy pass: the array stays healthy, shown as a stage."""
         if seconds <= 0:
             return
-        stage = naming.layout_operation(self.layout.name, "healthy-wait")
+        stage = naming.layout_operation(self.layout.name, HEALTHY_WAIT)
         self.reporter.stage_started(stage, f"healthy until {self.fault.spec.after:g} s (fault.after)")
         _wait(seconds)
         self.reporter.stage_finished(stage, None)
@@ -170,7 +171,7 @@ class FaultRun:
         if not self.fault.copy_back or self.span is None or self.span.ended is None:
             return
         disk = self.fault.copy_back_disk
-        stage = naming.layout_operation(self.layout.name, "copy-back")
+        stage = naming.layout_operation(self.layout.name, COPY_BACK)
         self.reporter.stage_started(stage, f"copy the distributed spare back onto {disk}")
         self.progress_stage = stage
         if isinstance(self.reader, ZpoolReader):
@@ -178,7 +179,7 @@ class FaultRun:
         self.span_started = started = self.watch.elapsed()
         self._do(Action(f"replace {self.fault.failed[0]} of {self.fault.array} by {disk}", self.fault.copy_back,
                         destructive=True), (disk,))
-        self._enter("copy-back")
+        self._enter(COPY_BACK)
         ended = self._first_finished() if _wait(self.fault.spec.rebuild_timeout, self._sampled_finished) else None
         if ended is None:
             self.notes.append(f"{self.layout.name}: the copy back onto {disk} did not finish within "
@@ -217,7 +218,7 @@ class FaultRun:
 
     def _show_progress(self, sample: Sample) -> None:
         """The rebuild's bar, from the watch's thread (rich's Progress takes updates from any)."""
-        if not self.rebuild_announced or sample.phase not in (REBUILDING, REBUILT, "copy-back"):
+        if not self.rebuild_announced or sample.phase not in (REBUILDING, REBUILT, COPY_BACK):
             return
         state = sample.state
         if state.finished:
@@ -247,8 +248,8 @@ class FaultRun:
     def record(self) -> OperationRecord:
         """The rebuild as an operation of its own: `<layout>/rebuild`."""
         pattern = f"rebuild onto {self.fault.target}" if self.fault.rebuilds else "degraded only (no replacement)"
-        record = OperationRecord(name=self.rebuild_stage, pattern=pattern)
-        record.detail.update({"layout": self.layout.name, "state": naming.REBUILD, "kind": self.fault.kind,
+        record = OperationRecord(name=self.rebuild_stage, pattern=pattern, layout=self.layout.name, state=naming.REBUILD)
+        record.detail.update({"kind": self.fault.kind,
                               "failed": list(self.fault.failed),
                               "rebuilds": self.fault.rebuilds,
                               "target": self.fault.target, "rebuild_load": self.fault.spec.rebuild_load,
@@ -270,34 +271,37 @@ class FaultRun:
         return record
 
 
-def _member_fio(device: str, rw: str, seconds: float) -> list[str]:
-    readonly = ["--readonly"] if rw == "read" else []
-    return ["fio", "--name=member", f"--filename={device}", *readonly, f"--rw={rw}", "--bs=1M", "--iodepth=4",
-            "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={round(seconds * 1000)}ms",
-            "--output-format=json"]
+def member_job(device: str, rw: str, seconds: float) -> FioJob:
+    """1 MiB at queue depth 4 over the whole device for `seconds`, in fio's own buffers: the
+    disk's raw speed, whatever content the workloads write. A read is read-only."""
+    return FioJob(name=f"{naming.MEMBER}-{rw}", filename=Path(device), rw=rw, block_size=MiB, region_size=None,
+                  iodepth=4, runtime_s=seconds, content=None, readonly=rw == "read")
 
 
-def member_baseline(layout: LayoutPlan, recheck: Callable[[tuple[str, ...]], None],
-                    host: HostFiles | None = None) -> OperationRecord:
+def member_baseline(layout: LayoutPlan, recheck: Callable[[tuple[str, ...]], None], folder: Path,
+                    host: HostFiles | None = None, engine: FioEngine | None = None) -> OperationRecord:
     """One member's sequential read and write speed, before the layout is built: the
     single-disk reference the model of the layout's speed and rebuild starts from. The read
     is read-only (fio --readonly); the write goes to a device the layout is about to format
-    anyway, so only after the same re-check as the layout's first destructive step."""
+    anyway, so only after the same re-check as the layout's first destructive step. fio's job
+    files and results are kept in `folder`."""
     assert layout.fault is not None
     host = host or HostFiles()
+    engine = engine or FioEngine()
+    folder.mkdir(parents=True, exist_ok=True)
     device = layout.fault.failed[0]
     record = OperationRecord(name=naming.layout_operation(layout.name, naming.MEMBER),
-                             pattern=f"read, then write, 1 MiB qd4 of {device}")
-    record.detail.update({"layout": layout.name, "state": naming.MEMBER, "device": device})
+                             pattern=f"read, then write, 1 MiB qd4 of {device}", layout=layout.name, state=naming.MEMBER)
+    record.detail["device"] = device
     sectors = host.read_value(f"/sys/class/block/{Path(device).name}/size")
     if sectors and sectors.isdigit():
         record.figures["member_bytes"] = float(int(sectors) * 512)
         record.units["member_bytes"] = "B"
     seconds = layout.fault.spec.member_runtime
-    read = parse_text(process.run(_member_fio(device, "read", seconds), timeout=120 + seconds).stdout)
+    read = engine.run(member_job(device, "read", seconds), folder, timeout_s=120 + seconds).summary
     record.figures["read_bw"] = read.read.bw_bytes
     recheck((device,))
-    written = parse_text(process.run(_member_fio(device, "write", seconds), timeout=120 + seconds).stdout)
+    written = engine.run(member_job(device, "write", seconds), folder, timeout_s=120 + seconds).summary
     record.figures["write_bw"] = written.write.bw_bytes
     record.status, record.finished_at = COMPLETE, now_iso()
     return record

@@ -14,7 +14,7 @@ run, and what a failed call missed comes with the next (`since`). An agent that 
 calls in a row, or refuses the token, is named in the run's notes and left alone; one that
 restarted (another feed instance in its answer) is noted and read again from its first sample.
 
-Each measured phase gets detail["host_timeline"]: its span by this machine's clock and each
+Each measured phase gets a timeline (its HostAccount's, results/phase.py): its span by this machine's clock and each
 host's CSV and the disks its line sums: those under the agent's root, else the host's whole disks. The report cuts each host's line out of its CSV by that span, which
 takes the hosts' clocks to agree with this one (NTP keeps them within milliseconds), as
 runner/agents.py does for its common wall time.
@@ -34,9 +34,11 @@ from typing import Any, Iterator, Mapping, Sequence
 from backupbench import __version__
 from backupbench.agent.client import AgentAuthError, AgentClient, AgentRefused, AgentUnreachable
 from backupbench.agent.protocol import MAX_SAMPLES_PER_ANSWER
-from backupbench.agent.startup import DEFAULT_AGENT_PORT, load_token
+from backupbench.agent.startup import load_token
 from backupbench.agent.tls import AgentTrustError, Trust
 from backupbench.engines.fio_client import Host
+from backupbench.recipe.hosts import AGENT_PORT
+from backupbench.results.phase import HOST_TIMELINE
 from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.monitor.csvlog import CsvLog
 from backupbench.monitor.procfs import LoadAvg, Memory
@@ -49,9 +51,9 @@ POLL_TIMEOUT_S = 3.0
 LOST_AFTER = 3
 # After the run, how long to wait for each agent's sample covering its last moment.
 TAIL_WAIT_S = 1.5
-DETAIL_KEY = "host_timeline"
+DETAIL_KEY = HOST_TIMELINE  # handed with a phase's figures; the record keeps it typed (results/phase.py)
 _NOT_SAMPLED = ("no per-host timeline: the hosts' own disks were not sampled. Start `backupbench agent "
-                f"--listen ADDR:{DEFAULT_AGENT_PORT} --token-file F --root DIR --tls-cert C --tls-key K` on each "
+                f"--listen ADDR:{AGENT_PORT} --token-file F --root DIR --tls-cert C --tls-key K` on each "
                 "host (backupbench hosts agent-unit prints a systemd unit)")
 NO_TIMELINE_NOTE = _NOT_SAMPLED + " and add --agent-token-file F to draw one"
 # apply has no such flag: a recipe names the token file in its [hosts].
@@ -103,7 +105,7 @@ def _machine(address: str) -> str:
         return address.lower()
 
 
-def host_agents(hosts: Sequence[Host], token_file: Path | None, port: int = DEFAULT_AGENT_PORT,
+def host_agents(hosts: Sequence[Host], token_file: Path | None, port: int = AGENT_PORT,
                 trust: Trust | None = None) -> dict[str, AgentClient]:
     """{host name: its agent's client} at each host's address on `port`, trusted as `trust` says
     (None: the system's CAs); {} without a token file (the run then has no per-host timeline).
@@ -301,7 +303,7 @@ class HostSampler:
         self._open[name] = time.time()
 
     def phase_finished(self, name: str) -> dict[str, Any] | None:
-        """The phase's detail["host_timeline"]: its span and where each host's samples are."""
+        """The phase's host timeline: its span and where each host's samples are."""
         start = self._open.pop(name, None)
         if start is None:
             return None

@@ -3,10 +3,10 @@ mode (engines/fio_client.py): `backupbench run --hosts H1,H2 PATH`.
 
 Each phase is one `fio --client` run on every host still answering. The operation's figures
 are the hosts' total (bandwidth and IOPS summed; p99 latency read from every host's latency
-histogram merged, fio's json+ `bins`, never an average); each host's own figures are in
-detail["hosts"], the total's p50/p95/p99/p99.9 in detail["total_percentiles_ns"]. A host lost
-during a phase is named in detail["lost_hosts"] and in the run's notes, and left out of the
-later phases: the run goes on with the others. Each host's test file is journalled before the
+histogram merged, fio's json+ `bins`, never an average); each host's own figures are in the
+phase's HostAccount (results/phase.py), the total's p50/p95/p99/p99.9 in
+detail["total_percentiles_ns"]. A host lost during a phase is named in the HostAccount and in
+the run's notes, and left out of the later phases: the run goes on with the others. Each host's test file is journalled before the
 first phase and removed at the end by a cleanup job sent to that host.
 """
 
@@ -21,14 +21,15 @@ from backupbench import units
 from backupbench.agent.client import AgentClient
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_client import (ClientResult, Host, ServerInfo, check_servers, remote_file,
-                                            remote_path, remove_on_host, run_clients)
+                                            remote_path, remote_test_file, remove_on_host, run_clients)
 from backupbench.errors import EngineError, InputError
 from backupbench.results.model import RunRecord
+from backupbench.results.phase import HOSTS, LOST_HOSTS
 from backupbench.runner import host_monitor
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunRequest, execute_remote
 from backupbench.workloads.base import PhaseHooks, Workload
-from backupbench.workloads.fio_workload import FioPhase, FioWorkload, TAG
+from backupbench.workloads.fio_workload import FioPhase, FioWorkload
 from backupbench.workloads.registry import WORKLOADS, names_where
 # Beyond a time-based phase's runtime: connecting, laying out, fio's own 5 s lost-host timeout.
 PHASE_GRACE_S = 120.0
@@ -37,11 +38,6 @@ SLOWEST_BPS = 10 * units.MiB
 P99_MERGED = "p99 latency of the total is read from the hosts' latency histograms merged (fio json+ bins)"
 # Only when fio gave no histograms (an output without json+ bins): an upper bound, not the p99.
 P99_WORST = "p99 latency of the total is the worst host's: fio gave no latency histograms to merge"
-
-
-def test_file(path: PurePosixPath, run_id: str, host: Host) -> PurePosixPath:
-    # One file per host even in one directory: hosts may share a repository (NFS, SMB).
-    return path / f"{TAG}-{run_id}-{host.file_tag}.dat"
 
 
 def phase_timeout(phase: FioPhase) -> float:
@@ -112,7 +108,7 @@ class HostsWorkload:
             self._execute(folder, run_id, sampled)
 
     def _execute(self, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
-        files = {host: test_file(self.path, run_id, host) for host in self.hosts}
+        files = {host: remote_test_file(self.path, run_id, host) for host in self.hosts}
         for host, path in files.items():
             self._journal_ids[host] = hooks.will_create(remote_file(host, path, run_id))
         per_host = {host: self.inner.phases_for(Path(str(path))) for host, path in files.items()}
@@ -152,8 +148,8 @@ class HostsWorkload:
         score = phase.score or (lambda summary: {})
         figures = {**score(result.total), "hosts_reporting": float(len(result.per_host))}
         detail = {"job_file": f"{name}.<host>.fio", "raw": f"{name}.json", "buffered": not phase.job.direct,
-                  "hosts": {host: score(summary) for host, summary in result.per_host.items()},
-                  "lost_hosts": dict(result.lost), "p99_total": P99_MERGED if result.total_p99_merged else P99_WORST,
+                  HOSTS: {host: score(summary) for host, summary in result.per_host.items()},
+                  LOST_HOSTS: dict(result.lost), "p99_total": P99_MERGED if result.total_p99_merged else P99_WORST,
                   "total_percentiles_ns": result.total_percentiles(), "units": {"hosts_reporting": "hosts"}}
         hooks.finished(name, figures, detail)
 
@@ -169,7 +165,7 @@ class HostsWorkload:
             left = {host for host in self._journal_ids if host.name in self.lost}
             for host in set(self._journal_ids) - left:
                 try:
-                    remove_on_host(host, test_file(self.path, run_id, host), self.binary)
+                    remove_on_host(host, remote_test_file(self.path, run_id, host), self.binary)
                 except EngineError:
                     left.add(host)
         # What is left stays in the journal: the run's sweep tries once more and reports it left

@@ -5,16 +5,19 @@ and on finish stores the workload's figures together with the monitor's summary.
 leaves out the phase's partial first and last seconds and its warm-up (monitor/sampler.py).
 With the target's storage known (MonitorPlan.storage) each phase is also held against the
 cache guard (monitor/cache_guard.py): the share of the moved bytes the disks saw is stored as
-`storage_bytes_pct`, and a phase they saw under half of is marked detail["cached"] (the cause)
-with one note on the run per phase, however many samples it has (detail["cached_samples"] of
-detail["cache_checked_samples"]).
+`storage_bytes_pct`, and the phase's CacheAccount counts its samples checked and cached.
+
+What the recorder learns is typed on the record (results/phase.py): its layout and state, the
+monitor's account (each sample's CSV, the crossings of all samples merged), the cache verdict,
+the hosts. The phase's notes (its crossings, 'cached in 2 of 3 samples: ...') are written whole
+from those facts after each sample, and the run shows them after its own (RunRecord.all_notes).
 
 A phase measured several times (`sample` > 1: RunSession.measure's repeats) adds a sample to
 the operation its first sample opened: `samples` keeps each sample's figures, `figures` their
 medians (results/model.py), and the phase keeps its place among the run's operations.
-A multi-host phase (`--hosts`, `--agents`, a recipe's `[hosts]`) keeps its hosts alike: each
-sample's per-host figures in detail["host_samples"], detail["hosts"] each host's medians over
-them, and detail["lost_hosts"] every host lost in any sample (`merge_host_samples`).
+A multi-host phase (`--hosts`, `--agents`, a recipe's `[hosts]`) hands its per-host figures
+and lost hosts in its detail (`hosts`, `lost_hosts`, results/phase.py names the keys): each
+sample's join the record's HostAccount, whose per-host medians the report reads.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from backupbench.monitor.summary import Crossing, crossing_lines, merged_crossin
 from backupbench.monitor.zfs import PoolGauge
 from backupbench.recipe import naming
 from backupbench.results.model import COMPLETE, FAILED, MONITOR_PREFIX, RUNNING, OperationRecord, RunRecord, medians, now_iso
+from backupbench.results.phase import HOST_TIMELINE, HOSTS, LOST_HOSTS, UNITS, HostAccount, MonitorAccount
 from backupbench.results.store import Store
-from backupbench.runner.host_monitor import DETAIL_KEY as TIMELINE_KEY
+from backupbench.runner.placement import TOP_LEVEL, Placement
 
 
 class Reporter(Protocol):
@@ -91,43 +95,23 @@ class MonitorPlan:
         return figures
 
 
-def merge_host_samples(before: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
-    """A later sample's detail with its hosts joined to the earlier samples' (`before`, the
-    phase's detail so far): detail["host_samples"] each sample's {host: figures}, detail["hosts"]
-    each host's medians over its samples (as the phase's `figures` are the totals' medians:
-    a host shows the same kind of figure with one sample or several), detail["lost_hosts"]
-    every host lost in any sample. A detail without per-host figures is given back as it is."""
-    hosts = latest.get("hosts")
-    if not isinstance(hosts, dict):
-        return latest
-    known = before.get("host_samples") or ([before["hosts"]] if isinstance(before.get("hosts"), dict) else [])
-    samples = [*known, hosts]
-    names = dict.fromkeys(str(host) for sample in samples for host in sample)
-    per_host = {host: medians([{k: v for k, v in sample[host].items() if isinstance(v, (int, float))}
-                               for sample in samples if isinstance(sample.get(host), dict)])
-                for host in names}
-    lost = {**(before.get("lost_hosts") or {}), **(latest.get("lost_hosts") or {})}
-    return {**latest, "host_samples": samples, "hosts": per_host, "lost_hosts": lost}
-
-
 class PhaseRecorder:
-    """group: the layout a phase ran on, when one run measures several; phases are then
-    stored as '<group>/<phase>' and their raw files kept in a sub-folder of that name.
-    Under a fault the group is '<layout>/<state>': `layout` and `state` say which is which."""
+    """Records the phases of one sample of a workload (`sample`: 1 for the first) at `place`;
+    the monitor CSVs and raw files it names are relative to `run_root` (the run folder)."""
 
     def __init__(self, run: RunRecord, store: Store, folder: Path, reporter: Reporter,
-                 monitor: MonitorPlan | None, *, group: str = "", run_root: Path | None = None,
-                 journal: Journal | None = None, layout: str = "", state: str = "", sample: int = 1):
+                 monitor: MonitorPlan | None, *, place: Placement = TOP_LEVEL, run_root: Path | None = None,
+                 journal: Journal | None = None, sample: int = 1):
         self.run = run
         self.journal = journal
         self.store = store
         self.folder = folder
-        self.run_root = run_root or folder  # paths stored in detail are relative to the run folder
+        self.run_root = run_root or folder  # paths stored in the record are relative to the run folder
         self.reporter = reporter
         self.monitor = monitor
-        self.group = group
-        self.layout = layout or group
-        self.state = state  # the array's state (healthy, degraded, ...) under a fault
+        self.group = place.group
+        self.layout = place.layout or place.group
+        self.state = place.state
         self._current: OperationRecord | None = None
         self._sampler: Sampler | None = None
         self._gauge: PoolGauge | None = None
@@ -159,9 +143,8 @@ class PhaseRecorder:
             csv_path = self.folder / f"{name}.monitor.csv"
             self._sampler = self.monitor.sampler(csv_path, warmup_s).start()
             self._count_disk_bytes_after(warmup_s)
-            record.detail["monitor_csv"] = str(csv_path.relative_to(self.run_root))
-            if self._earlier is not None and "monitor_csv_samples" in record.detail:
-                record.detail["monitor_csv_samples"].append(record.detail["monitor_csv"])
+            record.monitor = record.monitor or MonitorAccount()
+            record.monitor.csv.append(str(csv_path.relative_to(self.run_root)))
             gauge = self.monitor.pool_gauge()
             self._gauge = gauge.start() if gauge is not None else None
 
@@ -189,17 +172,11 @@ class PhaseRecorder:
         if earlier is not None:
             self._earlier = earlier.samples or [dict(earlier.figures)]
             self._seq = self.run.operations.index(earlier)
-            if "monitor_csv" in earlier.detail:  # each sample's monitor file, the first's first
-                earlier.detail.setdefault("monitor_csv_samples", [earlier.detail["monitor_csv"]])
             earlier.figures, earlier.samples = {}, []
             earlier.status, earlier.finished_at = RUNNING, None
             return earlier
         self._earlier = None
-        record = OperationRecord(name=full, pattern=pattern)
-        if self.layout:
-            record.detail["layout"] = self.layout
-        if self.state:
-            record.detail["state"] = self.state
+        record = OperationRecord(name=full, pattern=pattern, layout=self.layout, state=self.state)
         self._seq = len(self.run.operations)
         self.store.save_operation(self.run.run_id, self._seq, record)
         return record
@@ -216,28 +193,37 @@ class PhaseRecorder:
         record.figures.update(figures)
         detail = dict(detail or {})
         # Units of a workload's own figures (names FIGURE_UNITS does not know) come in the detail.
-        record.units.update(detail.pop("units", {}))
-        if self._earlier is not None:
-            detail = merge_host_samples(record.detail, detail)
-        self._timeline_in_sample_folder(detail)
+        record.units.update(detail.pop(UNITS, {}))
+        self._take_hosts(record, detail)
         record.detail.update(detail)
         self._stop_monitor(record)
         record.status, record.finished_at = FAILED if failed else COMPLETE, now_iso()
         self._save(record)
         self.reporter.stage_finished(record.name, record)
 
-    def _timeline_in_sample_folder(self, detail: dict[str, Any]) -> None:
+    def _take_hosts(self, record: OperationRecord, detail: dict[str, Any]) -> None:
+        """A multi-host phase's per-host figures, lost hosts and timeline, out of the workload's
+        detail into the record's HostAccount (this sample's joining the earlier ones')."""
+        hosts, lost, timeline = detail.pop(HOSTS, None), detail.pop(LOST_HOSTS, None), detail.pop(HOST_TIMELINE, None)
+        if not isinstance(hosts, dict) and not isinstance(timeline, dict):
+            return
+        record.hosts = record.hosts if record.hosts is not None and self._earlier is not None else HostAccount()
+        if isinstance(hosts, dict):
+            record.hosts.add(hosts, lost if isinstance(lost, dict) else {})
+        if isinstance(timeline, dict):
+            record.hosts.timeline = self._timeline_in_sample_folder(timeline)
+
+    def _timeline_in_sample_folder(self, timeline: dict[str, Any]) -> dict[str, Any]:
         """A repeated phase's per-host CSVs (runner/host_monitor.py names them bare) are in its
         sample's folder: named from the group's folder, where the report looks for them. The
-        phase's timeline is then its latest sample's, as its `monitor_csv` is."""
-        timeline = detail.get(TIMELINE_KEY)
+        phase's timeline is then its latest sample's, as its monitor CSV is."""
         base = self.run_root / self.group if self.group else self.run_root
-        if not isinstance(timeline, dict) or self.folder == base or not self.folder.is_relative_to(base):
-            return
+        if self.folder == base or not self.folder.is_relative_to(base):
+            return timeline
         inside = self.folder.relative_to(base)
         hosts = {host: {**where, "csv": str(inside / where["csv"])} if isinstance(where, dict) and where.get("csv")
                  else where for host, where in (timeline.get("hosts") or {}).items()}
-        detail[TIMELINE_KEY] = {**timeline, "hosts": hosts}
+        return {**timeline, "hosts": hosts}
 
     def abort(self, status: str) -> None:
         """The phase under way ends with `status` (failed / incomplete); its samples are kept."""
@@ -277,29 +263,16 @@ class PhaseRecorder:
                 record.units[key] = gauge.unit(key)
             summary.errors.extend(pool_errors)
         record.figures.update(self.monitor.headline(summary))
-        record.detail["monitor"] = {"samples": summary.samples, "devices": summary.devices,
-                                    "warnings": summary.warnings, "notes": summary.notes,
-                                    "errors": summary.errors, "left_out": summary.left_out}
-        self._note_crossings(record, summary)
+        account = record.monitor = record.monitor or MonitorAccount()
+        account.samples, account.devices, account.warnings = summary.samples, summary.devices, summary.warnings
+        account.notes, account.errors, account.left_out = summary.notes, summary.errors, summary.left_out
+        # A later sample's crossings join the earlier ones (counts added, the worst kept): said
+        # once per phase however many samples it has.
+        merged = merged_crossings([Crossing(**c) for c in account.crossings], summary.crossings)
+        account.crossings = [dataclasses.asdict(c) for c in merged]
         self._check_cache(record)
-
-    def _note_crossings(self, record: OperationRecord, summary: Any) -> None:
-        """The phase's threshold warnings as run notes, once per phase however many samples it
-        has: a later sample's crossings join the earlier ones (counts added, the worst kept)."""
-        assert self.monitor is not None
-        earlier = [Crossing(**c) for c in record.detail.get("monitor_crossings", [])]
-        merged = merged_crossings(earlier, summary.crossings)
-        if not merged:
-            return
-        record.detail["monitor_crossings"] = [dataclasses.asdict(c) for c in merged]
-        said = [f"{record.name}: {w}" for w in crossing_lines(earlier, self.monitor.thresholds, summary.devices)]
-        where = [self.run.notes.index(text) for text in said if text in self.run.notes]
-        for text in said:
-            if text in self.run.notes:
-                self.run.notes.remove(text)
-        at = min(where) if where else len(self.run.notes)
-        self.run.notes[at:at] = [f"{record.name}: {w}" for w in crossing_lines(merged, self.monitor.thresholds,
-                                                                                summary.devices)]
+        record.notes = crossing_lines(merged, self.monitor.thresholds, summary.devices) + (
+            [note] if (note := record.cache.note()) else [])
 
     def _check_cache(self, record: OperationRecord) -> None:
         """The phase against the cache guard: what share of its bytes reached the disks."""
@@ -318,25 +291,5 @@ class PhaseRecorder:
             return
         record.figures[STORAGE_FIGURE] = 100.0 * check.seen_fraction
         record.units[STORAGE_FIGURE] = "%"
-        self._count_cached(record, check.reason)
-
-    def _count_cached(self, record: OperationRecord, reason: str | None) -> None:
-        """One sample's check added to its phase's count; the run's note on a cached phase is
-        said once per phase ('cached in 2 of 3 samples'), however many samples it has."""
-        checked = int(record.detail.get("cache_checked_samples", 0)) + 1
-        cached = int(record.detail.get("cached_samples", 0)) + (reason is not None)
-        record.detail["cache_checked_samples"], record.detail["cached_samples"] = checked, cached
-        if reason is not None:
-            record.detail["cached"] = reason  # the latest cached sample's words
-        if not cached:
-            return
-        prefix = f"{record.name}: cached"
-        how = "" if checked == 1 else f" in {cached} of {checked} samples"
-        note = f"{prefix}{how}: {record.detail['cached']}"
-        earlier = [index for index, text in enumerate(self.run.notes)
-                   if text == prefix or text.startswith((prefix + ":", prefix + " in "))]
-        if earlier:
-            self.run.notes[earlier[0]] = note
-        else:
-            self.run.notes.append(note)
+        record.cache.add(check.reason)
 

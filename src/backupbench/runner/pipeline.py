@@ -34,8 +34,9 @@ from backupbench.results.model import (COMPLETE, FAILED, INTERRUPTED, VOID, Oper
                                        current_owner, new_run_id, now_iso)
 from backupbench.results.store import Store
 from backupbench import artefacts
-from backupbench.runner.cleanup import SweepReport, finish, sweep
+from backupbench.runner.cleanup import SCRATCH_FOLDER, SweepReport, finish, sweep
 from backupbench.runner.phases import MonitorPlan, PhaseRecorder, Reporter
+from backupbench.runner.placement import ONCE, TOP_LEVEL, NewRun, Placement, Sampling, Where
 from backupbench.workloads.base import Workload
 from backupbench.workloads.registry import stored_capabilities
 
@@ -52,6 +53,8 @@ class RunRequest:
     on_closed: Callable[[RunRecord], None] | None = None
     label: str = ""  # --label: the user's name for the run
     repeat: int = 1  # --repeat: how many times each phase is measured
+    # Files a workload reads where they lie (a restore): the monitor follows them to their disks.
+    reads: tuple[Path, ...] = ()
 
 
 def check_target(target: Path, workload: Workload, journal: Journal | None = None,
@@ -60,8 +63,8 @@ def check_target(target: Path, workload: Workload, journal: Journal | None = Non
     The O_DIRECT probe writes one small file; with a journal it is written down first."""
     probe_id = None
     if journal is not None and run_id is not None:
-        probe_id = journal.will_create(artefacts.file(target / f"{facts.PROBE_PREFIX}{run_id}", run_id,
-                                                      "O_DIRECT probe file"))
+        probe_id = journal.will_create(artefacts.file(target / facts.PROBE_FILE.of(run_id), run_id,
+                                                      facts.PROBE_FILE.what))
     found = facts.collect_directory(target, probe_tag=run_id)
     if probe_id is not None:
         journal.removed(probe_id)
@@ -117,20 +120,18 @@ def journalled(journal: Journal) -> Iterator[Journal]:
 class RunSession:
     """Use as a context manager: the run is closed (complete, failed or interrupted) on exit."""
 
-    def __init__(self, *, results: Path, kind: str, target: str, settings: dict[str, Any],
-                 host: dict[str, Any], reporter: Reporter, monitor: MonitorOptions, run_id: str,
-                 journal: Journal, on_closed: Callable[[RunRecord], None] | None = None, label: str = ""):
+    def __init__(self, new: NewRun, *, results: Path, reporter: Reporter, monitor: MonitorOptions,
+                 journal: Journal, on_closed: Callable[[RunRecord], None] | None = None):
         self.results = results
         self.on_closed = on_closed
         self.reporter = reporter
         self.monitor_options = monitor
         self.journal = journal
         self.store = Store(store_file(results))
-        # What its workloads can do is stored with it: reports read the run, not today's registry.
-        self.run = RunRecord(run_id=run_id, kind=kind, target=target,
-                             settings={**settings, "monitor": monitor.model_dump(mode="json"),
-                                       **stored_capabilities(kind, settings)},
-                             host=host, owner=current_owner(), label=label)
+        self.run = RunRecord(run_id=new.run_id, kind=new.kind, target=new.target,
+                             settings={**new.settings, "monitor": monitor.model_dump(mode="json"),
+                                       **stored_capabilities(new.kind, new.settings)},
+                             host=new.host, owner=current_owner(), label=new.label)
         self.folder = run_folder(results, self.run.run_id)
         self._recorder: PhaseRecorder | None = None
         self._void_reason: str | None = None
@@ -157,59 +158,65 @@ class RunSession:
             raise
         return self
 
-    def measure(self, workload: Workload, target: Path | None, group: str = "", checked: bool = False,
-                storage: tuple[Path, ...] = (), layout: str = "", state: str = "", repeat: int = 1,
-                samples: range | None = None, stop_reason: Callable[[], str | None] | None = None) -> None:
-        """Run `workload` in `target`; its phases are stored as operations of this run.
-        checked: the caller already ran workload.check(target). storage: where a workload that
-        works on no directory of its own (S3 through a layout's MinIO) lands its data; the
-        monitor follows those paths down to their disks. layout, state: see PhaseRecorder.
-        repeat: the workload is executed that many times, whole (its preparation included, so
-        each sample starts as the first did), its phases in turn: write, read, write, read...,
-        so drift hits every phase alike; each sample's raw files in `sample-<n>/`. samples: which
-        of the `repeat` samples to run now (all by default; a recipe whose layouts alternate runs
-        one per round, runner/alternate.py), each joining the phase its first sample opened.
-        stop_reason: asked before each sample after the first; a reason ends the samples there
-        (a rebuild that ended: later samples would measure another state), said in a note."""
-        key = layout or group or "target"
-        if workload.needs_directory:
+    def measure(self, workload: Workload, where: Where, place: Placement = TOP_LEVEL,
+                sampling: Sampling = ONCE) -> None:
+        """Run `workload` at `where`; its phases are stored as operations of this run at `place`,
+        measured as `sampling` says."""
+        target = self._prepare_target(workload, where, place)
+        monitor = self._plan_monitor(workload, target, where, place)
+        self._run_samples(workload, target, monitor, place, sampling)
+
+    def _prepare_target(self, workload: Workload, where: Where, place: Placement) -> Path | None:
+        """The target checked and described (its facts in the run's host; cautions about caches
+        and constant data in its notes); None for a workload that needs no directory."""
+        target = where.path if workload.needs_directory else None
+        if target is not None:
             found = check_target(target, workload, self.journal, self.run_id)
             # Cache cautions are about one big test file; a small-file workload caches on purpose.
             if workload.test_file_cautions:
                 cautions = eligibility.directory_cautions(found, workload.space_needed(), workload.buffered)
                 self.run.notes += [caution for caution in cautions if caution not in self.run.notes]
-            self.run.host.setdefault("targets", {})[key] = found.as_dict()
+            self.run.host.setdefault("targets", {})[place.key] = found.as_dict()
             self._content_caution(workload, found, ())
         else:
-            target = None
-            self._content_caution(workload, None, storage)
-        if not checked:
+            self._content_caution(workload, None, where.storage)
+        if not where.checked:
             workload.check(target)
-        monitor = monitor_plan(self.monitor_options, (target,) if target is not None else storage)
+        return target
+
+    def _plan_monitor(self, workload: Workload, target: Path | None, where: Where,
+                      place: Placement) -> MonitorPlan | None:
+        """What the monitor samples (the stack under the target or its storage, described in the
+        run's host) and where the target's bytes land, for the cache guard."""
+        monitor = monitor_plan(self.monitor_options, (target,) if target is not None else where.storage)
         if monitor is not None and monitor.stack is not None:
-            self.run.host.setdefault("device_stacks", {})[key] = {
+            self.run.host.setdefault("device_stacks", {})[place.key] = {
                 "describe": monitor.stack.describe(), "devices": monitor.stack.all_names,
                 "members": list(monitor.stack.members)}
-        self._guard_caches(workload, target, monitor)
-        base = self.folder / group if group else self.folder
-        wanted = samples if samples is not None else range(1, repeat + 1)
+        self._guard_caches(workload, target, monitor, where.local_io)
+        return monitor
+
+    def _run_samples(self, workload: Workload, target: Path | None, monitor: MonitorPlan | None,
+                     place: Placement, sampling: Sampling) -> None:
+        base = self.folder / place.group if place.group else self.folder
+        wanted = sampling.wanted
         for sample in wanted:
-            reason = stop_reason() if stop_reason is not None and sample != wanted[0] else None
+            reason = sampling.stop_reason() if sampling.stop_reason is not None and sample != wanted[0] else None
             if reason:
-                self.run.notes.append(f"{group or key}: {sample - 1} of {repeat} samples; {reason}")
+                self.run.notes.append(f"{place.group or place.key}: {sample - 1} of {sampling.repeat} samples; {reason}")
                 break
-            folder = base / f"sample-{sample}" if repeat > 1 else base
+            folder = base / f"sample-{sample}" if sampling.repeat > 1 else base
             folder.mkdir(parents=True, exist_ok=True)
-            self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, group=group,
-                                           run_root=self.folder, journal=self.journal, layout=layout, state=state,
-                                           sample=sample)
+            self._recorder = PhaseRecorder(self.run, self.store, folder, self.reporter, monitor, place=place,
+                                           run_root=self.folder, journal=self.journal, sample=sample)
             try:
                 workload.execute(target, folder, self.run_id, self._recorder)
             finally:
                 with stopping.held():
                     workload.cleanup(target, self.run_id, self._recorder)
 
-    def _guard_caches(self, workload: Workload, target: Path | None, monitor: MonitorPlan | None) -> None:
+    def _guard_caches(self, workload: Workload, target: Path | None, monitor: MonitorPlan | None,
+                      local_io: bool = False) -> None:
         """Where the target's bytes land, for each phase's cache check; and a caution now when
         the test file fits in the RAM that could serve it (monitor/cache_guard.py)."""
         stack = monitor.stack if monitor is not None else (device_stack(target) if target is not None else None)
@@ -217,9 +224,10 @@ class RunSession:
             return
         storage = cache_guard.storage_facts(stack, self.run.host.get("memory_bytes"))
         if monitor is not None and not stack.empty:
-            # A workload without a directory of its own (S3) has a server do its I/O: unknown how.
+            # A workload without a directory of its own (S3) has a server do its I/O: unknown how;
+            # one reading files in place (a restore) does its own.
             monitor.storage = storage
-            monitor.buffered = workload.buffered if workload.needs_directory else None
+            monitor.buffered = workload.buffered if workload.needs_directory or local_io else None
         caution = (cache_guard.pre_run_caution(workload.space_needed(), workload.buffered, storage)
                    if workload.test_file_cautions else None)
         if caution and caution not in self.run.notes:
@@ -309,8 +317,8 @@ def with_repeat(settings: dict[str, Any], repeat: int) -> dict[str, Any]:
 
 
 def _scratch_directory(parent: Path, run_id: str, journal: Journal) -> Path:
-    scratch = (parent / f"bb-scratch-{run_id}").resolve()
-    journal.will_create(artefacts.folder(scratch, run_id, "scratch folder"))
+    scratch = (parent / SCRATCH_FOLDER.of(run_id)).resolve()
+    journal.will_create(artefacts.folder(scratch, run_id, SCRATCH_FOLDER.what))
     try:
         scratch.mkdir()
     except OSError as exc:
@@ -336,12 +344,13 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
             # Refuse before a run is opened: a bad target or endpoint leaves nothing in the store.
             check_target(target, workload, journal, run_id)
         workload.check(target)
-        session = RunSession(results=request.results, kind=workload.kind, target=workload.target_label(target),
-                             settings=with_repeat(workload.settings(), request.repeat), host=host, reporter=reporter,
-                             monitor=request.monitor,
-                             run_id=run_id, journal=journal, on_closed=request.on_closed, label=request.label)
+        new = NewRun(run_id, workload.kind, workload.target_label(target),
+                     with_repeat(workload.settings(), request.repeat), host, request.label)
+        session = RunSession(new, results=request.results, reporter=reporter, monitor=request.monitor,
+                             journal=journal, on_closed=request.on_closed)
         with session:
-            session.measure(workload, target, checked=True, repeat=request.repeat)
+            where = Where(target, request.reads, checked=True, local_io=bool(request.reads))
+            session.measure(workload, where, sampling=Sampling(request.repeat))
         return session.run
 
 
@@ -362,13 +371,13 @@ def execute_remote(request: RunRequest, workload: RemoteWorkload, reporter: Repo
     with journalled(open_journal(request.results, run_id)) as journal:
         workload.check(None)
         monitor = request.monitor.model_copy(update={"no_monitor": True})
-        session = RunSession(results=request.results, kind=workload.kind, target=workload.target_label(None),
-                             settings=with_repeat(workload.settings(), request.repeat), host=host, reporter=reporter,
-                             monitor=monitor,
-                             run_id=run_id, journal=journal, on_closed=request.on_closed, label=request.label)
+        new = NewRun(run_id, workload.kind, workload.target_label(None),
+                     with_repeat(workload.settings(), request.repeat), host, request.label)
+        session = RunSession(new, results=request.results, reporter=reporter, monitor=monitor, journal=journal,
+                             on_closed=request.on_closed)
         with session:
             try:
-                session.measure(workload, None, checked=True, repeat=request.repeat)
+                session.measure(workload, Where(checked=True), sampling=Sampling(request.repeat))
             finally:
                 session.run.notes += [note for note in workload.notes if note not in session.run.notes]
         return session.run

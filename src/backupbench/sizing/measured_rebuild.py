@@ -43,18 +43,18 @@ def recipe_layout(run: RunRecord, name: str) -> dict[str, Any]:
 
 
 def layout_operations(run: RunRecord, name: str) -> list[OperationRecord]:
-    return [op for op in run.operations if naming.layout_of(op.detail.get("layout") or "") == name]
+    return [op for op in run.operations if naming.layout_of(op.layout) == name]
 
 
 def member_record(ops: list[OperationRecord]) -> OperationRecord | None:
     """The failed member read alone before the layout was built."""
-    return next((op for op in ops if op.detail.get("state") == naming.MEMBER and op.status == COMPLETE), None)
+    return next((op for op in ops if op.state == naming.MEMBER and op.status == COMPLETE), None)
 
 
 def used_percent(ops: list[OperationRecord], rebuild: OperationRecord, member_bytes: float) -> float:
     """How full the failed member was: what ZFS and btrfs rebuild (md rebuilds it all). ZFS: the
     pool's fill; btrfs: the bytes its allocation table says the replace copies."""
-    healthy = next((op for op in ops if op.detail.get("state") == naming.HEALTHY and "zfs.pool_used" in op.figures), None)
+    healthy = next((op for op in ops if op.state == naming.HEALTHY and "zfs.pool_used" in op.figures), None)
     if healthy is not None:
         return healthy.figures["zfs.pool_used"]
     if rebuild.detail.get("kind") == "btrfs" and rebuild.figures.get("rebuild_bytes") and member_bytes:
@@ -77,7 +77,7 @@ def _rates(work: float, figures: dict[str, float]) -> dict[str, float]:
 
 def measured_rebuild(run: RunRecord, rebuild: OperationRecord) -> MeasuredRebuild | None:
     """None when the rebuild did not finish, or the layout is one `size` does not model."""
-    name = rebuild.detail.get("layout", "")
+    name = rebuild.layout
     ops = layout_operations(run, name)
     member = member_record(ops)
     seconds = rebuild.figures.get("rebuild_seconds")
@@ -96,5 +96,5 @@ def measured_rebuild(run: RunRecord, rebuild: OperationRecord) -> MeasuredRebuil
 
 def measured_rebuilds(run: RunRecord) -> list[MeasuredRebuild]:
     found = (measured_rebuild(run, op) for op in run.operations
-             if op.detail.get("state") == naming.REBUILD and op.status == COMPLETE)
+             if op.state == naming.REBUILD and op.status == COMPLETE)
     return [m for m in found if m is not None]

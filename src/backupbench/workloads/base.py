@@ -21,6 +21,7 @@ from backupbench.engines import fio_client
 from backupbench.paths import Syntax
 from backupbench.schema import Count
 from backupbench.workloads.capabilities import Capabilities
+from backupbench.workloads.phase_kinds import PhaseKinds
 
 
 class PhaseHooks(Protocol):
@@ -98,7 +99,12 @@ class Definition:
     phases: Callable[[Any], tuple[str, ...]]
     # What it can do (where it runs, what its figures mean): asked instead of its name.
     capabilities: Capabilities = Capabilities()
+    # What each of its phases measures (the table a report shows it in): fio's I/O unless told.
+    phase_kinds: PhaseKinds = PhaseKinds()
     needs_directory: bool = True
+    # Its PATHs on `run` are existing files it reads where they lie (a restore): they are its
+    # `files` option, and the monitor follows them down to their disks.
+    reads_files: bool = False
     # Named starting points (--preset NAME, preset = "NAME"): option values the given ones override.
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     default_preset: str = ""

@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from backupbench import artefacts, process, stopping, units
+from backupbench.artefacts import TAG, ArtefactName
 from backupbench.devices import facts
 from backupbench.engines import clone
 from backupbench.engines.fio import FioEngine
@@ -39,9 +40,12 @@ from backupbench.schema import Count, Duration, PositiveSize, Size
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.base import Definition, RepeatKey, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads.fio_workload import base_figures
+from backupbench.workloads.phase_kinds import CLONE, FIO, PhaseKinds
 
 KIND = "block-clone"
 FULL = "full"
+# The folder of the full and its synthetic fulls, in the target.
+FOLDER = ArtefactName(f"{TAG}-{{}}", "block-clone files")
 MAX_BLOCK_SIZE = 64 * units.MiB
 FIGURE_UNITS = {
     "clone_s": "s", "clone_s_per_tib": "s/TiB", "clone_bw": "B/s", "clone_calls": "",
@@ -140,8 +144,13 @@ class DataJob(FioJob):
         return super().options() + list(self.extra)
 
 
+def increment_name(index: int | str) -> str:
+    """Synthetic full `index`'s phase ('*': every one, as a pattern)."""
+    return f"increment-{index}"
+
+
 def increment_names(increments: int) -> tuple[str, ...]:
-    return tuple(f"increment-{i}" for i in range(1, increments + 1))
+    return tuple(increment_name(i) for i in range(1, increments + 1))
 
 
 RESTORES = (("restore-sequential", "read"), ("restore-random", "randread"))
@@ -172,7 +181,7 @@ def full_job(options: BlockCloneOptions, path: Path) -> DataJob:
 
 def change_job(options: BlockCloneOptions, index: int, path: Path) -> DataJob:
     return DataJob(
-        name=f"increment-{index}", filename=path, rw="randwrite", block_size=options.clone_block_size,
+        name=increment_name(index), filename=path, rw="randwrite", block_size=options.clone_block_size,
         region_size=options.file_size, fallocate="none",
         comment=f"the changed blocks of synthetic full {index}: {options.change_rate:g}% of the file, "
                 "each block once, new data", content=options.content(),
@@ -272,12 +281,12 @@ class BlockCloneWorkload:
 
     @staticmethod
     def folder_of(target: Path, run_id: str) -> Path:
-        return target / f"backupbench-{run_id}"
+        return target / FOLDER.of(run_id)
 
     def execute(self, target: Path | None, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
         assert target is not None
         files = self.folder_of(target, run_id)
-        self._tree_id = hooks.will_create(artefacts.tree(files, run_id, "block-clone files"))
+        self._tree_id = hooks.will_create(artefacts.tree(files, run_id, FOLDER.what))
         files.mkdir()
         try:
             full = files / "full.dat"
@@ -372,4 +381,6 @@ DEFINITION = Definition(
                 "restore cost of the fragmented full",
     path_syntax=Syntax.FIO_JOB, options=BlockCloneOptions, recipe_entry=BlockCloneEntry, build=workload,
     phases=phase_names,
+    # The synthetic fulls are clones; the full and the restores are fio's I/O.
+    phase_kinds=PhaseKinds(FIO, ((increment_name("*"), CLONE),)),
 )

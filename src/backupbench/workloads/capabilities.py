@@ -56,12 +56,18 @@ BEFORE_STORED: Mapping[str, Capabilities] = {
 }
 
 
-def kinds_of(kind: str, settings: Mapping[str, Any]) -> list[str]:
-    """The kinds of workload a run ran: its own kind, or a recipe run's workloads' kinds."""
+def workload_kinds(kind: str, settings: Mapping[str, Any]) -> list[str]:
+    """The kind of each workload a run ran, in order: its own kind, or a recipe run's workloads'
+    (a kind twice when the recipe has it twice)."""
     if kind != RECIPE_KIND:
         return [kind]
     entries = (settings.get("recipe") or {}).get("workload") or []
-    return list(dict.fromkeys(str(entry.get("kind")) for entry in entries if isinstance(entry, dict)))
+    return [str(entry.get("kind")) for entry in entries if isinstance(entry, dict)]
+
+
+def kinds_of(kind: str, settings: Mapping[str, Any]) -> list[str]:
+    """The kinds of workload a run ran: its own kind, or a recipe run's workloads' kinds."""
+    return list(dict.fromkeys(workload_kinds(kind, settings)))
 
 
 def of_run(run: RunRecord) -> dict[str, Capabilities]:

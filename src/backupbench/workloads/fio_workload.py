@@ -11,20 +11,23 @@ from pathlib import Path
 from typing import Any, Callable
 
 from backupbench import process
+from backupbench.disk_model import ModelDisk, projected
+from backupbench.engines import file_map
 from backupbench.engines.fio import FioEngine
 from backupbench.engines.fio_job import FioJob, command
 from backupbench.engines.fio_json import FioSummary
 from backupbench import artefacts
+from backupbench.artefacts import TAG, ArtefactName
 from backupbench.paths import Syntax, for_program
 from backupbench.workloads.base import PhaseHooks
 
-TAG = "backupbench"
+TEST_FILE = ArtefactName(f"{TAG}-{{}}.dat", "test file")
 # 1 when fio's steady-state criterion held over its window before the runtime ran out, else 0.
 STEADY_STATE_FIGURE = "steady_state_attained"
 
 
 def test_file_name(run_id: str) -> str:
-    return f"{TAG}-{run_id}.dat"
+    return TEST_FILE.of(run_id)
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,19 @@ class FioPhase:
     job: FioJob
     title: str
     score: Callable[[FioSummary], dict[str, float]] | None  # None: not measured (e.g. layout)
+    # A restore: the test file's extent map and the same restore on this disk are added to its
+    # figures (engines/file_map.py, disk_model.py).
+    maps_file: ModelDisk | None = None
+
+
+def map_figures(test_file: Path, block: int, disk: ModelDisk) -> dict[str, float]:
+    """The test file's map as figures, with the model's restores of it; {} where the filesystem
+    has no FIEMAP (tmpfs), which the restore's figures then go without."""
+    try:
+        found = file_map.file_map(test_file)
+    except OSError:
+        return {}
+    return {**found.figures(), **projected(found.figures(), block, disk)}
 
 
 def base_figures(summary: FioSummary) -> dict[str, float]:
@@ -101,7 +117,7 @@ class FioWorkload:
 
     def execute(self, target: Path, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
         test_file = target / test_file_name(run_id)
-        self._test_file_id = hooks.will_create(artefacts.file(test_file, run_id, "test file"))
+        self._test_file_id = hooks.will_create(artefacts.file(test_file, run_id, TEST_FILE.what))
         commands = []
         try:
             for phase in self.phases_for(test_file):
@@ -111,6 +127,8 @@ class FioWorkload:
                 commands.append(process.render(command(folder / f"{job.name}.fio", folder / f"{job.name}.json")))
                 fio_run = self.engine.run(job, folder, lambda f, d, n=job.name: hooks.progress(n, f, d))
                 figures = phase.score(fio_run.summary) if phase.score else {}
+                if phase.maps_file is not None:
+                    figures.update(map_figures(test_file, job.block_size, phase.maps_file))
                 hooks.finished(job.name, figures, _detail(job, fio_run.summary))
         finally:
             (folder / "commands.txt").write_text("\n".join(commands) + "\n")

@@ -27,6 +27,7 @@ from backupbench.workloads.base import Definition, RepeatKey, ServedBy, narrowed
 from backupbench.workloads.capabilities import Capabilities
 from backupbench.workloads.content_options import ContentOptions
 from backupbench.workloads.fio_workload import FioPhase, FioWorkload, base_figures
+from backupbench.workloads.model_disk_options import ModelDiskOptions
 
 # Veeam KB2014 tests with 512 KiB blocks: the size backup software typically writes.
 KB2014_BLOCK_SIZE = 512 * KiB
@@ -205,7 +206,7 @@ DEFAULT_RAMP_S = 2.0
 _STEADY_STATE = re.compile(r"^(iops|iops_slope|bw|bw_slope):(\d+(?:\.\d+)?)(%?)$")
 
 
-class Kb2014Options(SuiteOptions):
+class Kb2014Options(SuiteOptions, ModelDiskOptions):
     """The suite's options and the KB2014 operations' warm-up: every operation is time-based,
     so fio runs it `ramp` seconds before it counts (ramp_time), and the monitor leaves that
     window out too. Default 2 s: what a ramp leaves out is the start of a job (fio's threads and
@@ -225,8 +226,11 @@ class Kb2014Options(SuiteOptions):
         "bw, bw_slope; a limit in % of the mean or absolute); --runtime is then the longest it may run.",
         json_schema_extra={"metavar": "CRITERION:LIMIT", "example": "iops_slope:0.3%"},
     )
+    # fio samples the criterion once a second: a window of one sample has no slope (fio 3.33
+    # writes -nan and calls it attained), so the window holds at least two.
     steady_state_window: Duration = Field(
-        10.0, ge=1, le=3600, description="The rolling window --steady-state must hold over (fio's steadystate_duration).",
+        10.0, ge=2, le=3600, description="The rolling window --steady-state must hold over (fio's steadystate_duration; "
+        "at least 2 s: fio takes one sample a second).",
         json_schema_extra={"metavar": "DURATION", "example": "10s"},
     )
 
@@ -315,7 +319,9 @@ def workload(options: Kb2014Options, served: ServedBy | None = None, engine: Fio
     def phases(test_file: Path) -> list[FioPhase]:
         layout = ([FioPhase(layout_job(options, test_file), f"write {test_file.name} in full", None)]
                   if needs_layout(operations) else [])
-        return layout + [FioPhase(operation_job(op, options, test_file), op.title, _scorer(op)) for op in operations]
+        # A restore's figure gets the test file's map and its restore on the model's disk beside it.
+        return layout + [FioPhase(operation_job(op, options, test_file), op.title, _scorer(op),
+                                  options.model_disk if op.bound else None) for op in operations]
     return FioWorkload.of("kb2014", options, phases, engine)
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from backupbench.artefacts import Remover
-from backupbench.workloads import blockclone, firstwrite, kb2014, s3, smallfiles
+from backupbench.workloads import blockclone, firstwrite, kb2014, restore, s3, smallfiles
 from backupbench.workloads.base import Definition
+from backupbench.workloads import phase_kinds
 from backupbench.workloads.capabilities import STORED_KEY, Capabilities, kinds_of
 
 WORKLOADS: dict[str, Definition] = {definition.name: definition for definition in (
@@ -19,6 +20,7 @@ WORKLOADS: dict[str, Definition] = {definition.name: definition for definition i
     smallfiles.DEFINITION,
     s3.DEFINITION,
     blockclone.DEFINITION,
+    restore.DEFINITION,
 )}
 
 
@@ -34,8 +36,9 @@ def names_where(wanted: Callable[[Capabilities], bool]) -> tuple[str, ...]:
     return tuple(name for name, definition in WORKLOADS.items() if wanted(definition.capabilities))
 
 
-def stored_capabilities(kind: str, settings: Mapping[str, Any]) -> dict[str, dict[str, list[str]]]:
-    """What a new run stores beside its settings: the capabilities of every kind of workload
-    it runs (workloads/capabilities.py reads them back)."""
-    return {STORED_KEY: {name: WORKLOADS[name].capabilities.stored() for name in kinds_of(kind, settings)
-                         if name in WORKLOADS}}
+def stored_capabilities(kind: str, settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a new run stores beside its settings: the capabilities and the phase kinds of every
+    kind of workload it runs (workloads/capabilities.py and phase_kinds.py read them back)."""
+    kinds = [name for name in kinds_of(kind, settings) if name in WORKLOADS]
+    return {STORED_KEY: {name: WORKLOADS[name].capabilities.stored() for name in kinds},
+            phase_kinds.STORED_KEY: {name: WORKLOADS[name].phase_kinds.stored() for name in kinds}}

@@ -38,6 +38,7 @@ from backupbench.errors import BackupbenchError, EngineError, RefusedError, S3Er
 from backupbench.workloads.base import Definition, RepeatKey, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads import s3_lock
 from backupbench.workloads.capabilities import Capabilities
+from backupbench.workloads.phase_kinds import S3, PhaseKinds
 from backupbench.workloads.s3_options import PHASE_TITLES, S3Options, normalise_endpoint, run_prefix
 from backupbench.workloads.s3_phase import PutKeys, content_seed, phase_spec
 
@@ -354,7 +355,7 @@ DEFINITION = Definition(
     description="objects PUT then GET (then DELETE; or a mixed phase; with object lock, a lock check) by many "
                 "streams against an S3 endpoint (field note D); needs --endpoint and --bucket, no PATH",
     options=S3Options, recipe_entry=S3Entry, build=workload, needs_directory=False,
-    phases=lambda options: tuple(options.s3_phases), capabilities=Capabilities(agents=True),
+    phases=lambda options: tuple(options.s3_phases), capabilities=Capabilities(agents=True), phase_kinds=PhaseKinds(S3),
     removers={"s3-objects": remove_objects, "s3-bucket": remove_bucket},
     served_by_layout=lambda entry: entry.endpoint is None,
 )

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from backupbench import units
+from backupbench.artefacts import TAG
 from backupbench.redaction import redact_url, remember
 from backupbench.schema import Count, Duration, Flag, Size, comma_list
 from backupbench.workloads.content_options import ContentOptions
@@ -47,7 +48,6 @@ MIN_PART, MAX_PARTS = 5 * units.MiB, 10_000
 
 # Objects written when neither `objects` nor `duration` is given: 2,000 x 1 MiB = ~2 GiB.
 DEFAULT_OBJECTS = 2_000
-TAG = "backupbench"
 KEY_DIGITS = 8
 
 # Matched whole (fullmatch): `$` would also match before a final newline.

@@ -31,12 +31,13 @@ from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
 from backupbench import artefacts, units
 from backupbench.engines.content import DataContent
-from backupbench.engines.smallfiles import FOLDER_PREFIX, SmallFilesEngine
+from backupbench.engines.smallfiles import FOLDER, SmallFilesEngine, folder_name
 from backupbench.engines.smallfiles_job import SmallFilesJob, phase_names
 from backupbench.engines.smallfiles_results import PhaseResult
 from backupbench.schema import Count, Flag, Pattern, Size, comma_list, parse_byte
 from backupbench.workloads.base import Definition, RepeatKey, PhaseHooks, ServedBy, narrowed
 from backupbench.workloads.content_options import ContentOptions
+from backupbench.workloads.phase_kinds import FILES, PhaseKinds
 
 Flush = Literal["none", "fsync", "sync-end"]  # engines.smallfiles_job.FLUSH_POLICIES
 
@@ -233,7 +234,7 @@ class SmallFilesWorkload:
         def on_result(result: PhaseResult) -> None:
             hooks.finished(result.name, figures_of(result), {"flush": result.flush})
 
-        folder_id = hooks.will_create(artefacts.tree(tagged_folder(target, run_id), run_id, "small-file folder"))
+        folder_id = hooks.will_create(artefacts.tree(tagged_folder(target, run_id), run_id, FOLDER.what))
         try:
             self.engine.run(self.spec.job(), target, run_id, on_phase, keep=self.spec.keep, on_result=on_result)
         finally:
@@ -248,7 +249,7 @@ class SmallFilesWorkload:
 
 
 def tagged_folder(target: Path, run_id: str) -> Path:
-    return target / f"{FOLDER_PREFIX}{run_id}"
+    return target / folder_name(run_id)
 
 
 class SmallFilesEntry(SmallFilesSpec, RepeatKey):
@@ -274,6 +275,7 @@ DEFINITION = Definition(
     name="smallfiles",
     description="many small files created, then rewritten in place pass by pass (field note E)",
     options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload, phases=lambda spec: spec.phases,
+    phase_kinds=PhaseKinds(FILES),
     # No default preset: without one the shape is field note E's (the options' defaults) and the
     # data fresh and incompressible like every workload's; --preset field-note-e adds its patterns.
     presets={name: spec.model_dump(exclude_unset=True) for name, spec in PRESETS.items()},
