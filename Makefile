@@ -77,6 +77,9 @@ bench-all: deps
 	$(BIN)/python bench/fio_overhead.py
 	$(BIN)/python bench/monitor_overhead.py
 	$(BIN)/python bench/restore_files.py
+	$(BIN)/python bench/live_display.py
+	$(BIN)/python bench/default_run.py
+	$(BIN)/python bench/aa.py --runtime 3s
 	$(BIN)/python bench/smallfiles.py
 	$(BIN)/python bench/s3.py
 	$(BIN)/python bench/s3_servers.py

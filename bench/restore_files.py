@@ -46,8 +46,9 @@ def through_backupbench(op: str, backup: Path, runtime: str, results: Path) -> t
 
 
 def through_fio(job_file: str) -> float:
+    # In the job's own folder: its 1 s logs (write_lat_log) are named relative to fio's cwd.
     done = subprocess.run(["fio", "--readonly", "--output-format=json", job_file], capture_output=True, text=True,
-                          check=True)
+                          check=True, cwd=Path(job_file).parent)
     return float(json.loads(done.stdout)["jobs"][0]["read"]["bw_bytes"])
 
 

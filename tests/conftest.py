@@ -16,6 +16,10 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # pytest-xdist workers here had COLUMNS=80; a plain pytest had none). The tests read what a
 # command prints into a file or a pipe, so they run it as it runs there, without COLUMNS.
 os.environ.pop("COLUMNS", None)
+# The suite runs on four workers: every run beside the others' would be marked disturbed by
+# other processes (monitor/others.py), and its headline and tables would say so. The tests of
+# that watch (test_disturbed.py) unset this for their runs.
+os.environ["BACKUPBENCH_IGNORE_OTHERS"] = "1"
 # Fixtures that need root (loop devices, mounts, network namespaces, another user's view of a
 # folder): every test that uses one, directly or through another fixture, is marked `root`
 # here, so `pytest -m "not root"` deselects exactly the tests that would skip without root.
@@ -46,8 +50,9 @@ def fixtures() -> Path:
 def cli(tmp_path: Path):
     results = tmp_path / "results"
 
-    def invoke(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> CliResult:
-        return run_cli(list(args), cwd=cwd or tmp_path, results=results, env=env)
+    def invoke(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+               unset: tuple[str, ...] = ()) -> CliResult:
+        return run_cli(list(args), cwd=cwd or tmp_path, results=results, env=env, unset=unset)
 
     invoke.results = results  # type: ignore[attr-defined]
     return invoke

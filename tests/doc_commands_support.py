@@ -182,6 +182,8 @@ RUN_HERE: tuple[Real, ...] = (
          "iops_slope:0.3% --steady-state-window 10s --runtime 120s", STEADY),
     Real("backupbench run /srv/backups --size 64GiB --operations restore-random --monitor-interval 0.5s "
          "--warn-latency 20ms --warn-load 4", SMALL, extra=("--runtime", "1s", *NO_RAMP)),
+    Real("backupbench run /srv/backups --operations active-full --runtime 10s", SMALL,
+         extra=("--size", "32MiB", "--runtime", "1s", *NO_RAMP)),
     Real("backupbench devices"),
     Real("backupbench devices --json"),
     Real("backupbench cleanup"),
@@ -206,6 +208,11 @@ RUN_HERE: tuple[Real, ...] = (
          "--jobs 4 --label four-jobs", SMALL, extra=NO_RAMP),
     Real("backupbench show four-jobs --baseline one-job --expect 'restore-random>=300MiB/s@low'", exit_codes=GATE),
     Real("backupbench report one-job four-jobs --html compare.html"),
+    # A sweep of two points (iodepth 1 and 4, one job), each 3 samples of 1 s, then its page.
+    Real("backupbench sweep /srv/backups --size 64GiB --runtime 60s --operations restore-random --over iodepth=1,4,16 "
+         "--over jobs=1,2 --repeat 3", {**SMALL, "iodepth=1,4,16": "iodepth=1,4", "jobs=1,2": "jobs=1"},
+         extra=NO_RAMP),
+    Real("backupbench report --sweep latest"),
     Real("backupbench run /srv/backups --workload smallfiles --preset quick --label small", SMALL),
     Real("backupbench show small --expect 'create>=2000files/s'", exit_codes=GATE),
     Real("backupbench run /srv/backups --size 64GiB --expect 'restore-random>=300MiB/s' --expect "
@@ -238,10 +245,22 @@ RUN_ON_MINIO: tuple[Real, ...] = (
 RUN_ON_XFS: tuple[Real, ...] = (
     Real("backupbench run /srv/xfs-repo --workload block-clone --full-size 8GiB --increments 5 --change-rate 5%",
          {"/srv/xfs-repo": "{xfs}", "8GiB": "64MiB", "5": "3"}, extra=("--restore-runtime", "1s")),
+    # A 32 MiB full for 10 days, measured every 5, restores of 1 s.
+    Real("backupbench run /srv/xfs-repo --workload aging --full-size 2GiB --days 120 --block-clone --dailies 14 "
+         "--weeklies 4", {"/srv/xfs-repo": "{xfs}", "2GiB": "32MiB", "120": "10"},
+         extra=("--measure-every", "5", "--runtime", "1s", "--ramp", "0")),
+    Real("backupbench run /srv/xfs-repo --workload aging --full-size 512MiB --days 42 --measure-every 14 --block-clone "
+         "--dailies 14 --weeklies 4 --runtime 3s",
+         {"/srv/xfs-repo": "{xfs}", "512MiB": "32MiB", "42": "10", "14": "5", "3s": "1s"}, extra=("--ramp", "0")),
 )
 
 # Commands another test runs, named; what it changes is said beside each.
 RUN_ELSEWHERE: dict[str, str] = {
+    # the run it plans from stored by the test first (docs/sizing.md says it was written by hand)
+    "backupbench size repository --protected 50TB --change-rate 5% --dailies 30 --weeklies 8 --monthlies 4 "
+    "--yearlies 1 --restore-size 2TB --rto 8h --layout raidz2 --disks 24 --disk-size 16TB --rebuild-rate 200MB/s "
+    "--from-run 20261128T090000-5ca1ed00":
+        "tests/integration/test_size_repository_cli.py::test_the_pages_plan_scaled_from_six_disks_to_24",
     # as written, then checked against the shipped schema
     "backupbench size capacity --disks 6 --disk-size 6TB --layout raid6,raidz2 --json":
         "tests/integration/test_json_schema_cli.py::test_the_documented_validation_command_works_as_written",

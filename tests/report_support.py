@@ -112,6 +112,28 @@ def recipe_run(results: Path, run_id: str = "20261122T010000-bbbb") -> RunRecord
     return run
 
 
+EXAMPLE_PLAN = Path(__file__).parents[1] / "examples" / "repository-plan.toml"
+
+
+def policy_run(passing: bool = True, run_id: str = "20261126T000000-0badc0de") -> RunRecord:
+    """A recipe run with a [policy] (examples/repository-plan.toml: four candidates on 24 x 16 TB),
+    its dRAID2 measured; with `passing` a policy one of them meets (block clone, a 12 h window and
+    RTO, a disk AFR: every column of the candidates table), else the example's, which none meets."""
+    from backupbench.recipe import model
+
+    recipe = model.load(EXAMPLE_PLAN).model_dump(mode="json")
+    if passing:
+        recipe["policy"].update(protected=20 * 10**12, block_clone=True, restore_size=5 * 10**12, rto=12 * 3600.0,
+                                afr=2.0, horizon=5, growth=10.0, window=12 * 3600.0)
+    run = RunRecord(run_id, "recipe", "lab", {"recipe": recipe}, status=COMPLETE,
+                    started_at="2026-11-26T00:00:00+00:00", finished_at="2026-11-26T00:10:00+00:00")
+    run.operations = [OperationRecord(name=f"draid2/{operation}", pattern="write qd1", status=COMPLETE,
+                                      figures={"effective_bw": mib * MiB}, layout="draid2")
+                      for operation, mib in (("active-full", 1400), ("synthetic-full", 380), ("incremental", 900),
+                                             ("restore-sequential", 1200), ("restore-random", 300))]
+    return run
+
+
 def stored(tmp_path: Path, *runs: RunRecord) -> Path:
     store = Store(tmp_path / "results.db")
     for run in runs:

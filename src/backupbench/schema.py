@@ -240,8 +240,14 @@ def key_error(key: str, message: str, value: Any) -> ValidationError:
     """A check of a whole table that is about one of its keys, raised from a model validator:
     pydantic puts a ValueError there at the table (`layout[3]`), this at the key
     (`layout[3].draid_data`)."""
+    return key_error_at((key,), message, value)
+
+
+def key_error_at(location: tuple, message: str, value: Any) -> ValidationError:
+    """key_error at a key further down (`workload[0].sweep.iodepth`), the location as pydantic
+    writes it (a tagged list's entry with its kind after the index)."""
     error = PydanticCustomError("value_error", "{message}", {"message": message})
-    return ValidationError.from_exception_data("key", [InitErrorDetails(type=error, loc=(key,), input=value)])
+    return ValidationError.from_exception_data("key", [InitErrorDetails(type=error, loc=location, input=value)])
 
 
 def validate(model: type[Model], data: Any, key_name: Callable[[tuple], str], *,

@@ -20,9 +20,15 @@ alternatives are not honest:
   samples at all ([min, max] of 5 samples covers 1 - 2 * 0.5^5 = 93.75%).
 The t interval is exact for normal samples and widens as it should when samples are few
 (t = 12.71 for 2 samples, 4.30 for 3, 2.26 for 10), so two samples honestly say little. It
-is deterministic: no resampling, no seed. A figure that cannot be negative (a rate, a
-latency: every sample >= 0) gets its lower bound held at 0. One sample has no interval and
-no CV: it is shown as one sample, never as a figure with a spread of zero.
+is deterministic: no resampling, no seed. One sample has no interval and no CV: it is shown as
+one sample, never as a figure with a spread of zero.
+
+A figure that cannot be zero or negative (a speed, a latency: every sample > 0) whose t interval
+would reach 0 or below (few, scattered samples on a loaded machine: "0.0-1,103.8" said nothing
+but that a speed is not negative) gets the same t interval on the log scale instead,
+exp(mean(ln x) +- t * s(ln x) / sqrt(n)): always above 0, wider upwards than downwards as the
+spread of a ratio-scale figure is, and the interval of its geometric mean rather than its mean,
+which `method` says ("t" or "log-t") wherever the interval is shown or stored.
 """
 
 from __future__ import annotations
@@ -87,6 +93,7 @@ class Spread:
     cv: float | None
     low: float | None
     high: float | None
+    method: str = "t"     # "log-t": on the log scale, always above 0; "min-max" past the floats (module doc)
 
     @property
     def n(self) -> int:
@@ -115,7 +122,8 @@ class Spread:
             return f"{shown(self.median)} (one sample)"
         assert self.low is not None and self.high is not None and self.cv is not None
         flag = ", unstable" if self.unstable else ""
-        return (f"{shown(self.median)} (median of {self.n}, 95% interval {shown(self.low)}-{shown(self.high)}, "
+        scale = {"log-t": " (log scale)", "min-max": " (min-max)"}.get(self.method, "")
+        return (f"{shown(self.median)} (median of {self.n}, 95% interval{scale} {shown(self.low)}-{shown(self.high)}, "
                 f"CV {self.cv:.1%}{flag})")
 
 
@@ -123,6 +131,18 @@ def _cv(mean: float, stdev: float) -> float:
     if mean != 0:
         return stdev / abs(mean)
     return 0.0 if stdev == 0 else math.inf
+
+
+def _log_interval(values: tuple[float, ...], t: float) -> tuple[float, float, str]:
+    """The t interval on the log scale (module doc); samples so scattered that it leaves the
+    floats (a spread over hundreds of orders of magnitude) give [min, max], said as such."""
+    logs = [math.log(value) for value in values]
+    centre, half = statistics.fmean(logs), t * statistics.stdev(logs) / math.sqrt(len(values))
+    try:
+        low, high = math.exp(centre - half), math.exp(centre + half)
+    except OverflowError:
+        return min(values), max(values), "min-max"
+    return (low, high, "log-t") if low > 0 else (min(values), max(values), "min-max")
 
 
 def spread(samples: Sequence[float]) -> Spread:
@@ -136,8 +156,11 @@ def spread(samples: Sequence[float]) -> Spread:
     if len(values) == 1:
         return Spread(values, median, values[0], values[0], mean, None, None, None, None)
     stdev = statistics.stdev(values)
-    half = t_975(len(values) - 1) * stdev / math.sqrt(len(values))
-    low = mean - half
-    if min(values) >= 0:
-        low = max(0.0, low)  # a rate or a latency: its mean cannot be negative
-    return Spread(values, median, min(values), max(values), mean, stdev, _cv(mean, stdev), low, mean + half)
+    t = t_975(len(values) - 1)
+    half = t * stdev / math.sqrt(len(values))
+    low, high, method = mean - half, mean + half, "t"
+    if min(values) > 0 and low <= 0:
+        low, high, method = _log_interval(values, t)
+    elif min(values) >= 0:
+        low = max(0.0, low)  # a count that can be 0 (errors, retries): its mean cannot be negative
+    return Spread(values, median, min(values), max(values), mean, stdev, _cv(mean, stdev), low, high, method)

@@ -102,6 +102,11 @@ def _assert_total_p99_is_merged(op: dict, direction: str, run_dir: Path) -> None
     merged = fio_bins.merge(fio_bins.parse(e[direction]["lat_ns"]["bins"]) for e in entries)
     assert op["figures"][figure] == fio_bins.percentile(merged, 99.0)
     assert op["detail"]["total_percentiles_ns"][direction]["p99"] == op["figures"][figure]
+    # The latency picture: the same bins summed, and each host's 1 s log, written here by fio's client.
+    kind = next(k for k in op["latency"]["kinds"] if k["kind"] == direction)
+    assert op["latency"]["hosts"] == 2 and kind["count"] == sum(merged.values())
+    assert kind["p99"] == op["figures"][figure] and kind["over_time"][0]["seconds"]
+    assert len(list(run_dir.glob(f"{op['name']}.*_lat.1.log.*"))) == 2
 
 
 @ROOT
@@ -349,7 +354,7 @@ def test_repeat_two_on_two_hosts_keeps_each_samples_hosts_and_judges_them_over_t
     assert reported.returncode == 0, reported.stderr
     # Each total's median beside its samples' 95% interval (a cell of its own in HTML; the
     # terminal may wrap it).
-    assert len(re.findall(r"<td[^>]*>(?:<[^>]+>)*2: [\d,.]+–[\d,.]+, CV", page.read_text())) == 2
+    assert len(re.findall(r"<td[^>]*>(?:<[^>]+>)*2: [\d,.]+–[\d,.]+(?: log| min-max)?, CV", page.read_text())) == 2
     assert list(target.iterdir()) == []
 
 

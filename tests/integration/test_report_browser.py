@@ -13,10 +13,18 @@ from typing import Callable
 
 import pytest
 
-from browser_support import CHROMIUM, HEIGHT, WIDTH, chromium, page_requests, report
-from report_support import stored
+from browser_support import CHROMIUM, HEIGHT, WIDTH, chromium, measured, page_requests, report
+from report_support import policy_run, stored
 
 pytestmark = pytest.mark.real
+
+
+PAGE_WIDTH = 1400   # issue 41: a report reads on a 1400 px screen without scrolling sideways
+FITS = """({width: innerWidth, page: document.documentElement.scrollWidth,
+           tables: [...document.querySelectorAll('table')].map(table => ({
+             widths: [table.scrollWidth, table.clientWidth, table.parentElement.scrollWidth,
+                      table.parentElement.clientWidth],
+             title: (table.previousElementSibling || table.querySelector('th')).textContent}))})"""
 
 
 @dataclass
@@ -37,6 +45,15 @@ class Pages:
 
     def dom(self, url: str) -> str:
         return chromium(self.folder, url, "--dump-dom").stdout
+
+    def overflow(self, page: Path, width: int = PAGE_WIDTH) -> list[str]:
+        """What of `page` laid out `width` px wide scrolls sideways: the page itself, any table
+        wider than its box or than the box around it (the box would scroll); [] when all fit."""
+        found = measured(self.folder, page, FITS, width)
+        assert found["width"] == width, found["width"]   # the window really was that wide
+        wide = [f"page: {found['page']} px"] if found["page"] > width else []
+        return wide + [f"{table['title'][:60]!r}: {table['widths']}" for table in found["tables"]
+                       if table["widths"][0] > table["widths"][1] or table["widths"][2] > table["widths"][3]]
 
     def screenshot(self, url: str, name: str, height: int = HEIGHT):
         """The page drawn WIDTH x height into name.png: its pixels, RGB in 0..1."""
@@ -84,11 +101,14 @@ def test_report_renders_fully_in_chromium_offline(written_report, pages, tmp_pat
     # speed + latency, inline; a phase of 1 s (and 2 s ramp) has under 5 monitor samples as a rule:
     # no timeline then, and the page says why in its place (a slow host may sample a phase longer)
     drawn = dom.count('aria-label="Monitor timeline of')
-    assert dom.count("<svg ") == 2 + drawn, dom.count("<svg ")
+    # and each phase's latency: its histogram and its seconds (report/latency_charts.py)
+    assert dom.count('aria-label="Latency of') == 2
+    assert dom.count("<svg ") == 2 + 2 + drawn, dom.count("<svg ")
     short = re.findall(r": no timeline: only \d monitor samples? \(fewer than 5 show no shape over time", dom)
     assert len(short) == 2 - drawn
     assert re.search(r"<path[^>]+d=\"M ", dom)
     assert "<script" not in dom and "<link" not in dom
+    assert pages.overflow(written_report) == []
 
     pixels = pages.screenshot(url, "report")
     assert pixels.shape[:2] == (HEIGHT, WIDTH)
@@ -187,6 +207,7 @@ def test_multi_host_report_shows_hosts_slow_host_and_chart_in_chromium(multi_hos
     # speed, latency, hosts; no monitor timelines (the monitor sampled none of the hosts' disks)
     assert dom.count("<svg ") == 3, dom.count("<svg ")
     assert "<script" not in dom and "<link" not in dom
+    assert pages.overflow(path) == []
 
     pixels = pages.screenshot(path.as_uri(), "hosts", HEIGHT * 2)
     assert _near(pixels, SLOW_RED).sum() > 300, "the slow host is not marked in red"
@@ -236,7 +257,8 @@ def _layout_run(run_id: str, label: str, restore_mib: float, util: float, jobs: 
 def test_compare_report_shows_the_verdict_in_chromium(pages):
     runs = [_layout_run("20261124T000000-1111aaaa", "lvm-linear", 205, 97.0, 1),
             _layout_run("20261124T010000-2222bbbb", "lvm-striped", 412, 38.0, 4)]
-    url = pages.reported(*runs, html="compare.html").as_uri()
+    path = pages.reported(*runs, html="compare.html")
+    url = path.as_uri()
 
     dom = pages.dom(url)
     verdict = "lvm-striped wins restore-random: 412.0 MiB/s vs 205.0 MiB/s for lvm-linear (2.01x faster"
@@ -244,6 +266,7 @@ def test_compare_report_shows_the_verdict_in_chromium(pages):
     assert dom.index("Settings differ") < dom.index(verdict) < dom.index("Effective MiB/s")
     assert '<th scope="col" class="num">lvm-linear</th><th scope="col" class="num">lvm-striped</th>' in dom
     assert "<script" not in dom and "<link" not in dom
+    assert pages.overflow(path) == []
 
     pixels = pages.screenshot(url, "compare")
     assert _near(pixels, DIFFER_RED, 0.02).sum() > 5_000, "the settings that differ are not flagged"
@@ -278,6 +301,11 @@ def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(pages, tmp_pa
     for built in ("raid6", "raidz2", "draid2:3d:24c:1s", "minio-ec EC:4, 2 sets of 12"):
         assert f'aria-label="Fill over time of {built}"' in dom
     assert "<script" not in dom and "<link" not in dom
+    # No candidate passes: the headline says the nearest miss and what would change it.
+    headline = re.search(r'<p class="run-headline"><strong>No candidate meets the policy: the nearest, '
+                         r".+? of 24 x 16 TB, misses \w+ by .*?; what would change it: ", dom)
+    assert headline and headline.start() < dom.index("<table")
+    assert pages.overflow(path) == []
 
     pixels = pages.screenshot(path.as_uri() + "#repository-plan", "plan", HEIGHT * 3)
     # Each candidate's line is drawn in one of the two colours no other chart of this page uses.
@@ -286,6 +314,22 @@ def test_a_run_with_a_policy_shows_its_repository_plan_in_chromium(pages, tmp_pa
     chromium(tmp_path, path.as_uri(), "--dump-dom", f"--log-net-log={net_log}", "--net-log-capture-mode=Everything",
              name="plan-profile")
     assert page_requests(net_log) == []
+
+
+def test_a_run_with_a_policy_opens_with_its_verdict_and_fits_1400_px_in_chromium(pages):
+    # Issue 41: the decision first, and every table of the page on a 1400 px screen.
+    path = pages.reported(policy_run(), html="plan.html")
+    dom = pages.dom(path.as_uri())
+    headline = re.search(r'<p class="run-headline"><strong>Plan at this run\'s speeds: (.+?) of 24 x 16 TB meets the '
+                         r"policy; binding: (capacity|window|restore|rebuild), [\d.,]+ (TB|GB|h|min) \(\d+%\) to spare\.",
+                         dom)
+    assert headline, dom[:dom.index("</header>")]
+    first_table = dom.index("<table")
+    assert headline.start() < first_table
+    # The plan's section before the run's own figures; in it the candidates first, every column there.
+    assert dom.index('id="repository-plan"') < first_table < dom.index('id="results"')
+    assert "RTO 12.0 h" in dom and "2nd failure meanwhile" in dom and f"passes ({headline.group(2)} binds)" in dom
+    assert pages.overflow(path) == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,8 +354,10 @@ def _mixed_s3_run():
 
 
 def test_mixed_s3_phase_shows_each_request_kind_under_a_headline_in_chromium(pages):
-    url = pages.reported(_mixed_s3_run(), html="s3.html").as_uri()
+    path = pages.reported(_mixed_s3_run(), html="s3.html")
+    url = path.as_uri()
     dom = pages.dom(url)
+    assert pages.overflow(path) == []
     assert dom.index('<p class="run-headline"><strong>mixed ran at ') < dom.index("<table")
     put = re.search(r"<td>  ↳ PUT</td><td>25% of its requests</td>(.*?)</tr>", dom)
     get = re.search(r"<td>  ↳ GET</td><td>75% of its requests</td>(.*?)</tr>", dom)
@@ -339,8 +385,10 @@ def _layouts_run():
 def test_layouts_and_kinds_of_figure_keep_their_colours_in_chromium(pages):
     from backupbench.report import palette
 
-    url = pages.reported(_layouts_run(), html="layouts.html").as_uri()
+    path = pages.reported(_layouts_run(), html="layouts.html")
+    url = path.as_uri()
     dom = pages.dom(url)
+    assert pages.overflow(path) == []
     # One sample each: the headline says no layout can be named, and how to find out.
     assert '<p class="run-headline"><strong>No layout can be named the fastest: the comparison of active-full has one sample' in dom
     assert "--repeat 3" in dom[:dom.index("</header>")]
@@ -354,3 +402,38 @@ def test_layouts_and_kinds_of_figure_keep_their_colours_in_chromium(pages):
     for what, colour in (("linear", palette.THINGS[0]), ("striped", palette.THINGS[1]),
                          ("read", palette.READ), ("write", palette.WRITE)):
         assert _near(pixels, rgb(colour)).sum() > 1_000, f"no {what} bars in {colour}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Restores of existing files (issue 39): the files table and each file's extent map, drawn.
+
+READ_BLUE = (0x00 / 255, 0x72 / 255, 0xB2 / 255)   # report/palette.py READ: a file's own extents
+
+
+def test_a_restore_run_shows_each_files_extent_map_in_chromium(pages, cli, tmp_path):
+    import os
+
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (make test installs it)")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    files = []
+    for name in ("job.vbk", "job-1.vib"):
+        path = repo / name
+        path.write_bytes(os.urandom(4 * 2**20))
+        files.append(str(path))
+    done = cli("run", "--workload", "restore", *files, "--runtime", "1s", "--ramp", "0", "--quiet", "--json")
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run"]["id"]
+    page = tmp_path / "restore.html"
+    reported = report(cli, run_id, "--html", str(page), cwd=tmp_path)
+    assert reported.returncode == 0, reported.stderr
+    dom = pages.dom(page.as_uri())
+    assert "Files restored (read only)" in dom and "<script" not in dom
+    for name in ("job.vbk", "job-1.vib"):
+        assert f'aria-label="Extent map of {repo / name}"' in dom and f"Extent map of {repo / name}:" in dom
+    section = dom[dom.index("Files restored (read only)"):]
+    assert "model" in section and "a disk of 250 MB/s, 8 ms access" in section
+    assert pages.overflow(page) == []
+    pixels = pages.screenshot(page.as_uri() + "#results", "restore", height=3000)
+    assert _near(pixels, READ_BLUE, 0.03).sum() > 200, "no extent drawn in the read colour"

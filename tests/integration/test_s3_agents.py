@@ -111,6 +111,13 @@ def test_a_mixed_phase_from_two_agents_has_each_request_kinds_figures_in_every_o
         assert min(p99s) <= figures[f"{kind}_lat_p99_ns"] <= max(p99s), kind
         assert 0 < figures[f"{kind}_lat_p50_ns"] <= figures[f"{kind}_lat_p99_ns"], kind
     assert figures["ops"] == sum(figures[f"{kind}_ops"] for kind in kinds) == 40
+    # Its latency picture per kind: both agents' requests together, as the figures are.
+    pictures = {k["kind"]: k for k in mixed["latency"]["kinds"]}
+    assert mixed["latency"]["hosts"] == 2 and set(pictures) == set(kinds)
+    for kind in kinds:
+        picture = pictures[kind]
+        assert picture["count"] == figures[f"{kind}_ops"] and picture["p99"] == figures[f"{kind}_lat_p99_ns"]
+        assert sum(second[1] for second in picture["over_time"][0]["seconds"]) == picture["count"]
     assert figures["get_bytes"] == figures["get_ops"] * 6 * 1024 * 1024
     # Every 6 MiB PUT is over the 5 MiB threshold: each went up as multipart, on both agents.
     assert figures["multipart_objects"] == figures["put_ops"] == sum(h["multipart_objects"] for h in hosts.values())
@@ -129,6 +136,7 @@ def test_a_mixed_phase_from_two_agents_has_each_request_kinds_figures_in_every_o
     page = lab[3] / f"report-{run_id}.html"
     _stored(lab, run_id, "report", "--html", str(page))
     assert all(f"<td>  ↳ {kind.upper()}</td>" in page.read_text() for kind in kinds)
+    assert page.read_text().count('aria-label="Latency of') == 3  # put, mixed, delete
 
 
 def _versions(admin: S3Admin, bucket: str) -> list[tuple[str, str, bool]]:
@@ -309,6 +317,6 @@ def test_repeat_two_from_two_agents_keeps_each_samples_agents_and_judges_them_ov
     html = page.read_text()
     # Each total's median beside its samples' interval (a cell of its own in HTML; the terminal
     # wraps it), a DELETE's in objects/s (its bytes are 0).
-    spreads = re.findall(r"<td[^>]*>(?:<[^>]+>)*2: ([\d,.]+)–([\d,.]+), CV", html)
+    spreads = re.findall(r"<td[^>]*>(?:<[^>]+>)*2: ([\d,.]+)–([\d,.]+)(?: log| min-max)?, CV", html)
     assert len(spreads) == 3 and ("0.0", "0.0") not in spreads, spreads
     assert "Per-host timelines" in html and "not readable" not in html

@@ -37,17 +37,23 @@ def test_capacity_field_note_d_table_and_json():
     args = ("capacity", "--disks", "45", "--disk-size", "6TB", "--layout", "draid2", "--draid-data", "3",
             "--draid-spares", "2")
     text = ok(*args)
-    assert "draid2:3d:45c:2s" in text and "154.8 TB" in text and "57.3%" in text
+    # (45 - 2) x 3 / 5 x 6 TB = 154.8 TB of data area; a 128 KiB block on 3 data + 2 parity takes 11
+    # rows of 5 sectors, so OpenZFS counts 297/512 of the space (test_sizing_capacity_accounting).
+    assert "draid2:3d:45c:2s" in text and "149.97 TB" in text and "55.5%" in text and "154.80 TB" in text
     data = json.loads(ok(*args, "--json"))
     (layout,) = data["layouts"]
-    assert layout["usable"] == 154_800_000_000_000 and layout["raw"] == 270 * TB
-    assert layout["failures_tolerated"] == 2
+    assert layout["data_area"] == 154_800_000_000_000 and layout["raw"] == 270 * TB
+    assert (layout["reported"], layout["usable"]) == (149_516_829_212_128, 149_965_333_933_976)
+    assert layout["reported_by"].startswith("zfs list") and layout["failures_tolerated"] == 2
 
 
 def test_capacity_compares_layouts():
     data = json.loads(ok("capacity", "--disks", "16", "--disk-size", "6TB", "--layout",
                          "raid6,raidz2,draid2,minio-ec", "--parity", "2", "--json"))
-    assert [row["usable"] for row in data["layouts"]] == [84 * TB, 84 * TB, 76_800_000_000_000, 84 * TB]
+    assert [row["data_area"] for row in data["layouts"]] == [84 * TB, 84 * TB, 76_800_000_000_000, 84 * TB]
+    # XFS on md, 16-wide raidz2's padding, dRAID's, MinIO's 1% and XFS on each drive.
+    assert [row["usable"] for row in data["layouts"]] == [83_410_295_263_232, 78_618_571_899_088,
+                                                          76_649_356_262_991, 82_544_456_158_905]
 
 
 def test_rebuild_prints_both_models():
@@ -129,7 +135,7 @@ def test_rebuild_from_a_run_without_a_fault(tmp_path):
 def test_as_a_real_process(cli):
     done = cli("size", "capacity", "--disks", "16", "--disk-size", "6TB", "--layout", "raid6", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["layouts"][0]["usable"] == 84 * TB
+    assert json.loads(done.stdout)["layouts"][0]["data_area"] == 84 * TB
     bad = cli("size", "snapshot", "--origin", "10GB", "--change", "lots")
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
     assert bad.stderr.startswith("backupbench: --change:")

@@ -35,7 +35,7 @@ def test_the_field_plan_fits_no_candidate_and_says_what_would(cli):
         "backupbench: No candidate meets the policy: the nearest, draid2:8d:24c:1s of 24 x 16 TB, misses window")
     out = " ".join(done.stdout.split())
     assert "Restore points at their peak: 30 dailies + 8 weeklies + 12 monthlies + 3 yearlies" in out
-    assert "What would change it:" in out and "raid6: block clone on and 31 disks of 16 TB (7 more)" in out
+    assert "What would change it:" in out and "raid6: block clone on and 32 disks of 16 TB (8 more)" in out
     assert "from the per-disk model, not measured: uncertain" in out
 
 
@@ -46,9 +46,9 @@ def test_a_passing_plan_as_json(cli):
     data = validated(done.stdout)
     assert data["kind"] == "backupbench.size.repository"
     assert data["verdict"]["recommended"] == "draid2" and data["verdict"]["ranking"][0] == "draid2"
-    assert data["retention"]["total_bytes"][-1] == 206_250_000_000_000  # test_sizing_repository_plan by hand
+    assert data["retention"]["total_bytes"][-1] == 214_500_000_000_000  # test_sizing_repository_plan by hand
     draid = next(c for c in data["candidates"] if c["layout"] == "draid2")
-    assert draid["built"] == "draid2:8d:24c:1s" and draid["usable_bytes"] == 294_400_000_000_000
+    assert draid["built"] == "draid2:8d:24c:1s" and draid["usable_bytes"] == 294_256_036_249_167
     assert draid["speeds"]["active-full"]["source"] == "model" and draid["rebuild"]["another_failure_percent"] > 0
     # All four pass; ranked by the hours a disk failure leaves them exposed: dRAID's distributed spare first,
     # then the copy-on-write layouts rebuilding only what is allocated, md RAID 6 (every byte) last.
@@ -101,14 +101,63 @@ def test_measured_speeds_from_a_stored_run(cli):
     assert done.returncode == 0, done.stderr
     data = validated(done.stdout)
     speeds = {c["layout"]: c["speeds"]["active-full"] for c in data["candidates"]}
-    assert speeds["raid6"]["source"] == "measured" and speeds["raid6"]["value"] == 1200 * MB_S
-    assert speeds["draid2"]["value"] == 1500 * MB_S and speeds["draid2"]["samples"] == 1
+    # Measured on 16 disks, planned on 24: scaled through the per-disk model (RAID 6: 14 data disks to 22).
+    assert speeds["raid6"]["source"] == "measured" and speeds["raid6"]["value"] == pytest.approx(1200 * MB_S * 22 / 14)
+    assert (speeds["raid6"]["scaling"]["measured_disks"], speeds["raid6"]["scaling"]["planned_disks"]) == (16, 24)
+    assert speeds["draid2"]["samples"] == 1 and speeds["draid2"]["scaling"]["how"] == "scaled"
     assert any("measured once" in line for line in data["verdict"]["uncertain"])
+    unscaled = cli("size", "repository", *FIELD_POLICY, "--monthlies", "4", "--yearlies", "1", "--block-clone",
+                   "--layout", "raid6", "--disks", "24", "--disk-size", "16TB", "--from-run", run_id,
+                   "--rebuild-rate", "200MB/s", "--no-scale", "--json")
+    assert unscaled.returncode == 0, unscaled.stderr
+    (raid6,) = validated(unscaled.stdout)["candidates"]
+    assert raid6["speeds"]["active-full"]["value"] == 1200 * MB_S
+    assert raid6["speeds"]["active-full"]["scaling"]["how"] == "not-scaled"
+    assert any("taken as measured, not scaled (--no-scale)" in note for note in raid6["notes"])
     refused = cli("size", "repository", *FIELD_POLICY, "--layout", "raidz2", "--disks", "24", "--disk-size", "16TB",
                   "--from-run", f"raidz2={run_id[:12]}")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert refused.stderr.startswith(f"backupbench: run {run_id} measured draid2 and raid6, not raidz2: a run of "
                                      "another layout cannot give raidz2's speeds")
+
+
+SCALED_RUN = "20261128T090000-5ca1ed00"
+# docs/sizing.md's plan from a run on 6 disks, scaled to 24 (as the page shows it).
+SCALED_COMMAND = ["size", "repository", "--protected", "50TB", "--change-rate", "5%", "--dailies", "30", "--weeklies",
+                  "8", "--monthlies", "4", "--yearlies", "1", "--restore-size", "2TB", "--rto", "8h", "--layout", "raidz2",
+                  "--disks", "24", "--disk-size", "16TB", "--rebuild-rate", "200MB/s", "--from-run", SCALED_RUN]
+
+
+def _store_a_raidz2_run_on_six_disks(results) -> None:
+    """docs/sizing.md's run, written by hand: one raidz2 layout of 6 disks with a member baseline."""
+    store = Store(results / "results.db")
+    entry = {"name": "z", "kind": "zfs", "vdev": "raidz2", "devices": [f"/dev/vd{c}" for c in "bcdefg"]}
+    store.create_run(RunRecord(run_id=SCALED_RUN, kind="recipe", target="lab", settings={"recipe": {"layout": [entry]}},
+                               status=COMPLETE))
+    ops = [OperationRecord(name="z/member", pattern="", status=COMPLETE, layout="z", state="member",
+                           figures={"member_bytes": 8e9, "read_bw": 200 * MB_S, "write_bw": 190 * MB_S})]
+    for operation, mb_s in (("active-full", 700), ("synthetic-full", 90), ("restore-sequential", 760),
+                            ("restore-random", 70)):
+        ops.append(OperationRecord(name=f"z/healthy/{operation}", pattern="", status=COMPLETE, layout="z",
+                                   state="healthy", figures={"effective_bw": mb_s * MB_S}))
+    for seq, op in enumerate(ops):
+        store.save_operation(SCALED_RUN, seq, op)
+
+
+def test_the_pages_plan_scaled_from_six_disks_to_24(cli):
+    cli.results.mkdir(parents=True)
+    _store_a_raidz2_run_on_six_disks(cli.results)
+    done = cli(*SCALED_COMMAND)
+    assert done.returncode == 5, done.stderr  # the synthetic full misses the window
+    said = " ".join(done.stdout.split())
+    assert ("speeds of run 20261128T090000-5ca1ed00, layout z (6 disks) scaled from 6 to 24 disks through the per-disk "
+            "model at 190.7 MiB/s a disk (member baseline): active-full x 5.50, synthetic-full x 1.13, "
+            "restore-sequential x 5.50, restore-random x 1.07") in said
+    assert "misses window by 62.5 h" in done.stderr
+    kept = cli(*SCALED_COMMAND, "--no-scale", "--json")
+    (raidz2,) = validated(kept.stdout)["candidates"]
+    assert raidz2["speeds"]["synthetic-full"]["value"] == 90 * MB_S
+    assert raidz2["speeds"]["synthetic-full"]["scaling"]["how"] == "not-scaled"
 
 
 RECIPE = Path(__file__).parents[2] / "examples" / "repository-plan.toml"
@@ -164,6 +213,36 @@ def test_several_runs_of_a_layout_bound_the_margins_by_their_interval(cli):
                "--rebuild-rate", "200MB/s", "--json")
     assert done.returncode == 0, done.stderr
     speed = validated(done.stdout)["candidates"][0]["speeds"]["active-full"]
-    assert speed["samples"] == 2 and speed["value"] == pytest.approx(1260 * MB_S)  # median of 1200 and 1320
-    assert speed["low"] < 1200 * MB_S < 1320 * MB_S < speed["high"]
+    # The median of 1200 and 1320, scaled from 16 disks to 24 (RAID 6: 14 data disks to 22).
+    assert speed["samples"] == 2 and speed["value"] == pytest.approx(1260 * MB_S * 22 / 14)
+    assert speed["low"] < 1200 * MB_S * 22 / 14 < 1320 * MB_S * 22 / 14 < speed["high"]
     assert any("(2 samples): a wide interval" in line for line in validated(done.stdout)["verdict"]["uncertain"])
+
+
+def test_an_aging_run_gives_the_restores_at_the_age_planned_for(cli):
+    from aging_support import aging_run
+
+    cli.results.mkdir(parents=True)
+    store = Store(cli.results / "results.db")
+    run = aging_run("20261203T000000-a9e1")
+    store.create_run(run)
+    for seq, op in enumerate(run.operations):
+        store.save_operation(run.run_id, seq, op)
+    policy = [*FIELD_POLICY, "--monthlies", "4", "--yearlies", "1", "--block-clone", "--restore-size", "2TB",
+              "--rto", "8h", "--layout", "raid6", "--disks", "24", "--disk-size", "16TB", "--disk-speed", "250MB/s"]
+    done = cli("size", "repository", *policy, "--from-run", f"raid6={run.run_id}", "--at-age", "20d", "--json")
+    assert done.returncode == 0, done.stderr
+    (raid6,) = validated(done.stdout)["candidates"]
+    assert (raid6["aged"]["day"], raid6["aged"]["asked_days"], raid6["aged"]["space_vs_plan"]) == (28, 20, 0.95)
+    assert raid6["speeds"]["restore-sequential"]["value"] == 800 * 1024 * 1024
+    shown = cli("size", "repository", *policy, "--from-run", f"raid6={run.run_id}")
+    assert shown.returncode == 0, shown.stderr
+    assert "As the repository ages" in shown.stdout and "day 42 of 42 (its last day, by default)" in \
+        " ".join(shown.stdout.split())
+    for extra, message in ((["--from-run", f"raid6={run.run_id}", "--at-age", "60d"],
+                            f"--at-age 60d: aging run {run.run_id} measured days 0 to 42"),
+                           (["--at-age", "20d"], "--at-age without --from-run"),
+                           (["--from-run", f"raid6={_store_a_lab_run(cli.results)}", "--at-age", "20d"],
+                            "--at-age: no run given to --from-run aged a repository")):
+        refused = cli("size", "repository", *policy, *extra)
+        assert refused.returncode == 2 and refused.stderr.startswith(f"backupbench: {message}"), refused.stderr

@@ -16,7 +16,7 @@ SRC = Path(__file__).parents[2] / "src" / "backupbench"
 # and earlier ones, never a later one.
 STAGES = [
     {"__init__", "errors", "units", "paths", "hostfiles", "process", "stopping", "journal", "artefacts", "schema",
-     "stats", "redaction", "disk_model"},
+     "stats", "redaction", "disk_model", "retention", "retention_space", "layout_model"},
     {"devices", "monitor", "engines", "results", "lab", "faults"},
     {"layouts", "workloads"},
     {"recipe"},

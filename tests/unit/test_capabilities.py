@@ -80,8 +80,8 @@ def test_each_workload_declares_what_its_phases_measure_and_a_run_stores_it():
     now = RunRecord(run_id="r", kind="recipe", target="t", settings={**recipe, "phase_kinds": stored})
     before = RunRecord(run_id="r", kind="recipe", target="t", settings=recipe)
     assert phase_kinds.of_run(now) == phase_kinds.of_run(before) == {"block-clone": clone, "s3": kinds["s3"]}
-    # Every kind there was when storing began (frozen: restore came after, its runs store theirs).
-    assert set(phase_kinds.BEFORE_STORED) == set(WORKLOADS) - {"restore"}
+    # Every kind there was when storing began (frozen: restore and aging came after, their runs store theirs).
+    assert set(phase_kinds.BEFORE_STORED) == set(WORKLOADS) - {"restore", "aging"}
 
 
 def test_a_report_reads_what_a_phase_measured_from_the_run():

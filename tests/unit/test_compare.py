@@ -279,6 +279,9 @@ def test_restore_range_is_low_to_high_in_show_and_history_alike():
     assert (restore_range(run).low_bps, restore_range(run).high_bps) == (300 * MiB, 400 * MiB)
     shown, listed = text_of(run_report(run)), text_of(history_table([run]))
     assert "Restore range: 300.0–400.0 MiB/s" in shown and "300.0–400.0" in listed
+    # One restore operation: no range, but its speed (issue 42: history showed "-").
+    one = text_of(history_table([kb_run("one", {"active-full": 100, "restore-random": 250})]))
+    assert "250.0 (random only)" in one
 
 
 def test_show_with_a_baseline_lists_differing_settings_above_the_comparison():

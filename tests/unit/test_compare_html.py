@@ -94,8 +94,10 @@ def test_on_one_sample_no_run_leads_and_no_cell_is_marked_best(compared_once):
             "(2.01x faster on one sample (each side): noise unknown, measure with --repeat 3).") in page
     assert "leads" not in page and " wins " not in page and "Overall:" not in page
     assert 'class="strong best"' not in page and "#dff0d8" not in page
+    # The one-sample caveat is a numbered note below the table (issue 41).
     assert cells_of_row(page, "restore-random", "Effective MiB/s")[1] == (
-        "412.0 (2.01x faster on one sample (each side): noise unknown, measure with --repeat 3)")
+        '412.0 (2.01x faster)<sup class="note-mark">1</sup>')
+    assert "<li>One sample (each side): noise unknown, measure with --repeat 3</li>" in page
     said = "none marked where a run measured the operation once: one sample names no best, measure with --repeat 3"
     assert page.count(said) == 2   # under the speed table and the latency table
 
@@ -148,6 +150,9 @@ def test_single_run_page_baseline_section_flags_settings_and_says_faster(tmp_pat
     section = page[page.index('id="baseline"'):]
     assert "<h2>Against baseline 20261124T000000-aaaa</h2>" in section
     assert section.index("settings-differ") < section.index("this run against the baseline")
+    # The one-sample caveat below the table (issue 41: a sentence in a cell widens the page).
     assert "<td>restore-random</td><td class=\"num\">205.0 MiB/s</td><td class=\"num\">412.0 MiB/s</td>" \
-           "<td class=\"num\">2.01x faster on one sample (each side): noise unknown, measure with --repeat 3</td>" in section
+           "<td class=\"num\">2.01x faster<sup class=\"note-mark\">1</sup></td>" in section
+    assert '<ol class="table-notes"><li>One sample (each side): noise unknown, measure with --repeat 3</li></ol>' \
+           in section
     assert "slowdown" not in page.lower()

@@ -124,3 +124,19 @@ def test_a_phase_whose_every_request_failed_is_stored_failed_with_its_figures(tm
     _, _, rows = _read_back(capsys.readouterr().out)
     assert {(row["figure"], row["phase_status"]) for row in rows} == {
         ("ops", "failed"), ("errors", "failed"), ("effective_bw", "failed")}
+
+
+def test_a_recipe_runs_rows_name_their_layout_and_state_apart_from_the_phase(tmp_path, capsys):
+    """Issue 42: the layout was only inside the phase name (`raid6/degraded/restore-random`)."""
+    store = Store(tmp_path / "results.db")
+    run = RunRecord(run_id="20261124T000000-dddd", kind="recipe", target="r", settings={},
+                    started_at="2026-11-24T00:00:00+00:00")
+    store.create_run(run)
+    op = OperationRecord("raid6/degraded/restore-random", "randread qd1", COMPLETE, figures={"effective_bw": 1.0},
+                         layout="raid6", state="degraded")
+    store.save_operation(run.run_id, 0, op)
+    store.finish_run(run)
+    assert main(["show", "20261124", "--csv", "--results", str(tmp_path)]) == 0
+    _, _, rows = _read_back(capsys.readouterr().out)
+    assert [(row["phase"], row["layout"], row["state"]) for row in rows] == [
+        ("raid6/degraded/restore-random", "raid6", "degraded")]

@@ -69,7 +69,7 @@ def test_without_a_replacement_the_drive_stays_failed():
 
 
 @pytest.mark.parametrize("fault, words", [
-    ({"fail": 2}, "survives 1 loses its data"),
+    ({"fail": 3}, "survives 2 loses its data"),  # MinIO's default EC:2 on 4 drives (layout_model)
     ({"fail": ["/dev/vda", "/dev/vdb", "/dev/vdc"], "allow_data_loss": True}, "loses read quorum"),
     ({"fail": "/dev/vdg"}, "/dev/vdg is not a member of this layout"),
     ({"fail": 1, "replace": "/dev/vda"}, "is already a member"),

@@ -35,15 +35,17 @@ def test_buffered_and_durations():
     assert options_of(job)["direct"] == "0"
     assert fio_duration(1.5) == "1500ms" and fio_duration(2) == "2s"
     argv = command(Path("/j.fio"), Path("/o.json"))
-    assert argv[0] == "fio" and "--output-format=json" in argv and argv[-1] == "/j.fio"
+    assert argv[0] == "fio" and "--output-format=json+" in argv and argv[-1] == "/j.fio"
 
 
 def test_progress_from_eta_lines():
     eta = ("Jobs: 1 (f=1)\rJobs: 1 (f=1), 0B/s-64.0MiB/s: [W(1)][75.0%][w=64.0MiB/s][w=64 IOPS][eta 00m:01s]\r\n"
            "Jobs: 1 (f=1): [W(1)][100.0%][w=64.1MiB/s][w=64 IOPS][eta 00m:00s]\r")
     status = last_status(eta)
-    assert status.fraction == 1.0 and status.rates == "w=64.1MiB/s"
+    assert status.fraction == 1.0 and status.rates == "w=64.1MiB/s w=64 IOPS"   # the live figures (issue 42)
     assert last_status("Jobs: 1 (f=1)\r").fraction is None
+    mixed = last_status("Jobs: 1 (f=1): [m(1)][50.0%][r=286MiB/s,w=280MiB/s][r=4573,w=4478 IOPS][eta 00m:02s]\r")
+    assert mixed.rates == "r=286MiB/s,w=280MiB/s r=4573,w=4478 IOPS"
 
 
 def test_the_last_job_of_an_exported_suite_removes_the_test_file_and_only_it(tmp_path):

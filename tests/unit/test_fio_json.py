@@ -42,6 +42,15 @@ def test_client_server_uses_clients_not_the_all_clients_double_count(fixtures):
     assert summary.write.p99_ns == clients["cs-seqwrite"]["write"]["clat_ns"]["percentile"]["99.000000"]
 
 
+def test_two_servers_on_one_machine_are_two_hosts_by_their_ports(fixtures):
+    raw = load(fixtures, "client-server.json")
+    entries = [c for c in raw["client_stats"] if c["jobname"] != "All clients"]
+    first, second = ({**entry, "hostname": "::1", "port": port} for entry, port in zip(entries, (8765, 8766)))
+    summary = fio_json.parse({**raw, "client_stats": [first, second]})
+    assert set(summary.per_host) == {"::1:8765", "::1:8766"}
+    assert summary.per_host["::1:8766"].write.bw_bytes == second["write"]["bw_bytes"]
+
+
 def test_several_jobs_add_up_and_keep_worst_p99_without_histograms(fixtures):
     raw = load(fixtures, "randread.json")  # plain json: no bins to merge
     second = json.loads(json.dumps(raw["jobs"][0]))

@@ -227,6 +227,14 @@ def test_a_figure_per_device_is_named_with_its_device_in_brackets():
     assert "device" not in gates.expectations_dict(check("active-full>=1MiB/s"))["expectations"][0]
 
 
+def test_the_expectations_table_echoes_a_device_as_written(capsys):
+    """Issue 42: rich read `[vdb]` as a style and printed the expectation without its device."""
+    from backupbench.cli.common import Gate
+
+    Gate(check("active-full.mon.w_await.p95[vdb]<=20ms", monitored_run())).print_table()
+    assert "active-full.mon.w_await.p95[vdb]<=20ms" in capsys.readouterr().out
+
+
 def test_a_device_on_a_figure_not_measured_per_device_is_refused():
     with pytest.raises(InputError, match="p99 is not measured per device"):
         gates.check_before_run(gates.parse_all(["active-full.p99[vda]<=20ms"]), ("active-full",), "--workload kb2014")

@@ -218,3 +218,27 @@ def test_cleanup_marks_the_run_interrupted_in_its_store(tmp_path):
     assert cleaned[0].marked_interrupted
     run = Store(tmp_path / "results.db", alive=lambda owner: True).load_run(RUN)
     assert run.status == "interrupted" and "backupbench cleanup" in run.notes[-1]
+
+
+def test_cleanup_removes_the_folder_of_a_run_killed_before_the_store_held_it(tmp_path):
+    """A SIGKILL between the run folder's first files and the store's row: the folder goes; a
+    folder holding anything else, or a stored run's, stays."""
+    from backupbench.results.model import RunRecord
+    from backupbench.results.store import Store
+    store = Store(tmp_path / "results.db", alive=lambda owner: True)
+    store.create_run(RunRecord(OTHER, "kb2014", "/srv", {}, owner="boot 1 2"))   # the store exists; RUN is not in it
+    cut_off = tmp_path / "runs" / RUN
+    cut_off.mkdir(parents=True)
+    (cut_off / "settings.json").write_text("{}")
+    (cut_off / "host.json").write_text("{}")
+    Journal(tmp_path / "journal", RUN, header={"run_id": RUN, "store": str(tmp_path / "results.db")}).release()
+    clean_journals(tmp_path / "journal")
+    assert not cut_off.exists()
+
+    kept = tmp_path / "runs" / RUN
+    kept.mkdir(parents=True)
+    (kept / "settings.json").write_text("{}")
+    (kept / "active-full.json").write_text("{}")   # not what a run writes before the store: not ours to judge
+    Journal(tmp_path / "journal", RUN, header={"run_id": RUN, "store": str(tmp_path / "results.db")}).release()
+    clean_journals(tmp_path / "journal")
+    assert sorted(p.name for p in kept.iterdir()) == ["active-full.json", "settings.json"]

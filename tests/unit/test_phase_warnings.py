@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from backupbench.cli.progress import QuietReporter
 from backupbench.monitor import Thresholds
-from backupbench.monitor.summary import Crossing, MonitorSummary, crossing_lines, merged_crossings
+from backupbench.monitor.summary import Crossing, MonitorSummary, SummaryBuilder, crossing_lines, merged_crossings
 from backupbench.results.model import RunRecord
 from backupbench.results.store import Store
 from backupbench.runner.phases import MonitorPlan, PhaseRecorder
@@ -71,3 +71,28 @@ def test_merged_crossings_add_counts_and_keep_the_worst():
     merged = merged_crossings([Crossing("a", "r_await", 2, 50.0)], [Crossing("a", "r_await", 3, 40.0),
                                                                      Crossing("b", "r_await", 1, 9.0)])
     assert merged == [Crossing("a", "r_await", 5, 50.0), Crossing("b", "r_await", 1, 9.0)]
+
+
+def test_a_run_with_no_storage_here_warns_about_no_device(tmp_path):
+    """Issue 42: an S3 run against an endpoint elsewhere warned about this machine's disks, which
+    carried none of its I/O; its load is still watched."""
+    import math
+    from dataclasses import fields
+
+    from backupbench.monitor.options import MonitorOptions
+    from backupbench.monitor.rates import DiskRates, Sample
+    from backupbench.runner.pipeline import monitor_plan
+
+    remote = monitor_plan(MonitorOptions(), ())
+    assert remote.thresholds.io_await_ms == math.inf and remote.thresholds.load1_limit() > 0
+    here = monitor_plan(MonitorOptions(), (tmp_path,))
+    assert here.thresholds.io_await_ms == MonitorOptions().warn_latency * 1000.0
+    # A device's 900 ms wait crosses the threshold of a run on that storage, not of the remote one.
+    disk = DiskRates(**{**{f.name: 0.0 for f in fields(DiskRates)}, "w_s": 50.0, "w_await": 900.0})
+    sample = Sample(1.0, 1.0, 1.0, None, None, None, {"vda": disk})
+    crossed = []
+    for plan in (remote, here):
+        summary = SummaryBuilder(["vda"], plan.thresholds)
+        summary.add(sample)
+        crossed.append([c.device for c in summary.crossings()])
+    assert crossed == [[], ["vda"]]

@@ -91,7 +91,7 @@ def _run(speeds_by_layout: dict[str, tuple[int, int]], **policy) -> RunRecord:
     for name, (full, synthetic) in speeds_by_layout.items():
         for operation, mb_s in (("active-full", full), ("synthetic-full", synthetic)):
             run.operations.append(OperationRecord(name=f"{name}/{operation}", pattern="", status=COMPLETE,
-                                                  figures={"effective_bw": mb_s * MB_S}, detail={"layout": name}))
+                                                  figures={"effective_bw": mb_s * MB_S}, layout=name))
     return run
 
 
@@ -100,7 +100,11 @@ def test_a_run_with_a_policy_plans_at_its_own_speeds():
     assert plan is not None and [c.layout for c in plan.candidates] == ["raid6", "draid2"]
     draid = next(c for c in plan.candidates if c.layout == "draid2")
     raid6 = next(c for c in plan.candidates if c.layout == "raid6")
-    assert draid.speeds["active-full"].source == "measured" and draid.speeds["active-full"].value == 1500 * MB_S
+    # dr measured on the recipe's 6 devices, planned on the table's 24: draid2:3d:1s writes (6 - 1) x 3/5 = 3 disks'
+    # worth of data on 6 and (24 - 1) x 3/5 = 13.8 on 24 (sizing/scaled_speeds.py).
+    full = draid.speeds["active-full"]
+    assert full.source == "measured" and full.value == pytest.approx(1500 * MB_S * 13.8 / 3)
+    assert full.label == "measured on 6, scaled to 24"
     assert raid6.speeds["active-full"].source == "model"  # the run did not measure r6: the table's disk_speed
     assert "layout lin (lvm-linear) is not a candidate: size does not model its kind" in plan.notes
     assert plan_of_run(RunRecord(run_id="x", kind="recipe", target="t", settings={"recipe": {}})) is None
@@ -115,7 +119,7 @@ def test_fio_on_a_minio_ec_layout_is_not_taken_as_its_speed():
                     settings={"recipe": stored.model_dump(mode="json")}, status=COMPLETE)
     for name in ("dr", "ec"):
         run.operations.append(OperationRecord(name=f"{name}/active-full", pattern="", status=COMPLETE,
-                                              figures={"effective_bw": 50 * MB_S}, detail={"layout": name}))
+                                              figures={"effective_bw": 50 * MB_S}, layout=name))
     plan = plan_of_run(run)
     assert plan is not None
     ec = next(c for c in plan.candidates if c.layout.startswith("minio-ec"))

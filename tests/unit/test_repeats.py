@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import sqlite3
+import statistics
 from contextlib import closing
 
 import pytest
@@ -101,7 +103,8 @@ def test_the_table_shows_interval_cv_and_marks_an_unstable_figure(tmp_path):
     table = run_tables(noisy)[0]
     spread_at = table.headings.index(SPREAD_HEADING)
     cell = table.rows[0].cells[spread_at]
-    assert cell == "3: 0.0–215.3, CV 43.6%" and cell.style == "yellow"
+    # Its t interval would reach below 0 MiB/s: the log-scale one, marked (stats.py).
+    assert cell == "3: 30.9–302.1 log, CV 43.6%" and cell.style == "yellow"
     assert table.headings[-1] == FLAGS_HEADING and table.rows[0].cells[-1] == "unstable"
 
 
@@ -111,13 +114,18 @@ def test_the_document_and_the_csv_carry_samples_interval_and_flag(tmp_path):
     figure = next(f for f in data["phases"][0]["figures"] if f["name"] == "effective_bw")
     assert figure["value"] == 100 * MiB and figure["samples"] == [100 * MiB, 150 * MiB, 60 * MiB]
     assert (figure["min"], figure["max"], figure["unstable"]) == (60 * MiB, 150 * MiB, True)
-    assert figure["interval"]["low"] == 0.0 and figure["interval"]["high"] == pytest.approx(
-        (310 / 3 + 4.302652730 * 45.092497528 / 3 ** 0.5) * MiB)
+    # ln 100, ln 150, ln 60: their t interval on the log scale (the one on the raw scale reaches below 0).
+    logs = [math.log(v) for v in (100, 150, 60)]
+    half = 4.302652730 * statistics.stdev(logs) / 3 ** 0.5
+    assert figure["interval"] == {"low": pytest.approx(math.exp(statistics.fmean(logs) - half) * MiB),
+                                  "high": pytest.approx(math.exp(statistics.fmean(logs) + half) * MiB),
+                                  "method": "log-t"}
     assert figure["cv"] == pytest.approx(45.092497528 / (310 / 3))
     stream = io.StringIO()
     write_figures([run], stream)
     rows = [row for row in csv.DictReader(io.StringIO(stream.getvalue())) if row["figure"] == "effective_bw"]
-    assert rows[0]["n"] == "3" and rows[0]["unstable"] == "yes" and rows[0]["ci95_low"] == "0.0"
+    assert rows[0]["n"] == "3" and rows[0]["unstable"] == "yes" and float(rows[0]["ci95_low"]) > 0
+    assert rows[0]["ci95_method"] == "log-t"
     assert [float(v) for v in rows[0]["samples"].split(";")] == [100 * MiB, 150 * MiB, 60 * MiB]
 
 
@@ -294,3 +302,23 @@ def test_a_phase_moving_no_bytes_spreads_its_request_rate_not_its_zero_bandwidth
     assert delete.headline_figure == "objects_per_s" and delete.unstable
     assert spread_cell(delete).startswith("2: ") and "0.0–0.0" not in spread_cell(delete)
     assert OperationRecord(name="x", pattern="p", figures={"effective_bw": 0.0}).headline_figure == "effective_bw"
+
+
+@pytest.mark.parametrize("width", [250, 100])
+def test_the_terminal_keeps_names_and_intervals_whole_and_wraps_headings_when_narrow(tmp_path, width):
+    """rich shortens cells that do not fit with an ellipsis: an interval cut to '30.9–30…' would
+    read as another figure. Names and intervals stay whole; the headings wrap on a narrow terminal."""
+    from rich.console import Console
+
+    from backupbench.report.terminal import operations_tables
+
+    _, noisy = measured_three_times(tmp_path, bandwidths=(100 * MiB, 150 * MiB, 60 * MiB))
+    console = Console(width=width, record=True)
+    for table in operations_tables(noisy):
+        console.print(table)
+    lines = console.export_text().splitlines()
+    assert max(map(len, lines)) <= width
+    assert any("3: 30.9–302.1 log" in line for line in lines) and any("CV 43.6%" in line for line in lines)
+    assert any(line.startswith(f"│ {noisy.operations[0].name} ") for line in lines)
+    headings = [line for line in lines if line.startswith("┃")]
+    assert (len(headings) > 1) == (width == 100)   # wrapped only where the table would not fit

@@ -199,3 +199,12 @@ def test_report_expect_puts_a_missed_expectation_in_the_headline_and_fails(tmp_p
             in out.read_text())
     met = invoke("--results", str(results), "--html", str(out), "--expect", "active-full>=1MiB/s")
     assert met.exception is None and "Expectation missed" not in out.read_text()
+
+
+def test_a_small_file_runs_headline_is_in_files_per_second():
+    """Issue 42: a small-file run's headline said MiB/s, where its files/s is what the table leads
+    with (one order of speed figures, results/model.SPEED_FIGURES, for every view)."""
+    ops = [OperationRecord(name, "2,000 x 100 KiB", COMPLETE, figures={"files_per_s": rate, "effective_bw": rate * 1e5})
+           for name, rate in (("create", 2486.0), ("update-1", 3548.0))]
+    run = RunRecord("r", "smallfiles", "/t", {}, status=COMPLETE, operations=ops)
+    assert run_headline(run).text.startswith("The slowest phase is create at 2,486 files/s")

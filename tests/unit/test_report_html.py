@@ -179,7 +179,8 @@ def test_recipe_run_groups_speed_by_layout_and_plots_each_member(recipe_page):
     assert series_csv.devices == ("dm-0", "vda", "vdb", "vdc", "vdd")
     assert charts.phase_devices(run, linear, series_csv) == ["vda", "vdb", "vdc", "vdd"]  # members, not dm-0
     assert series_csv.column("vda:wMB/s")[0] == 50.0 and series_csv.column("vdb:wMB/s")[0] == 0.0
-    assert "Layouts compared" in page and "201.0 (4.00x faster on one sample (each side): noise unknown, measure with --repeat 3)" in page
+    assert "Layouts compared" in page and '201.0 (4.00x faster)<sup class="note-mark">1</sup>' in page
+    assert "<li>One sample (each side): noise unknown, measure with --repeat 3</li>" in page
     assert 'aria-label="Effective speed by layout"' in page
     assert 'aria-label="Monitor timeline of linear/active-full"' in page
     assert "read+write MiB/s per member disk, stacked: vda, vdb, vdc, vdd" in page
@@ -273,7 +274,7 @@ def test_comparison_of_runs(tmp_path):
     two.operations = two.operations[:2]
     page = html.render_comparison([one, two], backup_size=10 * TiB)
     assert one.run_id in page and two.run_id in page
-    assert "3,457.4 (2.00x faster on one sample (each side): noise unknown, measure with --repeat 3)" in page and 'aria-label="Effective speed across runs"' in page
+    assert '3,457.4 (2.00x faster)<sup class="note-mark">1</sup>' in page and 'aria-label="Effective speed across runs"' in page
     assert "Backup windows for 10 TiB (hours)" in page
     found = scan(page)
     assert all(u.startswith("#") for u in found.urls) and "script" not in found.tags

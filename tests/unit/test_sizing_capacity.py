@@ -1,16 +1,17 @@
-"""Usable capacity and fault tolerance; every expected value is worked out by hand here."""
+"""Usable capacity and fault tolerance; every expected value is worked out by hand here.
+
+`data_area` is the disks less their redundancy alone (these tests' hand arithmetic);
+`usable`, what the layout's software lets it hold, is checked family by family in
+test_sizing_capacity_accounting.py and against the real storage in test_capacity_real.py and
+test_lab_capacity.py."""
 
 import pytest
 
 from backupbench.cli import options as cli_options
 from backupbench.errors import InputError, RecipeError
-from backupbench.sizing.capacity import (
-    LayoutSpec,
-    minio_default_parity,
-    minio_default_set_size,
-    parse_draid,
-    usable_capacity,
-)
+from backupbench.layout_model import minio_default_parity
+from backupbench.layout_model import minio_set_size as minio_default_set_size
+from backupbench.sizing.capacity import LayoutSpec, parse_draid, usable_capacity
 from backupbench.sizing.options import CapacityOptions
 
 TB = 10**12
@@ -24,9 +25,10 @@ def cap(layout, sizes, **params):
 def test_raid6_sixteen_6tb_disks():
     result = cap("raid6", [6 * TB] * 16)
     assert result.raw == 96 * TB
-    assert result.usable == 84 * TB  # (16 - 2) x 6 TB
+    assert result.data_area == 84 * TB  # (16 - 2) x 6 TB
     assert result.failures_tolerated == 2 and result.failures_best_case == 2
-    assert result.efficiency == pytest.approx(87.5)
+    # Efficiency is of what it holds: XFS on the array, 86.9% here (test_sizing_capacity_accounting).
+    assert result.efficiency == pytest.approx(100.0 * result.usable / result.raw) and 86 < result.efficiency < 87.5
 
 
 @pytest.mark.parametrize("layout,disks,usable,tolerated,best", [
@@ -39,14 +41,14 @@ def test_raid6_sixteen_6tb_disks():
 ])
 def test_md_levels(layout, disks, usable, tolerated, best):
     result = cap(layout, [6 * TB] * disks)
-    assert (result.usable, result.failures_tolerated, result.failures_best_case) == (usable, tolerated, best)
+    assert (result.data_area, result.failures_tolerated, result.failures_best_case) == (usable, tolerated, best)
 
 
 def test_md_unequal_members_use_the_smallest_but_raid0_uses_all():
     raid5 = cap("raid5", [4 * TB, 4 * TB, 6 * TB])
-    assert raid5.usable == 8 * TB  # (3 - 1) x 4 TB
+    assert raid5.data_area == 8 * TB  # (3 - 1) x 4 TB
     assert any("2,000,000,000,000 bytes unused" in note for note in raid5.notes)
-    assert cap("raid0", [1 * TB, 2 * TB]).usable == 3 * TB
+    assert cap("raid0", [1 * TB, 2 * TB]).data_area == 3 * TB
 
 
 def test_md_needs_enough_disks():
@@ -56,26 +58,27 @@ def test_md_needs_enough_disks():
 
 def test_lvm_linear_sums_unequal_pvs():
     result = cap("lvm-linear", [100 * GiB, 200 * GiB, 50 * GiB])
-    assert result.usable == result.raw == 350 * GiB and result.failures_tolerated == 0
+    assert result.data_area == result.raw == 350 * GiB and result.failures_tolerated == 0
 
 
 def test_lvm_striped_is_stripes_times_the_smallest_pv():
     sizes = [100 * GiB, 100 * GiB, 100 * GiB, 80 * GiB]
-    assert cap("lvm-striped", sizes).usable == 4 * 80 * GiB
+    assert cap("lvm-striped", sizes).data_area == 4 * 80 * GiB
     two = cap("lvm-striped", sizes, stripes=2)
-    assert two.usable == 2 * 80 * GiB and two.layout == "lvm-striped (-i 2)"
+    assert two.data_area == 2 * 80 * GiB and two.layout == "lvm-striped (-i 2)"
     with pytest.raises(InputError, match="--stripes must be from 2 to the number of disks"):
         cap("lvm-striped", sizes, stripes=5)
 
 
 def test_raidz_one_and_two_vdevs():
     one = cap("raidz2", [6 * TB] * 16)
-    assert one.usable == 14 * 6 * TB and one.failures_tolerated == 2
-    assert any("padding" in note for note in one.notes)
+    assert one.data_area == 14 * 6 * TB and one.failures_tolerated == 2
+    # 16-wide: a 128 KiB block is 32 data sectors + 2 x ceil(32 / 14) parity, padded to 39: 2^17 / (39 x 8).
+    assert any("counted as 420/512 of its space" in note for note in one.notes)
     two = cap("raidz2", [6 * TB] * 16, vdevs=2)
-    assert two.usable == 2 * (8 - 2) * 6 * TB  # 72 TB
+    assert two.data_area == 2 * (8 - 2) * 6 * TB  # 72 TB
     assert (two.failures_tolerated, two.failures_best_case) == (2, 4)
-    assert cap("raidz3", [6 * TB] * 11).usable == 8 * 6 * TB
+    assert cap("raidz3", [6 * TB] * 11).data_area == 8 * 6 * TB
     with pytest.raises(InputError, match="do not split evenly"):
         cap("raidz1", [6 * TB] * 10, vdevs=3)
 
@@ -84,18 +87,18 @@ def test_draid_field_note_d():
     # draid2, 3 data disks per group, 45 children, 2 distributed spares:
     # (45 - 2) x 3 / (3 + 2) x 6 TB = 43 x 3.6 TB = 154.8 TB.
     result = cap("draid2", [6 * TB] * 45, draid_data=3, draid_spares=2)
-    assert result.usable == 154_800_000_000_000
+    assert result.data_area == 154_800_000_000_000
     assert result.layout == "draid2:3d:45c:2s"
     assert result.failures_tolerated == 2
-    assert cap("draid2:3d:45c:2s", [6 * TB] * 45).usable == 154_800_000_000_000
+    assert cap("draid2:3d:45c:2s", [6 * TB] * 45).data_area == 154_800_000_000_000
 
 
 def test_draid_defaults_follow_zpool():
     # d defaults to 8 (16 - 0 spares - 2 parity = 14 >= 8): 16 x 8 / 10 x 6 TB.
     result = cap("draid2", [6 * TB] * 16)
-    assert result.layout == "draid2:8d:16c:0s" and result.usable == 76_800_000_000_000
+    assert result.layout == "draid2:8d:16c:0s" and result.data_area == 76_800_000_000_000
     # With 6 disks and 1 spare, d = 6 - 1 - 2 = 3: 5 x 3 / 5 x 6 TB.
-    assert cap("draid2", [6 * TB] * 6, draid_spares=1).usable == 18 * TB
+    assert cap("draid2", [6 * TB] * 6, draid_spares=1).data_area == 18 * TB
     assert parse_draid("draid") == (1, {})
 
 
@@ -122,14 +125,14 @@ def test_minio_default_set_size(drives, set_size):
 
 def test_minio_erasure_sets():
     sixteen = cap("minio-ec", [6 * TB] * 16)
-    assert sixteen.usable == 12 * 6 * TB and sixteen.failures_tolerated == 4  # EC:4 of 16
-    assert cap("minio-ec", [6 * TB] * 16, parity=2).usable == 14 * 6 * TB  # field note D's parity 2
+    assert sixteen.data_area == 12 * 6 * TB and sixteen.failures_tolerated == 4  # EC:4 of 16
+    assert cap("minio-ec", [6 * TB] * 16, parity=2).data_area == 14 * 6 * TB  # field note D's parity 2
     forty_five = cap("minio-ec", [6 * TB] * 45)
     assert forty_five.layout == "minio-ec EC:4, 3 sets of 15"
-    assert forty_five.usable == 3 * 11 * 6 * TB
+    assert forty_five.data_area == 3 * 11 * 6 * TB
     assert (forty_five.failures_tolerated, forty_five.failures_best_case) == (4, 12)
     four = cap("minio-ec", [6 * TB] * 4)
-    assert four.usable == 12 * TB and any("writes 1" in note for note in four.notes)
+    assert four.data_area == 12 * TB and any("writes 1" in note for note in four.notes)
 
 
 def test_minio_errors():
@@ -154,8 +157,20 @@ def test_minio_errors():
     ("btrfs-raid6", [6, 6, 6, 6], 12, 2),
 ])
 def test_btrfs_profiles(profile, sizes, usable, tolerated):
-    result = cap(profile, [int(size * TB) for size in sizes])
-    assert result.usable == int(usable * TB) and result.failures_tolerated == tolerated
+    # Metadata as redundant as the data: the layout survives what the data profile does.
+    metadata = {"btrfs-raid1c3": "raid1c3", "btrfs-raid1c4": "raid1c4", "btrfs-raid6": "raid1c3"}.get(profile)
+    result = cap(profile, [int(size * TB) for size in sizes], btrfs_metadata=metadata)
+    assert result.data_area == int(usable * TB) and result.failures_tolerated == tolerated
+
+
+def test_btrfs_survives_what_its_metadata_profile_survives():
+    """mkfs.btrfs's metadata is raid1 whatever the data's profile (layout_model): raid1c3 data
+    with it survives one failed device, as the recipe's fault rules have it."""
+    default = cap("btrfs-raid1c3", [6 * TB] * 3)
+    assert default.failures_tolerated == 1 and default.layout == "btrfs-raid1c3"
+    assert any("metadata raid1 survives fewer failed devices than data raid1c3" in note for note in default.notes)
+    single = cap("btrfs-raid1", [6 * TB] * 3, btrfs_metadata="single")
+    assert single.failures_tolerated == 0 and single.layout == "btrfs-raid1 (metadata single)"
 
 
 def test_option_of_another_layout_is_an_error():

@@ -67,13 +67,16 @@ def test_model_needs_a_disk_speed():
 def test_one_candidate_by_hand():
     given = policy(monthlies=4, yearlies=1, block_clone=True, restore_size="2TB", rto="8h")
     table = retention_table(given)
-    # 25 TB (current data) + 36 x 1.25 + 2 weeklies x 8.75 + 3 monthlies x 25 + 1 yearly x 25 = 187.5 TB;
-    # x 1.1 workspace = 206.25 TB.
-    assert table.total_bytes[-1] == 206_250_000_000_000
+    # The peak is a full's day (test_sizing_restore_points): 25 TB (current data) + 35 x 1.25 + 3 weeklies x 8.75
+    # + 3 monthlies x 25 + 1 yearly x 25 = 195 TB; x 1.1 workspace = 214.5 TB.
+    assert table.total_bytes[-1] == 214_500_000_000_000
     plan = evaluate(given, table, spec("draid2", draid_spares=1), DiskModel(disk_speed=250 * MB_S, afr=1))
-    # draid2:8d:24c:1s: (24 - 1) x 8 / 10 x 16 TB = 294.4 TB usable.
-    assert (plan.built, plan.usable_bytes) == ("draid2:8d:24c:1s", 294_400_000_000_000)
-    fill = 206.25 / 294.4
+    # draid2:8d:24c:1s: (24 - 1) x 8 / 10 x 16 TB = 294.4 TB of data area; as OpenZFS counts it
+    # 293.82 TB (test_sizing_capacity_accounting), and 128 KiB records, charged 320 x 409 bytes
+    # each, hold 131,072 / 130,880 of that: 294.26 TB usable.
+    usable = 293_824_997_133_568 * 131_072 // 130_880
+    assert (plan.built, plan.usable_bytes) == ("draid2:8d:24c:1s", usable) == ("draid2:8d:24c:1s", 294_256_036_249_167)
+    fill = 214.5 * TB / usable
     assert plan.fill_percent[-1] == pytest.approx(100 * fill)
     # The day: a 1.25 TB increment at 18.4 x 250 MB/s; the synthetic full is cloned.
     assert plan.worst_day_seconds == pytest.approx(1.25 * TB / (18.4 * 250 * MB_S))  # 271.7 s
@@ -87,7 +90,7 @@ def test_one_candidate_by_hand():
     assert plan.rebuild.another_failure_percent == pytest.approx(
         100 * (1 - math.exp(-23 * 0.01 * plan.rebuild.seconds / 3600 / 8766)))
     assert plan.passed and [r.name for r in plan.requirements] == ["capacity", "window", "restore"]
-    # Margins: capacity 1 - 70.06% = 29.9% of the usable space; restore (8 - 4.38) / 8 = 45.3%: capacity binds.
+    # Margins: capacity 1 - 72.90% = 27.1% of the usable space; restore (8 - 4.38) / 8 = 45.3%: capacity binds.
     assert plan.requirement("capacity").relative_margin == pytest.approx(1 - fill)
     assert plan.requirement("restore").relative_margin == pytest.approx(1 - plan.restore.worst_seconds / 28_800)
     assert plan.binding == "capacity"
@@ -108,30 +111,35 @@ def test_forward_active_day_is_the_full_and_forever_forward_adds_the_merge():
 def test_what_would_make_raid6_pass():
     given = policy(monthlies=12, yearlies=3, block_clone=True)
     result = plan_repository(given, DISK, [spec("raid6")])
-    # 453.75 TB needed (test_sizing_restore_points), 22 x 16 = 352 TB usable: missed by 101.75 TB.
+    # 462 TB needed (test_sizing_restore_points), 22 x 16 = 352 TB of data area, of which XFS
+    # on the md array leaves 349.54 TB usable (test_sizing_capacity_accounting): missed by 112.46 TB.
     (plan,) = result.candidates
     assert not plan.passed and plan.binding == "capacity"
-    assert plan.requirement("capacity").margin == -101_750_000_000_000
+    assert plan.requirement("capacity").margin == 349_540_682_223_616 - 462_000_000_000_000
     assert result.verdict.recommended is None
     assert result.verdict.sentence == ("No candidate meets the policy: the nearest, raid6 of 24 x 16 TB, misses "
-                                       "capacity by 102 TB (29% over its limit).")
+                                       "capacity by 112 TB (32% over its limit).")
     changes = {change.kind: change.text for change in result.verdict.changes}
-    # ceil(453.75 / 16) = 29 data disks + 2 parity = 31; 453.75 / 22 = 20.6 TB: 22 TB disks.
-    assert changes["disks"] == "31 disks of 16 TB (7 more)"
+    # 29 data disks + 2 parity hold 460.76 TB with XFS: short; 30 + 2 = 32. 462 / 22 = 21 TB: 22 TB disks.
+    assert changes["disks"] == "32 disks of 16 TB (8 more)"
     assert changes["disk size"] == "24 disks of 22 TB"
-    # Fewer monthlies: at 8, the newest yearly is no longer a monthly (8 // 12 = 0) and costs a full of its own:
-    # 7 + 3 fulls beyond -> (25 + 45 + 17.5 + 7 x 25 + 3 x 25) x 1.1 = 371.25 TB, too much; at 7: 343.75 TB.
-    assert changes["policy"] == "7 monthlies (not 12)"
+    # Fewer monthlies: at 11, the newest yearly is no longer a monthly (11 // 12 = 0) and costs a full of its
+    # own (462 TB again); at 7 (6 beyond the weeklies, 3 yearlies): (25 + 43.75 + 26.25 + 6 x 25 + 3 x 25) x 1.1
+    # = 352 TB, still too much; at 6: 324.5 TB.
+    assert changes["policy"] == "6 monthlies (not 12)"
 
 
 def test_the_field_plan_by_hand_for_raid6():
     """README's hand check of the field note D plan (size repository, 'Checked by hand for raid6')."""
     given = policy(monthlies=12, yearlies=3, window="8h")
     plan = evaluate(given, retention_table(given), spec("raid6"), DISK)
-    # 6 chain fulls x 25 + 31 increments x 1.25 + (2 + 11 + 2) GFS fulls x 25 = 563.75 TB; x 1.1 = 620.125 TB.
-    assert plan.needed_bytes[-1] == 620_125_000_000_000
-    # (24 - 2) x 16 TB = 352 TB usable: short by 268.125 TB.
-    assert plan.usable_bytes == 352 * TB and plan.requirement("capacity").margin == -268_125_000_000_000
+    # On a year's first full: 6 chain fulls x 25 + 30 increments x 1.25 + (3 + 11 + 2) GFS fulls x 25 = 587.5 TB;
+    # x 1.1 = 646.25 TB.
+    assert plan.needed_bytes[-1] == 646_250_000_000_000
+    # (24 - 2) x 16 TB = 352 TB of data area; the md array is 22 members of 16 TB less 129 MiB, in
+    # 512 KiB chunks, and XFS on it leaves 349.54 TB (test_sizing_capacity_accounting): short by 296.71 TB.
+    assert plan.usable_bytes == 349_540_682_223_616
+    assert plan.requirement("capacity").margin == 349_540_682_223_616 - 646_250_000_000_000
     # Synthetic full: 512 KiB at random, 8 ms + 512 KiB / 250 MB/s each, 4 at once, read-modify-write: / 3.
     synthetic = 4 * BLOCK / (0.008 + BLOCK / (250 * MB_S)) / 3
     assert plan.speeds["synthetic-full"].value == pytest.approx(synthetic) == pytest.approx(69.23 * MB_S, rel=1e-3)
@@ -146,8 +154,8 @@ def test_block_clone_and_more_disks_together():
     given = policy(monthlies=12, yearlies=3)  # no block clone: a weekly synthetic full of 25 TB at ~69 MB/s
     result = plan_repository(given, DISK, [spec("raid6")])
     (change,) = result.verdict.changes
-    # With block clone 453.75 TB: 31 disks, as above; without it no count of disks speeds up the random reads.
-    assert change.text == "block clone on and 31 disks of 16 TB (7 more)"
+    # With block clone 462 TB: 32 disks, as above; without it no count of disks speeds up the random reads.
+    assert change.text == "block clone on and 32 disks of 16 TB (8 more)"
 
 
 def test_ranking_prefers_the_shorter_rebuild_and_says_why():
@@ -156,10 +164,10 @@ def test_ranking_prefers_the_shorter_rebuild_and_says_why():
     assert result.verdict.ranking == ["draid2", "raidz2"] and result.verdict.recommended == "draid2"
     sentence = result.verdict.sentence
     assert sentence.startswith("draid2:8d:24c:1s of 24 x 16 TB: holds 30 dailies + 8 weeklies + 4 monthlies + "
-                               "1 yearly for 3 years at 70% full, the longest backup day in ")
-    # dRAID: 16 TB x 70.06% x 23/24 x 9 / (23 x 250 MB/s) = 16,815 s; raidz2 rebuilds what is allocated,
-    # 16 TB x 206.25 / 352 = 9.375 TB, onto one disk at 250 MB/s: 37,500 s. 294.4 - 206.25 = 88.15 TB to spare.
-    assert "rebuild 4.7 h against raidz2's 10.4 h; binding: capacity, 88.2 TB (30%) to spare." in sentence
+                               "1 yearly for 3 years at 73% full, the longest backup day in ")
+    # dRAID: 16 TB x 72.90% x 23/24 x 9 / (23 x 250 MB/s) = 17,495 s; raidz2 rebuilds what is allocated,
+    # 16 TB x 214.5 / 341.18 = 10.06 TB, onto one disk at 250 MB/s: 40,236 s. 294.26 - 214.5 = 79.8 TB to spare.
+    assert "rebuild 4.9 h against raidz2's 11.2 h; binding: capacity, 79.8 TB (27%) to spare." in sentence
     assert any("from the per-disk model" in line for line in result.verdict.uncertain)
 
 
@@ -194,10 +202,17 @@ def test_measured_speeds_go_to_the_candidate_of_their_layout():
     assert list(chosen) == ["draid2:8d:24c:1s"] and chosen["draid2:8d:24c:1s"].name == "dr"
     given = policy()
     plan = evaluate(given, retention_table(given), spec("draid2:8d:24c:1s"), DISK, chosen["draid2:8d:24c:1s"])
-    assert plan.speeds["active-full"].source == "measured" and plan.speeds["active-full"].value == 900 * MB_S
-    assert plan.speeds["synthetic-full"].why == "run 20261201T000000-aaaa, layout dr (16 disks)"
+    # Measured on draid2:3d:16c:2s, planned on draid2:8d:24c:1s: a large write moves (16 - 2) x 3/5 = 8.4
+    # disks' worth of data there and (24 - 1) x 8/10 = 18.4 here (sizing/scaled_speeds.py).
+    full = plan.speeds["active-full"]
+    assert full.source == "measured" and full.value == pytest.approx(900 * MB_S * 18.4 / 8.4)
+    assert full.label == "measured on 16, scaled to 24"
+    assert plan.speeds["synthetic-full"].why == "run 20261201T000000-aaaa, layout dr (16 disks); scaled from 16 to 24 disks"
     assert plan.rebuild.rate.source == "model"
-    assert any("the plan has 24 disks; taken as measured, not scaled" in note for note in plan.notes)
+    unscaled = evaluate(given, retention_table(given), spec("draid2:8d:24c:1s"),
+                        DISK.model_copy(update={"no_scale": True}), chosen["draid2:8d:24c:1s"])
+    assert unscaled.speeds["active-full"].value == 900 * MB_S
+    assert any("the plan has 24 disks; taken as measured, not scaled (--no-scale)" in note for note in unscaled.notes)
 
 
 def test_a_run_of_another_layout_is_refused():
@@ -249,8 +264,9 @@ def test_a_fault_runs_rebuild_rate_is_used():
     assert plan.rebuild.rate.source == "measured" and plan.rebuild.rate.value == pytest.approx(100 * MB_S)
     assert plan.rebuild.seconds == pytest.approx(160_000)
     assert "as measured: rebuilt in 10.0 s" in plan.rebuild.rate.why
-    # The healthy array's active full, measured: no --disk-speed needed for a forward-active plan.
-    assert plan.speeds["active-full"].value == 800 * MB_S
+    # The healthy array's active full, measured on 16 disks and scaled to 24 (14 data disks to 22): no
+    # --disk-speed needed for a forward-active plan, a large write being linear in the disk's speed.
+    assert plan.speeds["active-full"].value == pytest.approx(800 * MB_S * 22 / 14)
 
 
 @pytest.mark.parametrize("needed", [13, 20, 29, 37, 95, 96])

@@ -35,31 +35,39 @@ def test_full_and_increment_sizes_are_exact_and_rounded_up():
 
 def test_forward_synthetic_with_gfs_without_block_clone():
     table = retention_table(policy(dailies=30, weeklies=8, monthlies=12, yearlies=3, horizon=1))
+    # The day with the most points: 30 dailies + 6 points of the oldest chain + today's = 37, ceil(37 / 7) = 6
+    # fulls; 8 weeklies, 6 of them the chain's fulls: 2 more; 12 monthlies, floor(8 / 5) = 1 among the
+    # weeklies: 11; 3 yearlies, floor(12 / 12) = 1 among the monthlies: 2.
+    most_points = counts(policy(dailies=30, weeklies=8, monthlies=12, yearlies=3))
+    assert (most_points.points, most_points.chain_fulls, most_points.increments) == (37, 6, 31)
+    assert (most_points.weekly, most_points.monthly, most_points.yearly) == (2, 11, 2)
+    # The peak in bytes is a full's day (a year's first): 5 chains of 7 + today's full = 36 points, 6 fulls;
+    # the weekly tier holds today's full beside its 8: 9 - 6 = 3 more; the monthlies' 13 with today's, of
+    # which today's and floor((9 - 1) / 5) = 1 more are weeklies: 11; the yearlies' 4 with today's, of which
+    # today's and floor(12 / 12) = 1 more are monthlies: 2. 3 fulls more, 1 increment less: 75 - 1.25 TB more.
     c = table.counts
-    # Chains of 7: 30 dailies + 6 points of the oldest chain + today's = 37 points, ceil(37 / 7) = 6 fulls.
-    assert (c.points, c.chain_fulls, c.increments) == (37, 6, 31)
-    # 8 weeklies, 6 of them the chain's fulls: 2 more. 12 monthlies, floor(8 / 5) = 1 among the weeklies: 11.
-    # 3 yearlies, floor(12 / 12) = 1 among the monthlies: 2.
-    assert (c.weekly, c.monthly, c.yearly, c.transform_fulls) == (2, 11, 2, 0)
-    assert rows(table) == {"fulls in the daily chains": (6, 25 * TB), "increments": (31, 1_250_000_000_000),
-                           "weekly GFS fulls": (2, 25 * TB), "monthly GFS fulls": (11, 25 * TB),
+    assert (c.points, c.chain_fulls, c.increments, c.weekly, c.monthly, c.yearly) == (36, 6, 30, 3, 11, 2)
+    assert rows(table) == {"fulls in the daily chains": (6, 25 * TB), "increments": (30, 1_250_000_000_000),
+                           "weekly GFS fulls": (3, 25 * TB), "monthly GFS fulls": (11, 25 * TB),
                            "yearly GFS fulls": (2, 25 * TB)}
-    # (6 + 2 + 11 + 2) fulls x 25 TB + 31 x 1.25 TB = 525 + 38.75 = 563.75 TB; + 10% workspace = 620.125 TB.
-    assert table.workspace_bytes[0] == 56_375_000_000_000
-    assert table.total_bytes == [620_125_000_000_000, 620_125_000_000_000]  # no growth: year 1 as day one
+    # (6 + 3 + 11 + 2) fulls x 25 TB + 30 x 1.25 TB = 550 + 37.5 = 587.5 TB; + 10% workspace = 646.25 TB.
+    # (Before issue 40, the day with the most points: 563.75 TB, 620.125 TB with the workspace.)
+    assert table.workspace_bytes[0] == 58_750_000_000_000
+    assert table.total_bytes == [646_250_000_000_000, 646_250_000_000_000]  # no growth: year 1 as day one
 
 
 def test_forward_synthetic_with_block_clone_counts_changed_blocks():
     table = retention_table(policy(dailies=30, weeklies=8, monthlies=12, yearlies=3, block_clone=True, horizon=1))
+    # A full's day again: one more weekly (7 days of changes) for one daily point less (one day's).
     assert rows(table) == {
         "current data (one full)": (1, 25 * TB),
-        "daily points (changed blocks)": (36, 1_250_000_000_000),       # the 37 chain points but the newest
-        "weekly GFS fulls (changed blocks)": (2, 8_750_000_000_000),    # 7 days x 1.25 TB
+        "daily points (changed blocks)": (35, 1_250_000_000_000),       # the 36 chain points but the newest
+        "weekly GFS fulls (changed blocks)": (3, 8_750_000_000_000),    # 7 days x 1.25 TB
         "monthly GFS fulls (changed blocks)": (11, 25 * TB),            # 35 x 1.25 = 43.75 TB: at most a full
         "yearly GFS fulls (changed blocks)": (2, 25 * TB),
     }
-    # 25 + 36 x 1.25 + 2 x 8.75 + 11 x 25 + 2 x 25 = 25 + 45 + 17.5 + 275 + 50 = 412.5 TB; x 1.1 = 453.75 TB.
-    assert table.total_bytes[0] == 453_750_000_000_000
+    # 25 + 35 x 1.25 + 3 x 8.75 + 11 x 25 + 2 x 25 = 25 + 43.75 + 26.25 + 275 + 50 = 420 TB; x 1.1 = 462 TB.
+    assert table.total_bytes[0] == 462_000_000_000_000
 
 
 def test_block_clone_shrinks_monthlies_when_a_month_changes_less_than_a_full():
@@ -75,9 +83,11 @@ def test_forward_active_gains_nothing_from_block_clone():
     plain = retention_table(policy(method="forward-active", dailies=14, weeklies=4))
     cloned = retention_table(policy(method="forward-active", dailies=14, weeklies=4, block_clone=True))
     assert plain.total_bytes == cloned.total_bytes
-    # 21 points, 3 fulls, 18 increments; 4 weeklies - 3 = 1 more full: 4 x 25 + 18 x 1.25 = 122.5 TB; x 1.1 = 134.75.
-    assert rows(plain)["weekly GFS fulls"] == (1, 25 * TB)
-    assert plain.total_bytes[0] == 134_750_000_000_000
+    # A full's day: 3 chains (2 of 7 points and today's full): 15 points, 3 fulls, 12 increments; the weekly
+    # tier holds today's full beside its 4: 5 - 3 = 2 more: 5 x 25 + 12 x 1.25 = 140 TB; x 1.1 = 154 TB (the
+    # day with the most points, 21 points: 4 x 25 + 18 x 1.25 = 122.5 TB).
+    assert rows(plain)["weekly GFS fulls"] == (2, 25 * TB)
+    assert plain.total_bytes[0] == 154_000_000_000_000
 
 
 def test_monthlies_without_weeklies_are_taken_from_the_chains_fulls():
@@ -98,15 +108,19 @@ def test_yearlies_covered_by_weeklies_when_there_are_no_monthlies():
 @pytest.mark.parametrize("method, label", [("forever-forward", "increments"), ("reverse-incremental", "rollbacks")])
 def test_transform_methods_keep_one_full_and_an_extra_while_merging(method, label):
     table = retention_table(policy(method=method, dailies=14))
-    # 1 full + 14 increments (today's, before the merge / before the oldest rollback goes) + the compact's full:
-    # 2 x 25 + 14 x 1.25 = 67.5 TB; x 1.1 = 74.25 TB.
+    # 1 full + 14 increments (today's, before the merge / before the oldest rollback goes), the gaps of the full
+    # rewritten in place (a quarter of it) + the compact's full: 2 x 25 + 14 x 1.25 + 6.25 = 73.75 TB; x 1.1 =
+    # 81.125 TB.
     assert rows(table) == {"fulls in the daily chains": (1, 25 * TB), label: (14, 1_250_000_000_000),
+                           "gaps in the full rewritten in place": (1, 6_250_000_000_000),
                            "extra full during merge/compact": (1, 25 * TB)}
-    assert table.total_bytes[0] == 74_250_000_000_000
+    assert table.total_bytes[0] == 81_125_000_000_000
     cloned = retention_table(policy(method=method, dailies=14, block_clone=True))
-    # Merged and compacted by cloning: no extra full. 25 + 17.5 = 42.5 TB; x 1.1 = 46.75 TB.
+    # Merged and compacted by cloning: no extra full; the gaps stay until a compact. 25 + 17.5 + 6.25 = 48.75 TB;
+    # x 1.1 = 53.625 TB.
     assert "extra full during merge/compact" not in rows(cloned)
-    assert cloned.total_bytes[0] == 46_750_000_000_000
+    assert rows(cloned)["gaps in the full rewritten in place"] == (1, 6_250_000_000_000)
+    assert cloned.total_bytes[0] == 53_625_000_000_000
 
 
 def test_growth_per_year_of_the_horizon():
@@ -116,8 +130,9 @@ def test_growth_per_year_of_the_horizon():
     assert table.protected_bytes == [50 * TB, 55 * TB, 60_500_000_000_000]
     assert table.full_bytes == [25 * TB, 27_500_000_000_000, 30_250_000_000_000]
     assert table.incremental_bytes == [1_250_000_000_000, 1_375_000_000_000, 1_512_500_000_000]
-    # 1 full + 10 increments each year: 25 + 12.5 = 37.5; 27.5 + 13.75 = 41.25; 30.25 + 15.125 = 45.375 TB.
-    assert table.total_bytes == [37_500_000_000_000, 41_250_000_000_000, 45_375_000_000_000]
+    # 1 full + 10 increments + the full's gaps (a quarter of it) each year: 25 + 12.5 + 6.25 = 43.75;
+    # 27.5 + 13.75 + 6.875 = 48.125; 30.25 + 15.125 + 7.5625 = 52.9375 TB.
+    assert table.total_bytes == [43_750_000_000_000, 48_125_000_000_000, 52_937_500_000_000]
 
 
 def _simulated_peak(dailies: int, full: int, increment: int, days: int = 400) -> int:

@@ -4,6 +4,7 @@ the t table checked against the t distribution itself."""
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 from hypothesis import given, strategies as st
@@ -59,10 +60,14 @@ def test_two_samples_are_honestly_wide_and_unstable():
     assert figure.median == 115 and figure.cv == pytest.approx(21.2132 / 115, abs=1e-5)
     assert figure.unstable
     # half width = 12.706205 * 21.2132 / sqrt(2) = 12.706205 * 15 = 190.593: the low end would be
-    # -75.6, held at 0 since every sample is >= 0 (a rate cannot be negative).
-    assert figure.high == pytest.approx(115 + 190.593071, abs=1e-4)
-    assert figure.low == 0.0
-    assert figure.describe(lambda v: f"{v:.0f}").endswith("CV 18.4%, unstable)")
+    # -75.6, below 0 for a speed that cannot be: the t interval on the log scale instead. ln 100 =
+    # 4.60517, ln 130 = 4.86753; their mean 4.736352, s = 0.185520, half = 12.706205 * 0.185520 /
+    # sqrt(2) = 1.666827: exp(3.069525) = 21.532, exp(6.403179) = 603.76.
+    assert (figure.low, figure.high) == (pytest.approx(21.532, abs=1e-3), pytest.approx(603.76, abs=1e-2))
+    assert figure.method == "log-t" and figure.low > 0
+    assert figure.describe(lambda v: f"{v:.0f}").endswith("95% interval (log scale) 22-604, CV 18.4%, unstable)")
+    # Samples that can be 0 (a count of errors) keep the t interval, held at 0.
+    assert spread([0, 30]).low == 0.0 and spread([0, 30]).method == "t"
     # Negative samples (a difference, say) keep their low end.
     assert spread([-10, 10]).low == pytest.approx(-127.06205, abs=1e-4)
 
@@ -103,8 +108,11 @@ def test_interval_holds_the_mean_and_median_lies_between_min_and_max(values):
     figure = spread(values)
     assert figure.minimum <= figure.median <= figure.maximum
     assert figure.low is not None and figure.high is not None
-    assert figure.low <= figure.mean * (1 + 1e-12) + 1e-9 and figure.high >= figure.mean * (1 - 1e-12) - 1e-9
-    assert figure.low >= 0
+    # The t interval holds the mean; on the log scale, the geometric mean; min-max, every sample.
+    centre = (figure.mean if figure.method == "t" else statistics.geometric_mean(values) if figure.method == "log-t"
+              else figure.median)
+    assert figure.low <= centre * (1 + 1e-9) + 1e-9 and figure.high >= centre * (1 - 1e-9) - 1e-9
+    assert figure.low >= 0 and (figure.method == "t" or figure.low > 0)
 
 
 @given(st.lists(st.floats(min_value=1, max_value=1e9), min_size=2, max_size=10),

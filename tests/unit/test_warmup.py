@@ -156,6 +156,20 @@ def test_without_a_phase_every_sample_counts_and_a_too_short_phase_keeps_them_al
     assert any("too short" in note for note in summary.notes)
 
 
+def test_a_phase_of_a_few_seconds_counts_its_tail_where_its_flush_lands(tmp_path):
+    # A small-file phase written to the page cache (nothing on the disk in its whole seconds), its
+    # closing syncfs in the last half second: the tail is its disk work, and it counts.
+    fake = FakeProc(tmp_path)
+    summary = _run_phase(fake, _sampler_over(fake, 0.0), [0, 0, 0])
+    assert summary.samples == 4 and summary.left_out == 0
+    assert summary["vda.wMB_s"].max == pytest.approx(2.0)   # the tail's 1 MiB in 0.5 s
+    assert any("too short" in note for note in summary.notes)
+    # Three whole seconds are enough: the partial ones are left out again.
+    longer = FakeProc(tmp_path / "longer")
+    summary = _run_phase(longer, _sampler_over(longer, 0.0), [0, 0, 0, 0])
+    assert summary.samples == 3 and summary.left_out == 2 and summary["vda.wMB_s"].max == 0
+
+
 def test_a_comparison_lists_a_different_ramp_first():
     from backupbench.analysis.settings_diff import settings_differences
     from backupbench.results.model import RunRecord

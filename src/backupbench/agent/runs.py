@@ -33,6 +33,7 @@ from backupbench.engines.s3 import PhaseRun, S3Engine, S3Target
 from backupbench.engines.s3_credentials import Credentials
 from backupbench.engines.s3_records import OpRecord
 from backupbench.engines.smallfiles import SmallFilesEngine
+from backupbench.results.latency import second_ended
 from backupbench.errors import BackupbenchError, RefusedError
 from backupbench.workloads.s3_phase import ObjectPlan, PutKeys, phase_spec
 
@@ -150,10 +151,16 @@ def _wait_start(began: float, request: S3Run, control: Control) -> None:
         time.sleep(min(left, 0.05))
 
 
-def _latencies(records: list[OpRecord], op: str) -> dict[str, str]:
-    """The exact latencies of the successful requests (and a GET's times to first byte), packed."""
+def _latencies(records: list[OpRecord], op: str) -> dict[str, Any]:
+    """The exact latencies of the successful requests (and a GET's times to first byte), packed,
+    and again split by the second each request ended in ([t_s, packed]: t_s 1 is the first
+    second of the loader's time), which the controller's latency over time is merged from."""
     ok = [r for r in records if r.ok]
-    packed = {"lat_ns": pack_sorted(sorted(r.end_ns - r.start_ns for r in ok))}
+    packed: dict[str, Any] = {"lat_ns": pack_sorted(sorted(r.end_ns - r.start_ns for r in ok))}
+    seconds: dict[int, list[int]] = {}
+    for r in ok:
+        seconds.setdefault(second_ended(r.end_ns), []).append(r.end_ns - r.start_ns)
+    packed["seconds"] = [[t, pack_sorted(sorted(values))] for t, values in sorted(seconds.items())]
     if op == "get":
         packed["ttfb_ns"] = pack_sorted(sorted(r.first_byte_ns - r.start_ns for r in ok if r.first_byte_ns >= 0))
     return packed

@@ -16,10 +16,10 @@ from backupbench import units
 from backupbench.analysis import noise
 from backupbench.errors import InputError
 from backupbench.recipe import naming
-from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
+from backupbench.results.model import COMPLETE, SPEED_FIGURES, OperationRecord, RunRecord
 
-# The figure that says how fast a phase went, first match wins: higher is better for each.
-HEADLINE_FIGURES = ("effective_bw", "files_per_s")
+# The figure that says how fast a phase went (results/model.py owns the order).
+HEADLINE_FIGURES = SPEED_FIGURES
 # Two cells of a several-runs table closer than this are both marked best (a tie is no win);
 # whether two speeds differ is noise.verdict's to say.
 SAME_WITHIN = 0.02

@@ -3,11 +3,20 @@
 First match wins, since the first is what a reader must not miss:
 1. the run did not complete: its figures promise nothing;
 2. an expectation (`--expect`) was missed: which one, and by what;
-3. several layouts: which one is fastest, named only when analysis/noise.verdict finds the
+2b. other processes took CPU or moved data while phases ran (monitor/others.py): how many phases,
+   the first's reason, and that the figures are not fit for decisions;
+2c. a run whose recipe has a [policy]: the repository plan's verdict at the run's speeds (the
+   recommended layout and its binding margin, or the nearest miss and what would change it), since
+   the decision is what the run was for; the caller words it (report/repository.verdict_headline:
+   sizing/ reads analysis/, so the plan cannot be worked out here);
+3. an aging run (workloads/aging.py): how the newest full's restore aged from day one to the last
+   day measured, with the interval both days' samples allow, or said to be one sample
+   (analysis/aging.py); on each layout, when it aged several;
+4. several layouts: which one is fastest, named only when analysis/noise.verdict finds the
    difference beyond noise (a phase measured several times is judged on its samples,
    OperationRecord.samples); on one sample no layout is named, not even as leading: the
    sentence says the comparison has one sample, and the fix;
-4. otherwise the binding figure: the slowest phase, the one a backup or restore window waits on.
+5. otherwise the binding figure: the slowest phase, the one a backup or restore window waits on.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from backupbench.analysis.aging import aged, aging_series
 from backupbench.analysis.compare import headline, layout_matrix, speed_text
 from backupbench.analysis.noise import Verdict, verdict
 from backupbench.results.model import COMPLETE, OperationRecord, RunRecord
@@ -89,14 +99,37 @@ def binding_sentence(run: RunRecord) -> str | None:
     return f"The slowest phase is {op.name} at {speed_text(figure, value)}: the figure a backup or restore waits on"
 
 
-def run_headline(run: RunRecord, missed: Sequence[str] = ()) -> Headline | None:
-    """The run's one sentence (module docstring); `missed`: the expectations it missed, as text."""
+def aging_sentence(run: RunRecord) -> str | None:
+    """'After 42 simulated days the newest full restores sequentially at 61% of day one's speed
+    (...)', per aging workload of the run; None for a run that aged nothing."""
+    found = [(series, how) for series in aging_series(run) if (how := aged(series)) is not None]
+    if not found:
+        return None
+    days = {how.last_day for _, how in found}
+    parts = [(f"on {series.label}: " if len(found) > 1 else "") + how.text() for series, how in found]
+    return f"After {max(days)} simulated days " + "; ".join(parts)
+
+
+def run_headline(run: RunRecord, missed: Sequence[str] = (), plan: str | None = None) -> Headline | None:
+    """The run's one sentence (module docstring); `missed`: the expectations it missed, as text;
+    `plan`: the verdict of the run's repository plan, as text, when its recipe has a [policy]."""
     if run.status != COMPLETE:
         return Headline(f"The run is {run.status}" + (f": {run.error}" if run.error else "")
                         + "; its figures promise nothing", bad=True)
     if missed:
         more = f" (and {len(missed) - 1} more)" if len(missed) > 1 else ""
         return Headline(f"Expectation missed: {missed[0]}{more}", bad=True)
+    disturbed = [op for op in run.operations if op.status == COMPLETE and op.disturbed]
+    if disturbed:
+        first = disturbed[0]
+        return Headline(f"{len(disturbed)} of {len(run.operations)} phases ran beside other processes' work "
+                        f"({first.name}: {first.disturbed}): these figures are not fit for decisions; measure again "
+                        "on a quiet machine", bad=True)
+    if plan:
+        return Headline(plan)
+    aging = aging_sentence(run)
+    if aging:
+        return Headline(aging)
     calls = layout_calls(run)
     if calls:
         return Headline(layouts_sentence(calls))

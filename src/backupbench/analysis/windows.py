@@ -43,6 +43,17 @@ class BackupWindow:
     operation: str
     label: str
     seconds: float
+    # The window at the ends of the speed's 95% interval (the slow end is the long window);
+    # None for a speed measured once.
+    low_seconds: float | None = None
+    high_seconds: float | None = None
+    method: str = "t"    # of the speed's interval (stats.py)
+
+    def interval_text(self) -> str:
+        """'2.1-2.6 h' of a speed measured several times, '' of one measured once."""
+        if self.low_seconds is None or self.high_seconds is None:
+            return ""
+        return f"{self.low_seconds / 3600:,.1f}-{self.high_seconds / 3600:,.1f} h"
 
 
 def layouts_of(run: RunRecord) -> list[str | None]:
@@ -77,10 +88,19 @@ def restore_range(run: RunRecord, layout: str | None = None) -> RestoreRange | N
 
 
 def backup_windows(run: RunRecord, backup_size: int, layout: str | None = None) -> list[BackupWindow]:
-    """Time to move `backup_size` bytes of backup data at each operation's effective speed."""
+    """Time to move `backup_size` bytes of backup data at each operation's effective speed, and
+    at the ends of its interval when it was measured several times."""
     speeds = effective_speeds(run, layout)
-    return [
-        BackupWindow(name, label, backup_size / speeds[name])
-        for name, label in WINDOW_OPERATIONS
-        if name in speeds
-    ]
+    spreads = {naming.phase_of(op.name): op.spread("effective_bw") for op in run.operations
+               if op.status == COMPLETE and (op.layout or None) == layout and op.state in ("", naming.HEALTHY)
+               and op.sample_count > 1}
+    windows = []
+    for name, label in WINDOW_OPERATIONS:
+        if name not in speeds:
+            continue
+        figure = spreads.get(name)
+        slow, fast = (figure.low, figure.high) if figure is not None else (None, None)
+        windows.append(BackupWindow(name, label, backup_size / speeds[name],
+                                    backup_size / fast if fast else None, backup_size / slow if slow else None,
+                                    figure.method if figure is not None else "t"))
+    return windows

@@ -26,6 +26,7 @@ JSON_FLAG = "--json"
 # Each command's module is imported when the command is named (cli/lazy_group.py says why).
 COMMANDS = {
     "run": "backupbench.cli.run_cmd:run_command",
+    "sweep": "backupbench.cli.sweep_cmd:sweep_command",
     "history": "backupbench.cli.history_cmd:history_command",
     "show": "backupbench.cli.history_cmd:show_command",
     "export-fio": "backupbench.cli.export_cmd:export_fio_command",

@@ -103,9 +103,11 @@ def finish_measured(gate: "Gate", left: LeftBehind | None) -> None:
 
 
 def run_analysis(run: RunRecord, backup_size: int | None = None,
-                 baseline: RunRecord | None = None) -> document.Analysis:
+                 baseline: RunRecord | None = None, results: Path | None = None) -> document.Analysis:
     """What `show` prints beside the figures, for the run document: the backup windows (for
-    `backup_size`, else the size the run recorded) and restore range of each layout."""
+    `backup_size`, else the size the run recorded) and restore range of each layout; with the
+    results folder, each phase's latency picture from the run's raw files (`history` goes without:
+    it would read every run's)."""
     size = backup_size or recorded_backup_size(run)
     windows, ranges = [], []
     for layout in layouts_of(run):
@@ -114,9 +116,18 @@ def run_analysis(run: RunRecord, backup_size: int | None = None,
             ranges.append(document.RestoreRange(layout, found.best_bps, found.worst_bps, found.model_best_bps,
                                                 found.model_worst_bps))
         if size:
-            windows += [document.Window(layout, w.operation, w.label, w.seconds)
+            windows += [document.Window(layout, w.operation, w.label, w.seconds, w.low_seconds, w.high_seconds, w.method)
                         for w in backup_windows(run, size, layout)]
-    return document.Analysis(size or None, tuple(windows), tuple(ranges), baseline)
+    latency = _latency(run, results) if results is not None else {}
+    return document.Analysis(size or None, tuple(windows), tuple(ranges), baseline, latency)
+
+
+def _latency(run: RunRecord, results: Path) -> dict[str, dict[str, Any]]:
+    # Imported here: only a run document reads raw files, and every command imports this module.
+    from backupbench.analysis.latency import document_latency, run_latency
+    from backupbench.results.location import run_folder
+
+    return document_latency(run_latency(run, run_folder(results, run.run_id)))
 
 
 LABEL_LIMIT = 200
@@ -183,7 +194,8 @@ class Gate:
         for result in self.results:
             where = "" if result.operation == result.expectation.phase else f" ({result.operation})"
             verdict = Text("met", style="green") if result.met else Text("MISSED", style="bold red")
-            table.add_row(result.expectation.text + where, result.measured_text, verdict)
+            # Text, not markup: rich would take the device of `mon.w_await.p95[loop0]` for a style.
+            table.add_row(Text(result.expectation.text + where), Text(result.measured_text), verdict)
         stdout.print(table)
 
     def finish(self) -> None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from backupbench.results.command_documents import DOCUMENTS as COMMAND_DOCUMENTS
 from backupbench.results.document import KIND_PREFIX
 from backupbench.results.document_models import ErrorDocument, HistoryDocument, RunDocument
+from backupbench.results.sweep_document import SweepDocument
 from backupbench.sizing.plan_model import RepositoryDocument
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -27,7 +28,7 @@ SUFFIX = ".schema.json"
 
 DOCUMENTS: dict[str, type[BaseModel]] = {
     "run": RunDocument, "history": HistoryDocument, "error": ErrorDocument, **COMMAND_DOCUMENTS,
-    "size.repository": RepositoryDocument,
+    "size.repository": RepositoryDocument, "sweep": SweepDocument,
 }
 
 

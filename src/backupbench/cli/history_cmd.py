@@ -60,7 +60,7 @@ def show_command(run_ref: str, as_json: bool, as_csv: bool, baseline_ref: str | 
                  results: Path | None, **values: object) -> None:
     """Print a stored run again (RUN: an id, a unique prefix of one, a --label, or 'latest')."""
     _one_format(as_json, as_csv)
-    _, store = open_store(results)
+    directory, store = open_store(results)
     run = store.load_run(run_ref)
     size = cli_options.build(ShowOptions, values).backup_size
     baseline = store.load_run(baseline_ref) if baseline_ref else None
@@ -68,7 +68,7 @@ def show_command(run_ref: str, as_json: bool, as_csv: bool, baseline_ref: str | 
         require_common_phase([op.name for op in run.operations], f"run {run_name(run)}", baseline)
     gate = Gate.check(expectations, run)
     if as_json:
-        print_document("run", {**document.run_body(run, run_analysis(run, size, baseline)), **gate.json()})
+        print_document("run", {**document.run_body(run, run_analysis(run, size, baseline, directory)), **gate.json()})
     elif as_csv:
         csvout.write_figures([run], sys.stdout)
     else:

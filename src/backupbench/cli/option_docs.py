@@ -324,6 +324,9 @@ def _shared_option_names() -> dict[str, tuple[frozenset[str], str]]:
     return {"run": (workloads | frozenset(MonitorOptions.model_fields),
                     "Every workload's options are flags of `run` too ([Workloads](#workloads)), and so are the "
                     "monitor's ([the [monitor] table](#the-monitor-table))."),
+            "sweep": (workloads | frozenset(MonitorOptions.model_fields),
+                      "Every workload's options and the monitor's are flags of `sweep` too, as of `run`; "
+                      "`--over` takes any of the workload's options by name."),
             "export-fio": (kb2014, "The kb2014 workload's options are flags of `export-fio` too "
                                    "([Workload kb2014](#workload-kb2014)).")}
 

@@ -15,7 +15,9 @@ class RichReporter:
             TextColumn("{task.description:<22}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
             TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
             TextColumn("{task.fields[detail]}"),
-            console=console, transient=False,
+            # The live figures change once a second (fio's ETA lines, the loaders' progress): rich's
+            # default 10 redraws a second cost 1.5% of a core for nothing (bench/live_display.py).
+            console=console, transient=False, refresh_per_second=2,
         )
         self.tasks: dict[str, TaskID] = {}
         self.starts: dict[str, int] = {}  # how often each stage started: a repeated phase's samples

@@ -21,6 +21,8 @@ from backupbench.journal import journal_dir
 from backupbench.recipe import model
 from backupbench.report import plan_view
 from backupbench.report.terminal import run_report
+from backupbench.analysis.sweep import from_recipe_run
+from backupbench.report.sweep import sweep_view
 from backupbench.results.location import results_dir
 from backupbench.results.model import new_run_id
 from backupbench.runner import apply_hosts
@@ -109,9 +111,11 @@ def apply_command(recipe: Path, yes: bool, as_json: bool, quiet: bool, expectati
             record, left = measured(lambda: apply(plan, directory, reporter, hooks))
     gate = Gate.check(expectations, record)
     if as_json:
-        print_document("run", {**document.run_body(record, run_analysis(record)), **gate.json()})
+        print_document("run", {**document.run_body(record, run_analysis(record, results=directory)), **gate.json()})
     else:
         stdout.print(run_report(record))
+        for swept in from_recipe_run(record):  # the recipe's `sweep` keys, each as its grid
+            stdout.print(sweep_view(swept))
         gate.print_table()
     finish_measured(gate, left)
 

@@ -57,16 +57,23 @@ def _target_file(html_file: Path | None, runs: list[RunRecord]) -> Path:
               help="Where to write the page (default: report-<run>.html in the current folder).")
 @click.option("--baseline", "baseline_ref", default=None, metavar="RUN",
               help="Add each phase against this earlier run, x faster / x slower (one RUN only).")
+@click.option("--sweep", "sweep_ref", default=None, metavar="ID",
+              help="The page of a `backupbench sweep` instead of a run: sweep-<id> as it printed it, or latest.")
 @expect_option
 @cli_options.click_options(ShowOptions)
 @results_option
 def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_ref: str | None,
-                   results: Path | None, expectations: list, **values: object) -> None:
+                   sweep_ref: str | None, results: Path | None, expectations: list, **values: object) -> None:
     """Write a self-contained HTML report (tables + charts, no remote resources) of a stored run.
 
     RUN: an id, a unique prefix of one, a --label, or 'latest' (the default). Several RUNs: a comparison
-    of the same operations across them.
+    of the same operations across them. --sweep ID: a sweep's grid, its charts and verdicts.
     """
+    if sweep_ref is not None:
+        if run_refs or baseline_ref or expectations:
+            raise InputError("--sweep takes no RUN, --baseline or --expect", "report the sweep alone")
+        _sweep_page(sweep_ref, html_file, results)
+        return
     size = cli_options.build(ShowOptions, values).backup_size
     refs = list(run_refs) or ["latest"]
     if len(refs) > 1 and baseline_ref:
@@ -99,3 +106,21 @@ def report_command(run_refs: tuple[str, ...], html_file: Path | None, baseline_r
     if gate is not None:
         gate.print_table()
         gate.finish()
+
+
+
+def _sweep_page(ref: str, html_file: Path | None, results: Path | None) -> None:
+    """`report --sweep ID`: the sweep's runs read back (Store.sweep_runs), drawn as one page."""
+    from backupbench.analysis.sweep import from_runs
+
+    runs = open_store(results)[1].sweep_runs(ref)
+    data = from_runs(runs)
+    path = _target_file(html_file or Path.cwd() / f"report-{data.sweep_id}.html", runs)
+    _, _, html_page = _renderer()
+    from backupbench.report import sweep_html  # matplotlib's import, checked by _renderer first
+
+    try:
+        written = html_page.write(path, sweep_html.render_sweep(data, runs))
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}", "choose another --html path") from exc
+    click.echo(str(written.resolve()))

@@ -15,6 +15,7 @@ from backupbench.cli.common import open_store, print_document, results_option, s
 from backupbench.errors import ExpectationMissed, InputError
 from backupbench.recipe import model as recipe_model
 from backupbench.report.repository import repository_report
+from backupbench.sizing.aged_speeds import age_days
 from backupbench.sizing.measured_speeds import MeasuredLayout, assign, measured_layouts, parse_pin
 from backupbench.sizing.capacity import LayoutSpec
 from backupbench.sizing.plan_model import RepositoryPlan
@@ -28,13 +29,20 @@ NOT_WITH_RECIPE = ("layout", "stripes", "vdevs", "draid_data", "draid_spares", "
 
 def _measured(options: RepositoryOptions, results: Path | None, candidates: list[str]) -> dict[str, MeasuredLayout]:
     if not options.from_run:
+        if options.at_age is not None:
+            raise InputError("--at-age without --from-run: the age is an aging run's", "add --from-run RUN of an "
+                             "aging run (backupbench run --workload aging), or drop --at-age")
         return {}
     _, store = open_store(results)
     runs = []
     for text in options.from_run:
         pin, ref = parse_pin(text)
-        runs.append((pin, ref, measured_layouts(store.load_run(ref))))
-    return assign(candidates, runs)
+        runs.append((pin, ref, measured_layouts(store.load_run(ref), age_days(options.at_age))))
+    chosen = assign(candidates, runs)
+    if options.at_age is not None and not any(m.aged for m in chosen.values()):
+        raise InputError("--at-age: no run given to --from-run aged a repository", "add an aging run "
+                         "(backupbench run --workload aging), or drop --at-age")
+    return chosen
 
 
 def _from_recipe(values: dict[str, object]) -> tuple[RepositoryOptions, list[LayoutSpec], list[str]]:

@@ -142,6 +142,18 @@ def _paths(definition: Definition, paths: tuple[Path, ...], values: dict) -> tup
     return path, values
 
 
+def _samples(definition: Definition, repeat: int | None, values: dict) -> tuple[int, dict]:
+    """--repeat as given; else the workload's default samples (kb2014: 3 x 3 s) when the user set
+    no runtime of their own (nor a steady state, which ends each operation itself), else 1."""
+    if repeat is not None:
+        return repeat, values
+    default = definition.sampled_by_default
+    if default is None or values.get("runtime") is not None or values.get("steady_state") is not None:
+        return 1, values
+    samples, options = default
+    return samples, {**values, **options}
+
+
 def _is_file(path: Path) -> bool:
     try:
         return path.is_file()
@@ -191,15 +203,16 @@ def _with_workload_options(command: Callable) -> Callable:
               help=f"With --hosts: the port of each host's agent [default: {DEFAULT_AGENT_PORT}].")
 @agent_trust_options
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, show_default=True, metavar="N",
+@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=None, metavar="N",
               help="Measure each phase N times in this run (the whole workload, N times in turn); the figure shown "
-                   "is the median, with min/max, CV and a 95% interval; comparisons then know the noise.")
+                   "is the median, with min/max, CV and a 95% interval; comparisons then know the noise "
+                   "[default: 1; kb2014 without --runtime: 3 samples of 3 s each].")
 @baseline_option
 @label_option
 @expect_option
 @results_option
 @_grouped
-def run_command(paths: tuple[Path, ...], workload: str, preset: str | None, repeat: int, results: Path | None, *,
+def run_command(paths: tuple[Path, ...], workload: str, preset: str | None, repeat: int | None, results: Path | None, *,
                 remote: RemoteFlags, shown: Presentation, **values: object) -> None:
     """Run a backup workload against PATH, sampling the host; keep and show the figures.
 
@@ -209,6 +222,7 @@ def run_command(paths: tuple[Path, ...], workload: str, preset: str | None, repe
     """
     definition = WORKLOADS[workload]
     path, values = _paths(definition, paths, values)
+    repeat, values = _samples(definition, repeat, values)
     options = _workload_options(definition, preset, values)
     if not definition.needs_directory and not definition.reads_files and path is not None:
         raise InputError(f"--workload {workload} takes no PATH: it writes to --endpoint/--bucket",
@@ -235,7 +249,8 @@ def run_command(paths: tuple[Path, ...], workload: str, preset: str | None, repe
             record, left = measured(lambda: run(request, reporter))
     gate = Gate.check(list(shown.expectations), record)
     if shown.as_json:
-        print_document("run", {**document.run_body(record, run_analysis(record, baseline=baseline)), **gate.json()})
+        analysis = run_analysis(record, baseline=baseline, results=results_dir(results))
+        print_document("run", {**document.run_body(record, analysis), **gate.json()})
     else:
         stdout.print(run_report(record, baseline=baseline))
         gate.print_table()

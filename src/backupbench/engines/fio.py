@@ -1,4 +1,4 @@
-"""The fio engine: lays out a test file, runs job files, parses their JSON.
+"""The fio engine: lays out a test file, runs job files, parses their JSON (json+, with latency logs).
 
 fio runs in its own session so that Ctrl-C reaches only backupbench, which then stops fio
 (SIGINT first, as fio finishes cleanly on it) and removes the test file.
@@ -40,6 +40,8 @@ class FioEngine:
 
     def run(self, job: FioJob, out_dir: Path, progress: ProgressCallback = no_progress,
             timeout_s: float | None = None) -> FioRun:
+        # Its 1 s latency logs beside its JSON: what the report's latency over time is drawn from.
+        job = job.logged()
         job_file = job.write(out_dir / f"{job.name}.fio")
         output_json = out_dir / f"{job.name}.json"
         eta_file = out_dir / f"{job.name}.eta"

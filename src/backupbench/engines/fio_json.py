@@ -157,6 +157,14 @@ def _summarise(entries: list[dict[str, Any]], version: str) -> FioSummary:
     )
 
 
+def _host_key(entry: dict[str, Any], entries: list[dict[str, Any]]) -> str:
+    """A client entry's server: its hostname, with its port when servers on one machine (one
+    hostname) answer on several ports."""
+    name = str(entry.get("hostname", "?"))
+    ports = {e.get("port") for e in entries if str(e.get("hostname", "?")) == name}
+    return f"{name}:{entry.get('port')}" if len(ports) > 1 else name
+
+
 def parse(data: dict[str, Any]) -> FioSummary:
     version = str(data.get("fio version", "unknown"))
     if "client_stats" in data:
@@ -164,7 +172,7 @@ def parse(data: dict[str, Any]) -> FioSummary:
         _check_errors(entries)
         hosts: dict[str, list[dict[str, Any]]] = {}
         for entry in entries:
-            hosts.setdefault(str(entry.get("hostname", "?")), []).append(entry)
+            hosts.setdefault(_host_key(entry, entries), []).append(entry)
         whole = _summarise(entries, version)
         return FioSummary(
             read=whole.read, write=whole.write, runtime_ms=whole.runtime_ms,
@@ -184,11 +192,12 @@ _NOT_A_NUMBER = re.compile(r"(:\s*)-?nan\b")
 
 
 def parse_text(text: str) -> FioSummary:
-    # fio may print warnings before the JSON document when --output is not used.
+    # fio may print warnings before the JSON document when --output is not used, and its client
+    # what became of a lost host after it.
     start = text.find("{")
     if start < 0:
         raise EngineError("fio printed no JSON result")
     try:
-        return parse(json.loads(_NOT_A_NUMBER.sub(r"\1NaN", text[start:])))
+        return parse(json.JSONDecoder().raw_decode(_NOT_A_NUMBER.sub(r"\1NaN", text[start:]))[0])
     except json.JSONDecodeError as exc:
         raise EngineError(f"fio's JSON result is unreadable: {exc}") from exc

@@ -1,4 +1,6 @@
-"""Read fio's own ETA lines (``[W(1)][45.0%][w=1600MiB/s][...]``) for a progress bar."""
+"""Read fio's own ETA lines (``[W(1)][45.0%][w=1600MiB/s][w=3200 IOPS][eta 00m:05s]``) for a
+progress bar: how far, and the current speed and IOPS fio reports each second (the live figures
+every timed phase shows)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 _PERCENT = re.compile(r"\]\[(\d+(?:\.\d+)?)%\]")
-_RATE = re.compile(r"\]\[([rw]=[^\]]+)\]\[")
+_RATE = re.compile(r"\]\[([rw]=[^\]]+?B/s[^\]]*)\]\[(?:([rw]=[^\]]+ IOPS)\])?")
 
 
 @dataclass(frozen=True)
@@ -20,4 +22,7 @@ def last_status(eta_text: str) -> EtaStatus:
     percents = _PERCENT.findall(eta_text)
     rates = _RATE.findall(eta_text)
     fraction = min(float(percents[-1]) / 100.0, 1.0) if percents else None
-    return EtaStatus(fraction, rates[-1] if rates else "")
+    if not rates:
+        return EtaStatus(fraction, "")
+    speed, iops = rates[-1]
+    return EtaStatus(fraction, f"{speed} {iops}".strip())

@@ -16,6 +16,7 @@ from typing import Callable
 
 from backupbench.faults.plan import FaultPlan
 from backupbench.faults.spec import DISTRIBUTED_SPARE, FaultSpec, onto_distributed_spare
+from backupbench.layout_model import ErasureSets
 
 # The layout kinds faults/plan.py has a plan for; other kinds with redundancy refuse a fault.
 FAILS_MEMBERS_OF = ("mdraid", "zfs", "btrfs", "minio-ec")
@@ -36,7 +37,8 @@ class LayoutFacts:
     draid_parity: int | None = None     # a ZFS dRAID vdev's parity; None: no dRAID
     distributed_spares: int = 0         # a dRAID's distributed spares
     served_by_minio: bool = False       # `minio = true`: a MinIO server holds the filesystem open
-    erasure_parity: int | None = None   # minio-ec's EC:N as given; None: MinIO picks it
+    erasure_parity: int | None = None   # minio-ec's EC:N, given or MinIO's default (layout_model)
+    erasure_set: int | None = None      # minio-ec's drives per erasure set; None: all of them
 
 
 def fits(fault: FaultSpec, layout: LayoutFacts) -> None:
@@ -119,17 +121,21 @@ def _btrfs(fault: FaultSpec, layout: LayoutFacts) -> str | None:
 
 
 def _minio_erasure(fault: FaultSpec, layout: LayoutFacts) -> str | None:
-    """MinIO serves nothing without read quorum, and fails writes without write quorum."""
-    count, drives, parity = fault.failure_count(), len(layout.devices), layout.erasure_parity
+    """MinIO serves nothing without read quorum, and fails writes without write quorum. The
+    failed drives are taken to be in one set: the worst case, and the only one with one set."""
+    count, drives = fault.failure_count(), len(layout.devices)
     if count > layout.survives:
         return (f"fault: MinIO with {count} of {drives} drives gone (parity {layout.survives}) loses "
                 "read quorum and serves nothing, so there is nothing to measure; allow_data_loss "
                 "does not apply to minio-ec")
-    # With as many parity as data drives MinIO needs one drive more than half to write.
-    if parity is not None and 2 * parity == drives and count >= parity:
-        return (f"fault: failing {count} of {drives} drives at EC:{parity} leaves MinIO "
-                f"without write quorum ({drives // 2 + 1} drives): the degraded writes would fail; "
-                f"fail at most {parity - 1}")
+    if layout.erasure_parity is None:
+        return None
+    sets = ErasureSets(drives, layout.erasure_set or drives, layout.erasure_parity)
+    writable = sets.size - sets.write_quorum
+    if count > writable:
+        return (f"fault: failing {count} of {drives} drives at EC:{sets.parity} leaves MinIO "
+                f"without write quorum ({sets.write_quorum} drives): the degraded writes would fail; "
+                f"fail at most {writable}")
     return None
 
 

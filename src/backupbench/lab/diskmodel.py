@@ -1,5 +1,6 @@
-"""The lab's seeking disk: the model's arithmetic, the Python reference of the nbdkit filter
-(native/diskmodel/diskmodel.c) that serves the lab's disks with it, and what it predicts.
+"""The lab's seeking disk: the model's arithmetic and its command queue, the Python reference of
+the nbdkit filter (native/diskmodel, the disk in disk.c) that serves the lab's disks with it, and
+what it predicts.
 
 A request costs seek(d) + rotation(d) + bytes / rate, d being the distance from where the
 previous request ended:
@@ -21,14 +22,16 @@ full stroke = track + (average - track) * 15/8 (8.5 ms and 0.8 ms -> 15.24 ms).
 
 Command queueing (`schedule`): requests wait in a queue in arrival order and one at a time is
 on the platter. When the disk is free it serves, among the first `queue_depth` waiting (what a
-SATA disk's NCQ holds: 32 commands; the rest wait in the host's queue, in order), the one whose
-start is nearest the head (shortest seek first; ties by arrival), as a 7,200 rpm disk's firmware
-does: that is why several sequential streams on one real disk still run near its transfer rate,
-where serving strictly in arrival order would seek between the streams on every request. Shortest
-seek first alone can starve a far request while a stream keeps feeding requests next to the head,
-so the oldest waiting one is served once `max_passes` later ones have been served before it (a
-count, not a time, so the order still depends on the requests alone). Queue depth 1 is
-first come, first served.
+SATA disk's NCQ holds: 32 commands; the rest wait in the host's queue, in order), the next one in
+an elevator's sweep (C-LOOK): the lowest start at or past the head, else the lowest of all (the
+sweep starts again at the bottom); ties by arrival. A real disk reorders what is queued so; that is
+why several sequential streams on one disk still run near its transfer rate, where serving
+strictly in arrival order seeks between the streams on every request. A sweep, not the nearest
+start: the head meets a stream's queued requests from above as often as from below, and
+nearest-first then walks them backwards, each a short seek and half a revolution. A stream fed
+just ahead of the head would hold the sweep forever, so the oldest waiting request is served once
+`max_passes` later ones have been served before it (a count, not a time, so the order still
+depends on the requests alone). Queue depth 1 is first come, first served.
 
 The filter does the same double-precision operations in the same order and truncates each term
 to whole nanoseconds, so `service` here and the delays it logs agree exactly, and `schedule`,
@@ -39,6 +42,7 @@ given the arrival times it logs, gives its order and start times to the nanoseco
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -58,7 +62,7 @@ DEFAULT_SLACK_NS = 5_000_000
 DEFAULT_QUEUE_DEPTH = 32
 # A disk's firmware bounds how long a queued command may be passed over (in time; here in requests,
 # which keeps the order a function of the requests). 32 services of 512 KiB at 50 MiB/s is 0.3 s,
-# about mq-deadline's read expiry; fewer would cut the runs of a sequential stream short.
+# of the order of Linux's mq-deadline read expiry (0.5 s).
 DEFAULT_MAX_PASSES = 32
 
 
@@ -128,6 +132,31 @@ class DiskModel:
         """Bytes/s of random `block`-byte requests, one at a time."""
         return block / self.random_read_seconds(block, span, capacity)
 
+    def random_rate_queued(self, block: int, span: int, capacity: int, waiting: int, count: int = 20_000,
+                           seed: int = 39) -> float:
+        """Bytes/s of `block`-byte requests at random places within the first `span` bytes when
+        `waiting` are always queued as the disk chooses (each one served replaced at once, as fio
+        keeps its queue depth), served in the sweep's order. A seeded Monte Carlo of `count`
+        requests through the queue's own choice: the same figure every time; with `waiting` 1 it
+        is random_rate's case."""
+        rng = random.Random(seed)
+        requests: list[Arrival] = []
+
+        def new() -> int:
+            requests.append(Arrival(0, rng.randrange(max(1, span // block)) * block, block))
+            return len(requests) - 1
+
+        pending = [new() for _ in range(waiting)]
+        passes: dict[int, int] = {}
+        head = total = 0
+        for _ in range(count):
+            chosen, _aged = _choose(requests, pending[:self.queue_depth], head, passes, self.max_passes)
+            pending.remove(chosen)
+            pending.append(new())
+            total += self.service(head, requests[chosen].offset, block, capacity).total_ns
+            head = requests[chosen].offset + block
+        return block * count / (total / NS)
+
     def filter_params(self) -> list[str]:
         """The filter's parameters on nbdkit's command line."""
         return [f"diskmodel-track-ns={self.track_seek_ns}", f"diskmodel-full-ns={self.full_seek_ns}",
@@ -156,8 +185,8 @@ class Arrival:
 @dataclass(frozen=True)
 class Served:
     """One request as the disk served it: its place in arrival order, when its service started,
-    what it cost, how many waiting requests it was chosen among, and whether age, not nearness,
-    chose it."""
+    what it cost, how many waiting requests it was chosen among, and whether its age, not its place
+    in the sweep, chose it."""
 
     index: int
     start_ns: int
@@ -205,11 +234,12 @@ def schedule(model: DiskModel, requests: Sequence[Arrival], capacity: int, head:
 
 def _choose(requests: Sequence[Arrival], candidates: list[int], head: int, passes: dict[int, int],
             max_passes: int) -> tuple[int, bool]:
-    """The nearest candidate to the head (the earlier on a tie), or the oldest once it has been
-    passed over `max_passes` times; every older candidate than the one chosen is passed once more."""
+    """The next candidate in the sweep (the lowest start at or past the head, else the lowest; the
+    earlier on a tie), or the oldest once it has been passed over `max_passes` times; every older
+    candidate than the one chosen is passed once more."""
     oldest = candidates[0]
     aged = passes.get(oldest, 0) >= max_passes
-    chosen = oldest if aged else min(candidates, key=lambda i: (abs(requests[i].offset - head), i))
+    chosen = oldest if aged else min(candidates, key=lambda i: (requests[i].offset < head, requests[i].offset, i))
     for index in candidates:
         if index < chosen:
             passes[index] = passes.get(index, 0) + 1

@@ -8,8 +8,8 @@ exports: the filter's head position and its queue are then per disk, as on real 
 bookkeeping of exports in C. nbdkit runs one thread per request in flight (its PARALLEL thread
 model); it gets one more than the model's queue depth, the request on the platter and the depth
 waiting, so the filter's depth, not nbdkit's threads (16 by default), bounds what the disk
-chooses among. QEMU 7.2 sends at most 16 requests at once to an NBD disk (MAX_NBD_REQUESTS in its
-NBD client), so in the lab a depth over 16 is never filled.
+chooses among. QEMU sends at most 16 requests at once to an NBD disk (QEMU_IN_FLIGHT), so in the
+lab a depth over 16 is never filled.
 
 nbdkit is a `process.Background`: it dies with backupbench (pdeathsig), and within
 `backupbench lab`'s journal it is journalled like QEMU, so `cleanup` finds one left behind.
@@ -35,6 +35,9 @@ FILTER_ENV = "BACKUPBENCH_DISKMODEL_FILTER"
 # Beside the project's other built tools (.tools/bin): a shared object is no command for PATH.
 FILTER_PLACE = process.PROJECT_TOOLS.parent / "lib" / FILTER_NAME
 READY_TIMEOUT = 15.0
+# MAX_NBD_REQUESTS of QEMU's NBD client (7.2, and later releases): what the guest queues beyond it
+# waits in QEMU, in order. So the disk chooses among at most 15 while one is on the platter.
+QEMU_IN_FLIGHT = 16
 
 
 class DiskServerError(BackupbenchError):

@@ -10,14 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from backupbench import units
 from backupbench.errors import InputError
-from backupbench.lab.diskmodel import DiskModel
+from backupbench.lab.diskmodel import DEFAULT_QUEUE_DEPTH, DiskModel
 from backupbench.lab.disks import DiskSpec, Throttle, parse_disks, parse_throttle
 from backupbench.lab.vm import DEFAULT_WORK_PARENT
 from backupbench.schema import Duration, Size
 
 DEFAULT_DISK_RATE = "50MiB/s"
 # The disk model's settings: refused without --disk-model hdd, where they would silently do nothing.
-MODEL_KEYS = ("seek_time", "track_seek", "rpm", "transfer_rate")
+MODEL_KEYS = ("seek_time", "track_seek", "rpm", "transfer_rate", "disk_queue_depth")
 
 
 class LabOptions(BaseModel):
@@ -45,8 +45,9 @@ class LabOptions(BaseModel):
                                         json_schema_extra={"metavar": "N"})
     disk_model: Literal["none", "hdd"] = Field(
         "none", description="'hdd': every disk is served through nbdkit by a model of a spinning disk that "
-        "seeks (one request at a time, seek + rotation + transfer; --seek-time, --track-seek, --rpm, "
-        "--transfer-rate); then no --disk-rate unless given. 'none': QEMU reads the image files.",
+        "seeks (one request at a time, seek + rotation + transfer, what is queued served in an elevator's "
+        "order; --seek-time, --track-seek, --rpm, --transfer-rate, --disk-queue-depth); then no --disk-rate "
+        "unless given. 'none': QEMU reads the image files.",
         json_schema_extra={"metavar": "MODEL"})
     seek_time: str = Field("8.5ms", description="The model disk's average seek, over random positions on the "
                            "whole disk (as datasheets quote it).", json_schema_extra={"metavar": "TIME"})
@@ -56,6 +57,10 @@ class LabOptions(BaseModel):
                      "half a revolution.", json_schema_extra={"metavar": "N"})
     transfer_rate: str = Field("200MB/s", description="The model disk's sequential speed (one rate for the whole "
                                "disk).", json_schema_extra={"metavar": "RATE"})
+    disk_queue_depth: int = Field(DEFAULT_QUEUE_DEPTH, ge=1, le=256, description="How many waiting requests the "
+                                  "model disk chooses the next among, as a SATA disk's command queue (NCQ: 32); "
+                                  "1 serves them in arrival order. QEMU sends an NBD disk at most 16 at once.",
+                                  json_schema_extra={"metavar": "N"})
     memory: Size = Field(units.GiB, description="Guest memory.", json_schema_extra={"metavar": "SIZE"})
     cpus: int = Field(2, ge=1, le=16, description="Guest vCPUs (TCG runs one host thread each).",
                       json_schema_extra={"metavar": "N"})
@@ -115,7 +120,7 @@ class LabOptions(BaseModel):
         try:
             return DiskModel(average_seek_ns=round(values["seek_time"] * 1e9),
                              track_seek_ns=round(values["track_seek"] * 1e9), rpm=self.rpm,
-                             transfer_rate=values["transfer_rate"])
+                             transfer_rate=values["transfer_rate"], queue_depth=self.disk_queue_depth)
         except ValueError as exc:
             raise ValueError(f"--seek-time {self.seek_time}, --track-seek {self.track_seek}: {exc}") from exc
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from backupbench.faults.plan import btrfs_fault
 from backupbench.faults.rules import LayoutFacts
+from backupbench.layout_model import btrfs_min_devices, btrfs_survives
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
@@ -26,8 +27,15 @@ class Btrfs(LayoutBase):
                                               description="Mount options, owner and mode of the btrfs.")
 
     def redundancy(self) -> int:
-        copies = {"raid1": 1, "raid10": 1, "raid1c3": 2, "raid1c4": 3, "raid5": 1, "raid6": 2}
-        return min(copies.get(self.data, 0), copies.get(self.metadata, 0))
+        return btrfs_survives(self.data, self.metadata)
+
+    @model_validator(mode="after")
+    def _enough_devices(self) -> "Btrfs":
+        needed = btrfs_min_devices(self.data, self.metadata)
+        if len(self.devices) < needed:
+            raise ValueError(f"btrfs data {self.data} with metadata {self.metadata} needs at least {needed} "
+                             f"devices, got {len(self.devices)}")
+        return self
 
     def fault_facts(self) -> LayoutFacts:
         return dataclasses.replace(super().fault_facts(), shape=f" (data {self.data}, metadata {self.metadata})")

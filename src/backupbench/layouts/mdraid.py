@@ -10,6 +10,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from backupbench.faults.plan import md_fault
 from backupbench.faults.rules import LayoutFacts
+from backupbench.layout_model import MD_MIN_MEMBERS, md_survives
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
@@ -31,14 +32,14 @@ class MdRaid(LayoutBase):
         return power_of_two(value, "chunk", 4096, 2**30, "the md driver's limits")
 
     def redundancy(self) -> int:
-        return {0: 0, 1: len(self.devices) - 1, 5: 1, 6: 2, 10: 1}[self.level]
+        return md_survives(self.level, len(self.devices))
 
     def fault_facts(self) -> LayoutFacts:
         return dataclasses.replace(super().fault_facts(), shape=f" (RAID {self.level})")
 
     @model_validator(mode="after")
     def _enough_devices(self) -> "MdRaid":
-        needed = {0: 2, 1: 2, 5: 3, 6: 4, 10: 2}[self.level]
+        needed = MD_MIN_MEMBERS[self.level]
         if len(self.devices) < needed:
             raise ValueError(f"RAID {self.level} needs at least {needed} devices, got {len(self.devices)}")
         return self

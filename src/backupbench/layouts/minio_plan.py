@@ -12,16 +12,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from backupbench.faults.plan import minio_fault
 from backupbench.faults.rules import LayoutFacts
+from backupbench.layout_model import MINIO_EC_MIN_DRIVES, ErasureSets, minio_sets
 from backupbench.layouts import filesystem
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
 
 from backupbench.layouts.specs import FilesystemSpec, LayoutBase
-from backupbench.schema import Count, DevicePath, Flag
+from backupbench.schema import Count, DevicePath, Flag, key_error
 
 class MinioSingle(LayoutBase):
     kind: Literal["minio-single"]
@@ -31,19 +32,36 @@ class MinioSingle(LayoutBase):
 
 class MinioErasure(LayoutBase):
     kind: Literal["minio-ec"]
-    devices: tuple[DevicePath, ...] = Field(..., min_length=4, max_length=32,
+    devices: tuple[DevicePath, ...] = Field(..., min_length=MINIO_EC_MIN_DRIVES, max_length=32,
                                             description="Drives; each gets its own filesystem.")
     parity: Count | None = Field(None, ge=0, le=8, description="Parity drives per erasure set "
                                                              "(MINIO_STORAGE_CLASS_STANDARD=EC:N) [default: MinIO's].")
     minio: Flag = Field(True, description="Always served by MinIO.")
 
+    def erasure_sets(self) -> ErasureSets:
+        drives = len(self.devices)
+        sets = minio_sets(drives, self.parity)
+        # A count MinIO cannot split is refused by _sets_fit; the fault rules may ask first.
+        return sets if sets is not None else ErasureSets(drives, drives, self.parity or 0)
+
+    @model_validator(mode="after")
+    def _sets_fit(self) -> "MinioErasure":
+        drives = len(self.devices)
+        sets = minio_sets(drives, self.parity)
+        if sets is None:
+            raise key_error("devices", f"MinIO cannot split {drives} drives into equal erasure sets of 2 to 16 "
+                            "(a prime count above 16)", self.devices)
+        if sets.parity > sets.size // 2:
+            raise key_error("parity", f"EC:{sets.parity} is more than half of a {sets.size}-drive erasure set: "
+                            f"MinIO takes EC:0 to EC:{sets.size // 2}", self.parity)
+        return self
+
     def redundancy(self) -> int:
-        # Without EC:N MinIO picks the parity by erasure-set size (sizing/capacity.py has its
-        # table), never below 1 for 4 drives or more: a safe lower bound here.
-        return self.parity if self.parity is not None else 1
+        return self.erasure_sets().survives
 
     def fault_facts(self) -> LayoutFacts:
-        return dataclasses.replace(super().fault_facts(), erasure_parity=self.parity)
+        sets = self.erasure_sets()
+        return dataclasses.replace(super().fault_facts(), erasure_parity=sets.parity, erasure_set=sets.size)
 
 
 MINIO = Requirement("MinIO (scripts/install-minio.sh)", "tool:minio")

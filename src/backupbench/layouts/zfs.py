@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from backupbench.faults.plan import zfs_fault
 from backupbench.faults.rules import LayoutFacts
+from backupbench.layout_model import ZFS_MIN_MEMBERS, draid_min_children, zfs_survives
 from backupbench.layouts import zfs_properties
 from backupbench.layouts.actions import Action, Guard, LayoutPlan, Requirement
 from backupbench.layouts.naming import Names
@@ -27,7 +28,6 @@ RUN_PROPERTY = "backupbench:run"
 DRAID_MAX_CHILDREN = 255
 # zpool(8): symlinks under these take a "-partN" suffix, other paths "N" or "pN".
 UDEV_ROOTS = ("/dev/disk/", "/dev/zvol/")
-MIN_DEVICES = {"mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
 
 
 class Zfs(LayoutBase):
@@ -100,7 +100,7 @@ class Zfs(LayoutBase):
             key = "draid_data" if self.draid_data is not None else "draid_spares"
             raise key_error(key, f"draid_data and draid_spares apply to dRAID vdevs, not {self.vdev}",
                             getattr(self, key))
-        needed = MIN_DEVICES.get(self.vdev, 1)
+        needed = ZFS_MIN_MEMBERS.get(self.vdev, 1)
         if count < needed:
             raise key_error("devices", f"a {self.vdev} vdev needs at least {needed} devices, got {count}",
                             self.devices)
@@ -119,22 +119,18 @@ class Zfs(LayoutBase):
             raise key_error("devices", f"a dRAID vdev takes at most {DRAID_MAX_CHILDREN} devices, got {count}",
                             self.devices)
         data = self.draid_data or 1
-        # zpool: a dRAID vdev needs data + parity + spares children at the least.
-        if data + parity + self.draid_spares > count:
+        needed = draid_min_children(parity, data, self.draid_spares)
+        if needed > count:
             # The key to change: the data disks if given, else the spares, else the devices.
             key = "draid_data" if self.draid_data is not None else "draid_spares" if self.draid_spares else "devices"
             raise key_error(key, f"{draid_spec(self)} does not fit {count} devices: {data} data + {parity} parity"
-                            f" + {self.draid_spares} spare need at least {data + parity + self.draid_spares}",
+                            f" + {self.draid_spares} spare need at least {needed}",
                             getattr(self, key))
 
 
 def redundancy(spec: Zfs) -> int:
     """How many devices of the data vdev may fail."""
-    if spec.vdev == "stripe":
-        return 0
-    if spec.vdev == "mirror":
-        return len(spec.devices) - 1
-    return int(spec.vdev[-1])
+    return zfs_survives(spec.vdev, len(spec.devices))
 
 
 def draid_spec(spec: Zfs) -> str:

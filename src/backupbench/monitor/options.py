@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from backupbench.schema import Duration
+from backupbench.schema import Duration, Flag
+
+# Test suites and CI running several benchmarks at once set it, rather than a flag on every run.
+IGNORE_OTHERS_ENV = "BACKUPBENCH_IGNORE_OTHERS"
 
 
 class MonitorOptions(BaseModel):
@@ -16,6 +19,9 @@ class MonitorOptions(BaseModel):
         1.0, ge=0.2, le=10.0, description="Sampling interval, 0.2 to 10 s.",
         json_schema_extra={"metavar": "DURATION"},
     )
+    ignore_others: Flag = Field(
+        False, description="Do not watch other processes' CPU and I/O during each phase, and so never mark a phase "
+                           "disturbed: for a machine shared on purpose. Also set by BACKUPBENCH_IGNORE_OTHERS=1.")
     warn_latency: Duration = Field(
         0.1, gt=0, le=3600, description="Warn when a disk's r_await or w_await goes above this.",
         json_schema_extra={"metavar": "DURATION"},

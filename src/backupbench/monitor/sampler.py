@@ -15,7 +15,8 @@ A phase's sampler (`measure_after_s` given, runner/phases.py) counts in its summ
 seconds the workload ran whole: a sample whose interval begins before one interval plus
 `measure_after_s` (the workload starting partway through the first; fio's ramp_time) is left
 out, and so is the tail sample stop() takes (the workload ended partway through it). The CSV
-keeps every sample. A phase too short to leave anything after that counts every sample.
+keeps every sample. A phase with fewer than WHOLE_SECONDS_ENOUGH whole seconds counts every
+sample: its partial seconds hold too much of its work to leave out.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from backupbench.monitor.thresholds import Thresholds
 MIN_INTERVAL_S = 0.2
 MAX_INTERVAL_S = 10.0
 MIN_TAIL_S = 0.1
+# A phase with fewer whole seconds than this counts every sample: in a phase of a few seconds
+# the partial ones hold much of the work (a small-file phase's closing syncfs is its tail).
+WHOLE_SECONDS_ENOUGH = 3
 _MAX_NOTES = 50
 
 
@@ -89,7 +93,7 @@ class Sampler:
         self._cpu_s = 0.0
         self._summary: MonitorSummary | None = None
         self._measure_after = measure_after_s
-        self._left_out: list[Sample] = []    # head samples, kept until one is counted (the fallback)
+        self._phase_samples: list[Sample] = []   # every sample of a phase, in order (the fallback)
         self._left_out_count = 0
         self._taking_tail = False
         self.devices: list[str] = []
@@ -147,7 +151,7 @@ class Sampler:
             if self._csv is not None:
                 self._csv.close()
             self._cpu_s += time.thread_time() - cpu0
-            if self._builder.samples == 0 and self._left_out:
+            if self._builder.samples < WHOLE_SECONDS_ENOUGH and self._left_out_count:
                 self._count_everything()
             self._summary = self._builder.build(
                 interval_s=self.interval, errors=self._error_list(),
@@ -212,18 +216,19 @@ class Sampler:
         if self._measure_after is None:
             self._builder.add(sample)
             return
+        self._phase_samples.append(sample)
         begins = sample.elapsed_s - sample.interval_s
         # A small tolerance: the first counted sample begins on a tick, give or take the clock.
         if self._taking_tail or begins < self.interval + self._measure_after - 0.01:
-            self._left_out.append(sample)
             self._left_out_count += 1
             return
-        self._left_out.clear()   # something is counted: no fallback needed
         self._builder.add(sample)
 
     def _count_everything(self) -> None:
-        """A phase shorter than its left-out seconds: better every sample than none."""
-        for sample in self._left_out:
+        """A phase of a few seconds: its partial seconds hold much of its work (a small-file
+        phase's closing syncfs lands in its tail), so every sample counts."""
+        self._builder = SummaryBuilder(self.devices, self.thresholds)
+        for sample in self._phase_samples:
             self._builder.add(sample)
         self._left_out_count = 0
         self._note("the phase was too short to leave out its partial first and last seconds: every sample counted")

@@ -21,7 +21,8 @@ from backupbench.monitor.options import MonitorOptions
 from backupbench.recipe import keys, reader
 from backupbench.recipe.hosts import HostsSpec, workload_refusal
 from backupbench.recipe.policy import PolicyTable
-from backupbench.schema import TYPED, DevicePath, shown, validate
+from backupbench.schema import TYPED, DevicePath, key_error_at, shown, validate
+from backupbench.workloads import sweep
 from backupbench.workloads.registry import WORKLOADS
 
 WorkloadSpec = Annotated[Union[tuple(d.recipe_entry for d in WORKLOADS.values())], Field(discriminator="kind")]
@@ -58,6 +59,7 @@ class Recipe(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Recipe":
+        _check_sweeps(self.workload, hosts=self.hosts is not None)
         if self.hosts is not None:
             self._check_hosts(self.hosts)
             return self
@@ -95,6 +97,22 @@ class Recipe(BaseModel):
             refusal = workload_refusal(entry, hosts)
             if refusal:
                 raise ValueError(f"workload[{index}]: {refusal}")
+
+
+def _check_sweeps(entries: tuple[Any, ...], hosts: bool) -> None:
+    """Each entry's `sweep` against its own options (workloads/sweep.py): refused at its key,
+    `workload[0].sweep.iodepth`, as any other key's value is."""
+    for index, entry in enumerate(entries):
+        if entry.sweep is None:
+            continue
+        try:
+            if hosts:
+                raise sweep.SweepRefused("[hosts] recipes do not sweep: a sweep runs on the recipe's layouts "
+                                         "(or use `backupbench sweep` on one host)")
+            sweep.check_entry(entry, WORKLOADS[entry.kind], {name: d.options for name, d in WORKLOADS.items()})
+        except sweep.SweepRefused as refused:
+            where = ("sweep", refused.where) if refused.where else ("sweep",)
+            raise key_error_at(("workload", index, entry.kind, *where), str(refused), entry.sweep) from None
 
 
 _FIX = "see examples/ for working recipes"

@@ -7,6 +7,8 @@ it plans, and `apply --expect` checks its expectations against the names planned
   '<layout>/<n>-<kind>/<phase>'; on a layout with a fault, once per state of the array:
   '<layout>[/<n>-<kind>]/<state>/<phase>', beside '<layout>/member' (one member's baseline)
   and '<layout>/rebuild' (the rebuild's figures).
+- a point of a workload's sweep: '<layout>/<kind>@iodepth=4,jobs=2/<phase>' (with several
+  workloads '<layout>/<n>-<kind>@.../<phase>'), once per point.
 - a recipe with [hosts]: as `run --hosts` / `--agents` name them ('<phase>'), or
   '<n>-<kind>/<phase>' when there are several workloads.
 
@@ -22,6 +24,7 @@ from backupbench.faults.plan import FaultPlan
 from backupbench.layouts.actions import LayoutPlan
 from backupbench.recipe.model import Recipe
 from backupbench.workloads.registry import WORKLOADS
+from backupbench.workloads.sweep import point_entries
 
 # The states of an array under a fault, in the order the workloads run in them
 # (runner/faulted.py); a repeated pass while the rebuild lasts is 'rebuilding-<n>', n from 2.
@@ -34,6 +37,8 @@ MEMBER, REBUILD = "member", "rebuild"
 # there before the failure, the healthy array held until `fault.after`, and a dRAID's copy back
 # onto a real disk (also the array's state then, in rebuild.csv).
 FILL, HEALTHY_WAIT, COPY_BACK = "fill", "healthy-wait", "copy-back"
+# Between a workload and the point of its sweep a group is: '<layout>/<kind>@iodepth=4,jobs=2'.
+POINT = "@"
 
 
 def joined(*parts: str) -> str:
@@ -68,14 +73,26 @@ def layout_of(group: str) -> str:
     return group.partition("/")[0]
 
 
-def workload_group(layout: str, index: int, kind: str, count: int) -> str:
+def workload_group(layout: str, index: int, kind: str, count: int, point: str = "") -> str:
     """What the workload `index` (of `count`) of a recipe is stored under on `layout` ('' for
-    a [hosts] recipe): the layout alone for a recipe's only workload, else '<n>-<kind>' below it."""
+    a [hosts] recipe): the layout alone for a recipe's only workload, else '<n>-<kind>' below it.
+    A point of its sweep (workloads/sweep.Point.key) is named after the workload, '<layout>/<kind>
+    @iodepth=4,jobs=2' ('<layout>/<n>-<kind>@...' among several), so each point's phases, samples
+    and raw files stay apart and the name still says the workload. '@', not brackets: rich reads
+    '[iodepth=4]' in a table as markup and drops it, fnmatch (gates) as a character class, a
+    shell as a glob; '@' means nothing to any of them."""
+    if point:
+        return joined(layout, f"{_numbered(index, kind) if count > 1 else kind}{POINT}{point}")
     return joined(layout, _numbered(index, kind) if count > 1 else "")
 
 
 def _numbered(index: int, kind: str) -> str:
     return f"{index + 1}-{kind}"
+
+
+def _without_point(part: str) -> str:
+    """A group's part without its sweep point: '1-kb2014@iodepth=4' -> '1-kb2014'."""
+    return part.partition(POINT)[0]
 
 
 def workload_of(name: str, kinds: Sequence[str]) -> str | None:
@@ -85,7 +102,8 @@ def workload_of(name: str, kinds: Sequence[str]) -> str | None:
         return kinds[0]
     numbered = {_numbered(index, kind): kind for index, kind in enumerate(kinds)}
     # From the end: a layout's name, first, may look like '<n>-<kind>'; a state never does.
-    return next((numbered[part] for part in reversed(group_of(name).split("/")) if part in numbered), None)
+    parts = [_without_point(part) for part in reversed(group_of(name).split("/"))]
+    return next((numbered[part] for part in parts if part in numbered), None)
 
 
 def in_state(group: str, state: str) -> str:
@@ -129,9 +147,10 @@ def recipe_operations(recipe: Recipe, layouts: Sequence[LayoutPlan] = ()) -> lis
     names = []
     for layout in layouts:
         for index, entry in enumerate(workloads):
-            group = workload_group(layout.name, index, entry.kind, count)
-            names += [operation(in_state(group, state), phase)
-                      for state in fault_states(layout.fault) for phase in phases(entry)]
+            for point, swept in point_entries(entry):
+                group = workload_group(layout.name, index, entry.kind, count, point.key if point else "")
+                names += [operation(in_state(group, state), phase)
+                          for state in fault_states(layout.fault) for phase in phases(swept)]
         if layout.fault is not None:
             names += [layout_operation(layout.name, MEMBER), layout_operation(layout.name, REBUILD)]
     return names

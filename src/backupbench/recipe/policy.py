@@ -1,20 +1,22 @@
 """A backup policy as data: what a repository must hold, how fast, and on which disks.
 
-Each requirement is one pydantic field (type, default, help). The same fields are a recipe's
-[policy] table (`PolicyTable`, composed by recipe/model.py) and the flags of `backupbench size
-repository` (sizing/policy.py's RepositoryOptions, via cli/options.py): one model, two
-spellings. It lives here, not in sizing/, because the recipe (stage 3) reads it and may not
+Each requirement is one pydantic field (type, default, help); the method and retention fields
+are retention.RetentionPolicy's, whose rules the aging workload plays too. The same fields are
+a recipe's [policy] table (`PolicyTable`, composed by recipe/model.py) and the flags of
+`backupbench size repository` (sizing/policy.py's RepositoryOptions, via cli/options.py): one
+model, two spellings. It lives here, not in sizing/, because the recipe (stage 3) reads it and may not
 import a later stage. Sizes are exact integer bytes, percentages as typed ('5%' or 5).
 
 Beyond each field's own range, `contradiction` finds what contradicts itself:
 
-- GFS needs periodic fulls. A weekly, monthly or yearly GFS restore point is a *full* backup
-  kept longer (Veeam flags a full of that week, month or year; it makes no extra file for it).
-  forward-active and forward-synthetic make a full every week, so any GFS count goes with them,
-  monthlies without weeklies included (the month's first weekly full is flagged). forever-forward
-  and reverse-incremental never make a periodic full, so they have nothing to flag: any GFS count
-  with them is refused (Veeam's user guide: GFS applies to a forever-forward chain only if fulls
-  are made by hand or by a script).
+- GFS needs periodic fulls (the retention rules' own: retention.gfs_contradiction, which the
+  aging workload refuses with the same line). A weekly, monthly or yearly GFS restore point is
+  a *full* backup kept longer (Veeam flags a full of that week, month or year; it makes no extra
+  file for it). forward-active and forward-synthetic make a full every week, so any GFS count
+  goes with them, monthlies without weeklies included (the month's first weekly full is
+  flagged). forever-forward and reverse-incremental never make a periodic full, so they have
+  nothing to flag: any GFS count with them is refused (Veeam's user guide: GFS applies to a
+  forever-forward chain only if fulls are made by hand or by a script).
 - An RTO is an objective for a restore of some size: an RTO needs a restore size.
 
 The data reduction (compression and deduplication) is a given ratio today, 2:1 by default (Veeam's
@@ -33,43 +35,16 @@ is a field's (the flags' and the [policy] table's alike), checked before the lay
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Callable, Literal, TypeVar
+from typing import Annotated, Callable, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from backupbench import units
-from backupbench.schema import Count, Duration, Flag, Percent, PositiveRate, PositiveSize
+from backupbench.retention import (METHODS, PERIODIC_FULLS, TRANSFORMS, Method,  # noqa: F401
+                                   RetentionPolicy, flag, gfs_contradiction, key)
+from backupbench.schema import Count, Duration, Flag, Percent, PositiveRate, PositiveSize, Ratio, parse_ratio  # noqa: F401
 
-Method = Literal["forward-active", "forward-synthetic", "forever-forward", "reverse-incremental"]
-METHODS: dict[str, str] = {
-    "forward-active": "forward incremental with a weekly active full",
-    "forward-synthetic": "forward incremental with a weekly synthetic full",
-    "forever-forward": "forever forward incremental (the oldest increment merged into the full)",
-    "reverse-incremental": "reverse incremental (the full is the newest point, rollbacks behind it)",
-}
-# Methods that make a full every week, which GFS can flag.
-PERIODIC_FULLS = ("forward-active", "forward-synthetic")
-# Methods whose daily job rewrites the full in place (merge, rollback): the transform methods.
-TRANSFORMS = ("forever-forward", "reverse-incremental")
 DEFAULT_REDUCTION = 2.0
-
-_RATIO_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?::\s*1\s*)?$")
-
-
-def parse_ratio(value: object) -> object:
-    """'2:1' or '2' (or 2.5) -> 2.0: backups are 1/ratio of the data they protect."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a ratio: {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    match = _RATIO_RE.match(str(value))
-    if not match:
-        raise ValueError(f"not a ratio: {str(value)[:40]!r} (use e.g. 2:1 or 2.5)")
-    return float(match.group(1))
-
-
-Ratio = Annotated[float, BeforeValidator(parse_ratio)]
 
 MIN_DISK_SIZE = 300 * units.MiB
 
@@ -90,8 +65,8 @@ class _Model(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
-class BackupPolicy(_Model):
-    """What the repository must hold and how fast: the requirements of a repository plan."""
+class _Scale(_Model):
+    """What the backups protect and how much of it they store (first among the policy's fields)."""
 
     protected: PositiveSize = Field(
         ..., description="Protected data: what the backups read (used, not provisioned), e.g. 50TB.",
@@ -102,19 +77,11 @@ class BackupPolicy(_Model):
     reduction: Ratio = Field(
         DEFAULT_REDUCTION, ge=1, le=100, description="Data reduction of the backups (compression and "
         "deduplication): 2:1 stores half the data.", json_schema_extra={"metavar": "RATIO"})
-    method: Method = Field(
-        "forward-synthetic", description="Backup method: " + "; ".join(f"{k}: {v}" for k, v in METHODS.items())
-        + ".", json_schema_extra={"metavar": "METHOD"})
-    block_clone: Flag = Field(
-        False, description="The repository clones blocks (XFS reflink, btrfs, ZFS block cloning): synthetic "
-        "fulls, GFS fulls and merges share unchanged blocks and cost only changed ones.")
-    dailies: Count = Field(7, ge=1, le=10_000, description="Daily restore points kept (one backup a day).",
-                           json_schema_extra={"metavar": "N"})
-    weeklies: Count = Field(0, ge=0, le=5_200, description="Weekly GFS fulls kept.",
-                            json_schema_extra={"metavar": "N"})
-    monthlies: Count = Field(0, ge=0, le=1_200, description="Monthly GFS fulls kept.",
-                             json_schema_extra={"metavar": "N"})
-    yearlies: Count = Field(0, ge=0, le=100, description="Yearly GFS fulls kept.", json_schema_extra={"metavar": "N"})
+
+
+class BackupPolicy(RetentionPolicy, _Scale):
+    """What the repository must hold and how fast: the requirements of a repository plan."""
+
     window: Duration = Field(
         8 * 3600.0, gt=0, le=86_400, description="Backup window: the longest a day's backup job (and its "
         "synthetic full or merge) may take, e.g. 8h.", json_schema_extra={"metavar": "DURATION"})
@@ -136,16 +103,6 @@ class BackupPolicy(_Model):
         None, gt=0, description="Longest a disk failure may leave the layout with reduced redundancy "
         "(the rebuild), e.g. 12h [default: not a requirement].", json_schema_extra={"metavar": "DURATION"})
 
-    @property
-    def has_gfs(self) -> bool:
-        return bool(self.weeklies or self.monthlies or self.yearlies)
-
-    def retention_text(self) -> str:
-        """'30 dailies + 8 weeklies + 12 monthlies + 3 yearlies'."""
-        parts = [(self.dailies, "daily", "dailies"), (self.weeklies, "weekly", "weeklies"),
-                 (self.monthlies, "monthly", "monthlies"), (self.yearlies, "yearly", "yearlies")]
-        return " + ".join(f"{n} {one if n == 1 else many}" for n, one, many in parts if n)
-
 
 class DiskModel(_Model):
     """What one candidate disk does, for the per-disk model when speeds are not measured."""
@@ -163,27 +120,17 @@ class DiskModel(_Model):
     afr: Percent | None = Field(
         None, gt=0, le=100, description="Annual failure rate of one disk (e.g. 1%): adds the chance that "
         "another disk fails during the rebuild.", json_schema_extra={"metavar": "PERCENT"})
-
-
-def flag(name: str, value: object = None) -> str:
-    """How a flag is written: '--weeklies 8' (or '--weeklies' without a value)."""
-    text = "--" + name.replace("_", "-")
-    return text if value is None else f"{text} {value}"
-
-
-def key(name: str, value: object = None) -> str:
-    """How a [policy] key is written: 'weeklies = 8' (or 'weeklies')."""
-    return name if value is None else f"{name} = {value}"
+    no_scale: Flag = Field(
+        False, description="Take speeds a run measured on another number of disks as measured, labelled "
+        "'measured on N, not scaled', instead of scaling them to the planned disks through the per-disk model.")
 
 
 def contradiction(policy: BackupPolicy, spelled: Callable[..., str] = flag) -> tuple[str, str] | None:
-    """(problem, fix) when the policy contradicts itself, named as `spelled` writes a field."""
-    if policy.has_gfs and policy.method not in PERIODIC_FULLS:
-        given = ", ".join(spelled(name, getattr(policy, name)) for name in ("weeklies", "monthlies", "yearlies")
-                          if getattr(policy, name))
-        return (f"{given} with {spelled('method', policy.method)}: GFS keeps periodic fulls, and {policy.method} "
-                f"never makes one", f"use {spelled('method', 'forward-synthetic')} or forward-active, or drop the "
-                "GFS counts")
+    """(problem, fix) when the policy contradicts itself, named as `spelled` writes a field (the
+    retention rules' own contradiction first: retention.gfs_contradiction)."""
+    found = gfs_contradiction(policy, spelled)
+    if found is not None:
+        return found
     if policy.rto is not None and policy.restore_size is None:
         return (f"{spelled('rto')} needs {spelled('restore_size')}: the size of the restore it is for",
                 f"e.g. {spelled('restore_size', '2TB')} {spelled('rto', '4h')}")

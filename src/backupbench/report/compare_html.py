@@ -61,10 +61,11 @@ def _op(run: RunRecord, name: str) -> OperationRecord | None:
     return next((op for op in run.operations if op.name == name and op.status == COMPLETE), None)
 
 
-def _marked(text: str, best: bool) -> str:
+def _marked(text: str, best: bool, notes: page.Notes | None = None) -> str:
+    shown = page.noted(text, notes) if notes is not None else e(text)
     if not best:
-        return e(text)
-    return f'<span class="strong best" style="{BEST_STYLE}" title="best in this row">{e(text)}</span>'
+        return shown
+    return f'<span class="strong best" style="{BEST_STYLE}" title="best in this row">{shown}</span>'
 
 
 def _best_cells(values: Sequence[float | None], ops: Sequence[OperationRecord | None],
@@ -78,7 +79,8 @@ def _best_cells(values: Sequence[float | None], ops: Sequence[OperationRecord | 
     return {i for i, v in enumerate(values) if v and max(v, best) / min(v, best) < 1 + SAME_WITHIN}
 
 
-def _speed_rows(runs: Sequence[RunRecord], operations: Sequence[str]) -> list[list[str]]:
+def _speed_rows(runs: Sequence[RunRecord], operations: Sequence[str], notes: page.Notes) -> list[list[str]]:
+    """Each operation's effective MiB/s per run; a one-sample comparison's caveat in `notes`."""
     rows = []
     for name in operations:
         ops = [_op(run, name) for run in runs]
@@ -90,7 +92,7 @@ def _speed_rows(runs: Sequence[RunRecord], operations: Sequence[str]) -> list[li
             base = values[reference] if reference is not None else None
             against = (f" ({relative_speed(ops[index].sample_values('effective_bw'), ops[reference].sample_values('effective_bw'))})"
                        if value and base and index != reference and reference is not None else "")
-            cells.append(_marked(f"{value / units.MiB:,.1f}{against}", index in best) if value else "-")
+            cells.append(_marked(f"{value / units.MiB:,.1f}{against}", index in best, notes) if value else "-")
         rows.append(cells)
     return [row for row in rows if any(cell != "-" for cell in row[1:])]
 
@@ -136,10 +138,11 @@ def verdict_html(runs: Sequence[RunRecord], names: Sequence[str], operations: Se
     return "".join(lines)
 
 
-def _table_or(rows: list[list[str]], headings: list[str], caption: str, note: str, empty: str) -> str:
+def _table_or(rows: list[list[str]], headings: list[str], caption: str, note: str, empty: str,
+              notes: page.Notes | None = None) -> str:
     if not rows:
         return f"<p>{e(empty)}</p>\n"
-    return page.table(headings, rows, caption=caption) + f'<p class="table-note">{e(note)}</p>\n'
+    return page.table(headings, rows, caption=caption, notes=notes) + f'<p class="table-note">{e(note)}</p>\n'
 
 
 def timelines_html(runs: Sequence[RunRecord], names: Sequence[str], operations: Sequence[str],
@@ -197,11 +200,13 @@ def _sections(runs: Sequence[RunRecord], names: list[str], backup_size: int | No
     speed_note = ("x faster / x slower: against the first run that has the operation, only when the 95% "
                   "intervals part (else: no difference beyond noise; one sample: noise unknown); "
                   f"marked: the best of the row (and any within {SAME_WITHIN:.0%} of it){once}")
+    notes = page.Notes()
     return [
         ("Settings", lambda: settings_differences_html(runs, names), "settings"),
         ("Verdict", lambda: verdict_html(runs, names, operations), "verdict"),
-        ("Effective speed", lambda: _table_or(_speed_rows(runs, operations), ["operation", *names], "Effective MiB/s",
-                                              speed_note, "No completed operation with an effective speed.")
+        ("Effective speed", lambda: _table_or(_speed_rows(runs, operations, notes), ["operation", *names],
+                                              "Effective MiB/s", speed_note,
+                                              "No completed operation with an effective speed.", notes)
          + _chart(charts.comparison_figure(runs, Colours(names)), "compare", "Effective speed across runs"), "speed"),
         ("p99 latency", lambda: _table_or(_p99_rows(runs, operations), ["operation", *names], "p99 latency (ms)",
                                           f"marked: the lowest of the row (within {SAME_WITHIN:.0%} counts as the "

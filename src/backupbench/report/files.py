@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from backupbench import disk_model, units
 from backupbench.report import palette
@@ -51,10 +52,13 @@ def _mib(bps: float | None) -> str:
 
 
 def file_rows(run: RunRecord) -> list[FileRow]:
-    """One row per file read, in the order read; [] for a run that read none."""
+    """One row per file read, in the order read; [] for a run that read none. An aging run's
+    restores are not rows: it reads one file on several days, as it ages (report/aging.py
+    shows them by day)."""
     by_file: dict[str, list[OperationRecord]] = {}
     for op in run.operations:
-        if op.status == COMPLETE and "file_bytes" in op.figures and op.detail.get("file"):
+        if op.status == COMPLETE and "file_bytes" in op.figures and op.detail.get("file") and \
+                "simulated_day" not in op.figures:
             by_file.setdefault(str(op.detail["file"]), []).append(op)
     rows = []
     for path, ops in by_file.items():
@@ -81,7 +85,7 @@ def files_table(run: RunRecord) -> Table | None:
     for index, heading in enumerate(HEADINGS):
         table.add_column(heading, justify="left" if index < 3 else "right")
     for row in rows:
-        table.add_row(*row.cells())
+        table.add_row(*(Text(cell) for cell in row.cells()))
     return table
 
 

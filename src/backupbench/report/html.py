@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from backupbench import units
+from backupbench.report.sweep_html import recipe_sweeps_html
 from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.fault_chart import fault_timeline, rebuild_points, workload_segments
+from backupbench.report.aging import aging_html
 from backupbench.report.files import files_html
 from backupbench.report.faults import comparison_rows, headings as fault_headings, rebuild_line
 from backupbench.report.faults import rows as fault_rows, title as fault_title
@@ -25,8 +27,11 @@ from backupbench.report import charts
 from backupbench.report import html_page as page
 from backupbench.report.compare_html import render_comparison, settings_differences_html
 from backupbench.report.html_page import e
+from backupbench.report.latency_charts import latency_html
 from backupbench.report.hosts import host_timelines_html, hosts_chart_html, hosts_html
+from backupbench.report.repository import verdict_headline
 from backupbench.report.repository_html import plan_html
+from backupbench.sizing.plan_model import RepositoryPlan
 from backupbench.errors import InputError
 from backupbench.sizing.recipe_plan import plan_of_run
 from backupbench.report.palette import Colours
@@ -41,7 +46,7 @@ from backupbench.workloads import capabilities
 # One run
 
 
-def _header(run: RunRecord, missed: Sequence[str] = ()) -> str:
+def _header(run: RunRecord, missed: Sequence[str] = (), plan: str | None = None) -> str:
     facts = [
         ("label", run.label),
         ("kind", run.kind),
@@ -54,7 +59,7 @@ def _header(run: RunRecord, missed: Sequence[str] = ()) -> str:
     buffered = " (BUFFERED: results include the page cache)" if run.settings.get("buffered") else ""
     dl = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts if v)
     out = (f"<header>\n<h1>backupbench run {e(run.run_id)}</h1>\n"
-           f'<p class="subtitle">{e(run.target)}{e(buffered)}</p>\n{headline_html(run, missed)}'
+           f'<p class="subtitle">{e(run.target)}{e(buffered)}</p>\n{headline_html(run, missed, plan)}'
            f'<dl class="facts">{dl}</dl>\n</header>\n')
     if run.status != COMPLETE:
         out += page.callout([f"run {run.status}" + (f": {run.error}" if run.error else "")],
@@ -62,9 +67,10 @@ def _header(run: RunRecord, missed: Sequence[str] = ()) -> str:
     return out
 
 
-def headline_html(run: RunRecord, missed: Sequence[str] = ()) -> str:
-    """The run in one sentence (analysis/headline.py), first on the page."""
-    found = run_headline(run, missed)
+def headline_html(run: RunRecord, missed: Sequence[str] = (), plan: str | None = None) -> str:
+    """The run in one sentence (analysis/headline.py), first on the page; `plan`: the verdict of
+    the run's repository plan (report/repository.verdict_headline), when it has one."""
+    found = run_headline(run, missed, plan)
     if found is None:
         return ""
     css = "run-headline bad" if found.bad else "run-headline"
@@ -73,13 +79,15 @@ def headline_html(run: RunRecord, missed: Sequence[str] = ()) -> str:
 
 def _ops_table(model: OperationsTable) -> str:
     rows = []
+    notes = page.Notes()
     for row in model.rows:
         if row.status != COMPLETE:
             rows.append([e(row.operation), e(row.pattern), f'<span class="status">{e(row.status)}</span>',
                          *[""] * (len(model.headings) - 1)])
         else:
-            rows.append([e(row.operation), e(row.pattern), *map(page.cell, row.cells)])
-    table = page.table(["operation", model.pattern_heading, *model.headings], rows, caption=model.title, numeric_from=2)
+            rows.append([e(row.operation), e(row.pattern), *(page.cell(cell, notes) for cell in row.cells)])
+    table = page.table(["operation", model.pattern_heading, *model.headings], rows, caption=model.title,
+                       numeric_from=2, notes=notes)
     return table + (f'<p class="table-note">{e(model.caption)}</p>\n' if model.caption else "")
 
 
@@ -93,11 +101,12 @@ def layouts_html(run: RunRecord) -> str:
     if matrix is None:
         return ""
     rows = []
+    notes = page.Notes()
     for phase in matrix.phases:
-        rows.append([e(phase), *[e(cell) for cell in matrix.cells(phase)]])
-    rows += [[e(cell) for cell in cells] for cells in comparison_rows(fault_reports(run), matrix.layouts)]
+        rows.append([e(phase), *[page.noted(cell, notes) for cell in matrix.cells(phase)]])
+    rows += [[page.noted(cell, notes) for cell in cells] for cells in comparison_rows(fault_reports(run), matrix.layouts)]
     verdicts = [v.text for v in map(matrix.verdict, matrix.phases) if v is not None]
-    return (page.table(["phase", *matrix.layouts], rows,
+    return (page.table(["phase", *matrix.layouts], rows, notes=notes,
                        caption="Layouts compared (effective MiB/s or files/s; faster/slower: against the first layout)")
             + "".join(f'<p class="headline verdict">Verdict: {e(text)}.</p>\n' for text in verdicts))
 
@@ -114,8 +123,11 @@ def summary_html(run: RunRecord, backup_size: int | None) -> str:
     if size:
         windows = backup_windows(run, size)
         if windows:
-            parts.append(page.table(["job", "hours"], [[e(w.label), f"{w.seconds / 3600:,.1f}"] for w in windows],
-                                caption=f"Backup windows for {units.format_size(size)}"))
+            sampled = any(w.interval_text() for w in windows)
+            parts.append(page.table(["job", "hours", *(["95% interval"] if sampled else [])],
+                                    [[e(w.label), f"{w.seconds / 3600:,.1f}", *([e(w.interval_text() or "-")]
+                                                                               if sampled else [])] for w in windows],
+                                    caption=f"Backup windows for {units.format_size(size)}"))
     penalty = first_write_penalty(run)
     if penalty is not None:
         parts.append(f'<p class="headline"><strong>First-write penalty:</strong> overwrite is {penalty:,.2f}x as fast '
@@ -127,12 +139,13 @@ def baseline_html(run: RunRecord, baseline: RunRecord) -> str:
     """The settings in which the run and its baseline differ (flagged), then each phase against it."""
     names = [f"baseline {run_name(baseline)}", f"this run {run_name(run)}"]
     settings = settings_differences_html([baseline, run], names)
+    notes = page.Notes()
     rows = [[e(row.operation), e(speed_text(row.figure, row.baseline)), e(speed_text(row.figure, row.current)),
-             e(row.wording)] for row in speed_changes(run, baseline)]
+             page.noted(row.wording, notes)] for row in speed_changes(run, baseline)]
     if not rows:
         return settings + f"<p>No operation of this run has a counterpart in baseline {e(run_name(baseline))}.</p>\n"
     return (settings + page.table(["phase", "baseline", "this run", "this run against the baseline"], rows,
-                                  caption=f"Against baseline {run_name(baseline)}")
+                                  caption=f"Against baseline {run_name(baseline)}", notes=notes)
             + '<p class="table-note">faster/slower: this run\'s speed against the baseline\'s; '
               'only when the 95% intervals part; else no difference beyond noise; one sample: noise unknown '
               '(measure with --repeat 3)</p>\n')
@@ -143,8 +156,10 @@ def faults_html(run: RunRecord, folder: Path, colours: Colours | None = None) ->
     parts = []
     colours = colours or Colours()
     for index, report in enumerate(fault_reports(run)):
-        parts.append(page.table(fault_headings(report), [[e(c) for c in cells] for cells in fault_rows(report)],
-                                caption=fault_title(report)))
+        notes = page.Notes()
+        parts.append(page.table(fault_headings(report), [[page.noted(c, notes) for c in cells]
+                                                         for cells in fault_rows(report)],
+                                caption=fault_title(report), notes=notes))
         parts.append(f'<p class="table-note">{e(rebuild_line(report))}</p>\n')
         warnings = report.model_warnings()
         if warnings:
@@ -263,14 +278,22 @@ def commands_html(folder: Path) -> str:
             f"<code>{e(folder)}</code>):</p>\n" + "".join(parts))
 
 
-def repository_plan_html(run: RunRecord) -> str:
-    """The plan of the recipe's [policy] at the run's speeds; '' without one. A plan the run's
-    figures cannot make (a speed neither measured nor modelled) says why instead."""
+def run_plan(run: RunRecord) -> RepositoryPlan | InputError | None:
+    """The plan of the recipe's [policy] at the run's speeds (None without one), or why the run's
+    figures cannot make it (a speed neither measured nor modelled). Worked out once per page: the
+    headline and the plan's section both read it, and finding what would change a rejected
+    candidate plans it again many times."""
     try:
-        plan = plan_of_run(run)
+        return plan_of_run(run)
     except InputError as exc:
-        return page.callout([f"{exc.message} ({exc.fix})" if exc.fix else exc.message], "No plan", bad=True)
-    return "" if plan is None else plan_html(plan)
+        return exc
+
+
+def repository_plan_html(found: RepositoryPlan | InputError | None) -> str:
+    """The plan's section (report/repository_html.py), why there is none, or '' without a [policy]."""
+    if isinstance(found, InputError):
+        return page.callout([f"{found.message} ({found.fix})" if found.fix else found.message], "No plan", bad=True)
+    return "" if found is None else plan_html(found)
 
 
 def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = None,
@@ -282,17 +305,27 @@ def render(run: RunRecord, *, results_dir: Path, baseline: RunRecord | None = No
     matrix = layout_matrix(run)
     # Layouts and hosts first: each keeps one colour in every chart, whichever draws it first.
     colours = Colours([*(matrix.layouts if matrix else ()), *run_hosts(run)])
-    body = [_header(run, missed)]
+    found = run_plan(run)
+    body = [_header(run, missed, verdict_headline(found) if isinstance(found, RepositoryPlan) else None)]
+    plan = repository_plan_html(found)
+    if plan:  # the decision the run was made for, before the figures it was made from
+        body.append(page.section("Repository plan ([policy] at this run's speeds)", plan, "repository-plan"))
     results = (operations_html(run) + hosts_html(run) + layouts_html(run) + notes_html(run)
                + summary_html(run, backup_size) + files_html(run, folder))
     body.append(page.section("Results", results, "results"))
+    aging = aging_html(run, folder, colours)
+    if aging:
+        body.append(page.section("The repository over its life (simulated days)", aging, "aging"))
     faults = faults_html(run, folder, colours)
     if faults:
         body.append(page.section("Degraded and rebuilding", faults, "faults"))
     body.append(page.section("Charts", charts_html(run, colours), "charts"))
-    plan = repository_plan_html(run)
-    if plan:
-        body.append(page.section("Repository plan ([policy] at this run's speeds)", plan, "repository-plan"))
+    sweeps = recipe_sweeps_html(run, colours)
+    if sweeps:  # a recipe entry's `sweep` key: each grid with its chart (report/sweep_html.py)
+        body.append(page.section("Sweeps", sweeps, "sweeps"))
+    latency = latency_html(run, folder) if folder.is_dir() else ""
+    if latency:
+        body.append(page.section("Latency per phase (histogram, and each second)", latency, "latency"))
     if baseline is not None:
         body.append(page.section(f"Against baseline {run_name(baseline)}", baseline_html(run, baseline), "baseline"))
     timelines = timelines_html(run, folder, colours) if folder.is_dir() else ""

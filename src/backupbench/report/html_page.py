@@ -8,6 +8,7 @@ disk atomically.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from html import escape
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any, Iterable, Sequence
 
 
 from backupbench import __version__, units
+from backupbench.analysis.noise import REPEAT_FIX
 from backupbench.redaction import is_secret_key, redact
 from backupbench.report.tables import Styled
 
@@ -38,8 +40,10 @@ p { margin: 6px 0; }
 table { border-collapse: collapse; margin: 8px 0 4px; font-variant-numeric: tabular-nums; max-width: 100%; }
 .table-title { font-weight: 600; margin: 14px 0 0; }
 th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); vertical-align: top; text-align: left; }
-thead th { border-bottom: 2px solid var(--ink); font-weight: 600; white-space: nowrap; }
-td.num, th.num { text-align: right; white-space: nowrap; }
+thead th { border-bottom: 2px solid var(--ink); font-weight: 600; }
+td.num, th.num { text-align: right; }
+td.num { white-space: nowrap; }
+.wraps { white-space: normal; }
 td:first-child { white-space: nowrap; }
 table.kv td:last-child { overflow-wrap: anywhere; }
 tbody tr:nth-child(even) td { background: var(--soft); }
@@ -48,6 +52,8 @@ tbody tr:nth-child(even) td { background: var(--soft); }
 .flag-warn { color: #8a6100; }
 .status { font-weight: 600; color: #8a6100; }
 .table-note { color: var(--muted); font-size: 12.5px; margin: 2px 0 14px; }
+.table-notes { color: var(--muted); font-size: 12.5px; margin: 2px 0 14px; padding-left: 22px; }
+.note-mark { color: var(--muted); margin-left: 1px; line-height: 0; }
 .wide { overflow-x: auto; }
 .callout { border-left: 4px solid var(--warn-line); background: var(--warn-bg); padding: 8px 12px; margin: 10px 0; }
 .callout.bad { border-color: var(--bad-line); background: var(--bad-bg); }
@@ -75,7 +81,6 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; border-top: 1px
   tbody tr:nth-child(even) td { background: none; }
   table { font-size: 8.5pt; }
   th, td { padding: 2px 5px; }
-  thead th { white-space: normal; }
   pre { font-size: 8pt; }
   svg.chart { max-width: 100%; }
   .wide { overflow: visible; }
@@ -92,8 +97,9 @@ def mib(value: float | None) -> str:
 
 
 def table(headings: Sequence[str], rows: Iterable[Sequence[str]], *, caption: str = "", numeric_from: int = 1,
-           css: str = "") -> str:
-    """rows: already-escaped cell HTML. Columns from `numeric_from` on are right-aligned."""
+          css: str = "", notes: Notes | None = None) -> str:
+    """rows: already-escaped cell HTML. Columns from `numeric_from` on are right-aligned;
+    `notes`: the sentences the rows' cells were marked with (Notes.mark), said below the table."""
     def num(i: int) -> str:
         return ' class="num"' if i >= numeric_from else ""
 
@@ -104,18 +110,69 @@ def table(headings: Sequence[str], rows: Iterable[Sequence[str]], *, caption: st
         body.append(f"<tr>{cells}</tr>")
     title = f'<p class="table-title">{e(caption)}</p>' if caption else ""
     cls = f' class="{css}"' if css else ""
+    said = notes.html() if notes is not None else ""
     return (f'<div class="wide">{title}<table{cls}><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>\n')
+            f'<tbody>{"".join(body)}</tbody></table>{said}</div>\n')
 
 
-def cell(value: str) -> str:
-    """A table model's cell (report/tables.py: str or Styled) as HTML; the terminal's bold stays bold."""
+class Notes:
+    """The sentences moved out of one table's cells, numbered in the order first marked; a
+    sentence marked twice keeps its number. A sentence in a cell of a right-aligned (unbroken)
+    column widens its table past the page; the cell keeps a short label and the note's number."""
+
+    def __init__(self) -> None:
+        self.sentences: list[str] = []
+
+    def mark(self, label_html: str, sentence: str) -> str:
+        if sentence not in self.sentences:
+            self.sentences.append(sentence)
+        number = self.sentences.index(sentence) + 1
+        return f'{label_html}<sup class="note-mark">{number}</sup>'
+
+    def html(self) -> str:
+        if not self.sentences:
+            return ""
+        items = "".join(f"<li>{e(sentence)}</li>" for sentence in self.sentences)
+        return f'<ol class="table-notes">{items}</ol>'
+
+
+# noise.verdict's caveat of a comparison on one sample: the same sentence in every such cell.
+ONE_SAMPLE = re.compile(r" on one sample( \([^)]*\))?: noise unknown, " + re.escape(REPEAT_FIX))
+
+
+def noted(text: str, notes: Notes) -> str:
+    """`text` as cell HTML, its one-sample caveat ('2.01x faster on one sample (each side): noise
+    unknown, measure with --repeat 3') moved into `notes`: '2.01x faster' and the note's number."""
+    found = ONE_SAMPLE.search(text)
+    if found is None:
+        return e(text)
+    sentence = found.group(0).strip().replace("on one sample", "One sample", 1)
+    label = text[:found.start()] + text[found.end():]
+    return notes.mark(e(label), sentence)
+
+
+# A cell longer than this that says "label: sentence" keeps its label, the sentence a note.
+LONG_CELL = 48
+
+
+def cell(value: str, notes: Notes | None = None) -> str:
+    """A table model's cell (report/tables.py: str or Styled) as HTML; the terminal's bold stays
+    bold. With `notes`, a long "label: ...: sentence" cell (an S3 lock check's FAIL and its
+    reasons) keeps its label up to its second colon and says the whole below the table."""
+    text = str(value)
+    first = text.find(": ")
+    if notes is not None and len(text) > LONG_CELL and first > 0:
+        second = text.find(": ", first + 2)
+        label = text[:second if second > 0 else first]
+        shown = notes.mark(e(label), text)
+    else:
+        shown = e(text)
     if isinstance(value, Styled):
         # A flag (red: cached, yellow: unstable) keeps its colour as the terminal's does.
         classes = [name for name, on in (("strong", "bold" in value.style), ("flag-bad", "red" in value.style),
                                          ("flag-warn", "yellow" in value.style)) if on]
-        return f'<span class="{" ".join(classes)}">{e(value)}</span>' if classes else e(value)
-    return e(value)
+        return f'<span class="{" ".join(classes)}">{shown}</span>' if classes else shown
+    return shown
 
 
 def section(title: str, body: str, anchor: str = "") -> str:

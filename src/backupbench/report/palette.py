@@ -22,12 +22,15 @@ SPEED = "#444444"        # a phase's effective speed, when no layout or run tell
 PER_FILE = "#8C6D31"     # a small-file phase's per-file latency
 REQUEST = "#332288"      # an S3 phase's per-request latency
 IOWAIT = "#888888"
-REFERENCE = "#000000"    # a median, the rebuild's percent: what the others are read against
+REFERENCE = "#000000"    # a median, the rebuild's percent, a latency's p50 and p99: what the others are read against
 BAD = "#c62828"          # a slow host's edge, a plan's fill past 100%; the page's CSS --bad-line
 FILL = "#2F4B7C"         # a repository plan's fill over time, while it fits
 CLONED = "#AA4499"       # an extent a file shares with others (block clone), on its extent map
+JOB_TIME = "#3F6E3A"     # a backup job's time, over a repository's simulated age
+FREE_SPACE = "#7F6A93"   # how cut up a filesystem's free space is
 MEANINGS = {"read": READ, "write": WRITE, "speed": SPEED, "per-file": PER_FILE, "request": REQUEST,
-            "iowait": IOWAIT, "reference": REFERENCE, "bad": BAD, "fill": FILL, "cloned": CLONED}
+            "iowait": IOWAIT, "reference": REFERENCE, "bad": BAD, "fill": FILL, "cloned": CLONED,
+            "job time": JOB_TIME, "free space": FREE_SPACE}
 THINGS = ("#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#117733", "#882255", "#999933", "#44AA99")
 
 

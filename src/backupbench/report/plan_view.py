@@ -9,6 +9,7 @@ from backupbench import process
 from backupbench.faults.plan import FaultPlan
 from backupbench.plan import Plan
 from backupbench.runner.schedule import schedule
+from backupbench.workloads.sweep import points, value_text
 
 
 def _command(argv) -> Text:
@@ -37,7 +38,7 @@ def render(plan: Plan) -> RenderableType:
     if plan.recipe.description:
         lines.append(Text(plan.recipe.description))
     lines += [Text(f"REFUSED: devices: {reason}", style="red") for reason in plan.device_refusals]
-    workloads = ", ".join(w.kind for w in plan.recipe.workload)
+    workloads = ", ".join(w.kind + sweep_text(w) for w in plan.recipe.workload)
     for number, step in enumerate(plan.steps, 1):
         layout = step.layout
         devices = f" on {', '.join(layout.devices)}" if layout.devices else ""
@@ -68,6 +69,14 @@ def render(plan: Plan) -> RenderableType:
                else "\nNothing has been changed. Run it with: backupbench apply RECIPE --yes")
     lines.append(Text(verdict, style="red" if plan.refusals else "green"))
     return Group(*lines)
+
+
+def sweep_text(entry) -> str:
+    """' (a sweep of 6 points: iodepth 1, 4, 16 x jobs 1, 2, one after another)', '' without one."""
+    if not entry.sweep:
+        return ""
+    grid = " x ".join(f"{name} {', '.join(value_text(v) for v in values)}" for name, values in entry.sweep.items())
+    return f" (a sweep of {len(points(entry.sweep))} points: {grid}, one after another)"
 
 
 def _fault_dict(fault: FaultPlan | None) -> dict | None:

@@ -116,8 +116,16 @@ CLONE_COLUMNS: list[Column] = [
     ("unshared MiB", lambda f: mib(f.get("unique_bytes"))),
     ("extents", lambda f: f"{f.get('extents', 0):,.0f}"),
 ]
-FRAGMENTATION_COLUMN: Column = ("x slower than the original", lambda f: (
-    "-" if not f.get("fragmentation_cost") else f"{f['fragmentation_cost']:.2f}x"))
+def _against_original(f: dict[str, float]) -> str:
+    """The restore against the original full's: '1.20x slower' or '1.20x faster' (a cost under 1
+    is a faster restore, which 'x slower' would have said as '0.83x slower')."""
+    cost = f.get("fragmentation_cost")
+    if not cost:
+        return "-"
+    return f"{cost:.2f}x slower" if cost >= 1 else f"{1 / cost:.2f}x faster"
+
+
+FRAGMENTATION_COLUMN: Column = ("against the original", _against_original)
 def _s3_detail(f: dict[str, float], notes: Sequence[str] = ()) -> str:
     """Object Lock's immutability check, a FAIL with its reasons (`notes`: the phase's
     detail["notes"]), or a mixed phase's share per request kind."""
@@ -286,11 +294,13 @@ class Row:
     cells: tuple[str, ...]     # one per figure column (str or Styled); none unless complete
     cached: str | None = None  # why the disks saw under half its bytes (the cache guard), or None
     unstable: bool = False     # its headline figure's CV over 10%
+    disturbed: str | None = None  # what other processes took while it ran (monitor/others.py), or None
 
     @property
     def flags(self) -> str:
-        """'cached, unstable': the phase's flags as its flags cell says them ('' for none)."""
-        return ", ".join(name for name, on in (("cached", self.cached), ("unstable", self.unstable)) if on)
+        """'cached, disturbed, unstable': the phase's flags as its flags cell says them ('' for none)."""
+        return ", ".join(name for name, on in (("cached", self.cached), ("disturbed", self.disturbed),
+                                               ("unstable", self.unstable)) if on)
 
 
 @dataclass(frozen=True)
@@ -330,15 +340,18 @@ def spread_cell(op: OperationRecord) -> str:
         return f"{value / scale:,.1f}"
 
     assert figure.low is not None and figure.high is not None and figure.cv is not None
-    text = f"{figure.n}: {shown(figure.low)}–{shown(figure.high)}, CV {figure.cv:.1%}"
+    # A log-scale interval is marked (stats.py: its centre is the geometric mean, not the mean).
+    mark = {"log-t": " log", "min-max": " min-max"}.get(figure.method, "")
+    text = f"{figure.n}: {shown(figure.low)}–{shown(figure.high)}{mark}, CV {figure.cv:.1%}"
     return Styled(text, "yellow") if figure.unstable else text
 
 
 def flags_cell(row: Row) -> str:
-    """The flags column's cell: `cached` is bold red (the figure is not the storage's), `unstable` yellow."""
+    """The flags column's cell: `cached` and `disturbed` bold red (the figure is not the storage's
+    alone), `unstable` yellow."""
     if not row.flags:
         return ""
-    return Styled(row.flags, "bold red" if row.cached else "yellow")
+    return Styled(row.flags, "bold red" if row.cached or row.disturbed else "yellow")
 
 
 def _cells(op: OperationRecord, columns: list[Column], repeated: bool) -> tuple[str, ...]:
@@ -357,7 +370,7 @@ def _flagged(rows: tuple[Row, ...]) -> tuple[Row, ...]:
         return rows
     return tuple(Row(row.operation, row.pattern, row.status,
                      row.cells + (flags_cell(row),) if row.status == COMPLETE else row.cells,
-                     row.cached, row.unstable) for row in rows)
+                     row.cached, row.unstable, row.disturbed) for row in rows)
 
 
 def run_tables(run: RunRecord) -> list[OperationsTable]:
@@ -370,7 +383,7 @@ def run_tables(run: RunRecord) -> list[OperationsTable]:
         repeated = any(op.sample_count > 1 for op in spec.operations)
         spacer = ("",) if repeated else ()
         rows = _flagged(tuple(row for op in spec.operations for row in (
-            Row(op.name, op.pattern, op.status, _cells(op, columns, repeated), op.cached, op.unstable),
+            Row(op.name, op.pattern, op.status, _cells(op, columns, repeated), op.cached, op.unstable, op.disturbed),
             *(Row(kind.operation, kind.pattern, kind.status, kind.cells + spacer) for kind in _kind_rows(op, columns)))))
         headings = tuple(h for h, _ in columns) + ((SPREAD_HEADING,) if repeated else ()) + (
             (FLAGS_HEADING,) if any(row.flags for row in rows) else ())

@@ -3,7 +3,8 @@ backup windows, notes."""
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -13,10 +14,11 @@ from backupbench.analysis.settings_diff import SettingDifference, settings_diffe
 from backupbench.analysis.windows import backup_windows, layouts_of, restore_range
 from backupbench.report.fault_analysis import fault_reports
 from backupbench.report.faults import comparison_rows, fault_table
+from backupbench.report.aging import aging_tables
 from backupbench.report.files import files_table
 from backupbench.report.hosts import hosts_renderables
 from backupbench.recipe import naming
-from backupbench.report.tables import OperationsTable, Styled, mib, model_range_text, restore_range_text, run_tables
+from backupbench.report.tables import SPREAD_HEADING, OperationsTable, Styled, mib, model_range_text, restore_range_text, run_tables
 from backupbench.results.model import COMPLETE, RunRecord
 from backupbench.workloads import phase_kinds
 
@@ -25,22 +27,54 @@ def _rich(cell: str) -> str | Text:
     return Text(cell, style=cell.style) if isinstance(cell, Styled) else cell
 
 
-def _table(model: OperationsTable) -> Table:
+def _table(model: OperationsTable, fitted: bool = False) -> Table:
+    """`fitted`: each figure's column as narrow as its figures or its heading's longest word (the
+    heading wraps), for a terminal the table would not fit otherwise."""
     table = Table(title=model.title, title_justify="left", caption=model.caption, caption_justify="left")
-    table.add_column("operation")
+    # rich shortens the widest wrappable cells with an ellipsis, and an interval cut to
+    # "710.4–1,9…" reads as another figure: names and intervals (the CV on a line of its own) do
+    # not wrap, and on a narrow terminal the figures' headings wrap first.
+    table.add_column("operation", no_wrap=True)
     table.add_column(model.pattern_heading)
-    for heading in model.headings:
-        table.add_column(heading, justify="right")
-    for row in model.rows:
+    spread = model.headings.index(SPREAD_HEADING) if SPREAD_HEADING in model.headings else None
+    cells = [[_spread_lines(cell) if index == spread else cell for index, cell in enumerate(row.cells)]
+             for row in model.rows]
+    for index, heading in enumerate(model.headings):
+        narrowest = max([len(line) for row in cells for line in str(row[index]).splitlines()]
+                        + [len(word) for word in heading.split()])
+        table.add_column(heading, justify="right", no_wrap=index == spread, max_width=narrowest if fitted else None)
+    for row, shown in zip(model.rows, cells):
         if row.status != COMPLETE:
             table.add_row(row.operation, row.pattern, Text(row.status, style="yellow"), *[""] * (len(model.headings) - 1))
         else:
-            table.add_row(row.operation, row.pattern, *map(_rich, row.cells))
+            table.add_row(row.operation, row.pattern, *map(_rich, shown))
     return table
 
 
-def operations_tables(run: RunRecord) -> list[Table]:
-    return [_table(model) for model in run_tables(run)]
+UNBOUNDED = 10_000   # a width to measure a table's natural width against (rich clamps to the one given)
+
+
+class _FittedTable:
+    """An operations table drawn as is where it fits, else with its figures' headings wrapped."""
+
+    def __init__(self, model: OperationsTable):
+        self.model = model
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = _table(self.model)
+        if Measurement.get(console, options.update_width(UNBOUNDED), table).maximum > options.max_width:
+            table = _table(self.model, fitted=True)
+        yield table
+
+
+def _spread_lines(cell: str) -> str:
+    """'3: 290.1–335.2, CV 3.1%' as two lines, the interval whole on the first."""
+    lines = cell.replace(", CV ", "\nCV ", 1)
+    return Styled(lines, cell.style) if isinstance(cell, Styled) else lines
+
+
+def operations_tables(run: RunRecord) -> list[RenderableType]:
+    return [_FittedTable(model) for model in run_tables(run)]
 
 
 def settings_table(differences: list[SettingDifference], names: list[str]) -> RenderableType:
@@ -98,8 +132,12 @@ def _layout_lines(run: RunRecord, layout: str | None, size: int | None) -> list[
         table = Table(title=f"{prefix}Backup windows for {units.format_size(size)}", title_justify="left")
         table.add_column("job")
         table.add_column("hours", justify="right")
+        sampled = any(window.interval_text() for window in windows)
+        if sampled:
+            table.add_column("95% interval", justify="right")
         for window in windows:
-            table.add_row(window.label, f"{window.seconds / 3600:,.1f}")
+            table.add_row(window.label, f"{window.seconds / 3600:,.1f}", *([window.interval_text() or "-"] if sampled
+                                                                            else []))
         lines.append(table)
     penalty = first_write_penalty(run, layout)
     if penalty is not None:
@@ -116,6 +154,7 @@ def summary_lines(run: RunRecord, backup_size: int | None = None) -> list[Render
     files = files_table(run)
     if files is not None:
         lines.append(files)
+    lines += aging_tables(run)
     for report in fault_reports(run):
         lines.append(fault_table(report))
         lines += [Text(f"note: {line}", style="yellow") for line in report.model_warnings()]
@@ -193,6 +232,14 @@ def history_table(runs: list[RunRecord]) -> Table:
             *([Text(run.label)] if labelled else []), run.status, run.target,
             run_size_text(run),
             mib(speeds.get("active-full")),
-            restore_range_text(restore) if restore else "-",
+            restore_range_text(restore) if restore else _one_restore(speeds),
         )
     return table
+
+
+def _one_restore(speeds: dict[str, float | None]) -> str:
+    """A run of one restore operation has no range, but still a restore speed: say which."""
+    for name, which in (("restore-random", "random"), ("restore-sequential", "sequential")):
+        if speeds.get(name):
+            return f"{mib(speeds[name])} ({which} only)"
+    return "-"

@@ -143,10 +143,14 @@ class Capacity(Shape):
     layout: str = Field(description="as built, e.g. raid6, draid2:3d:45c:2s")
     disks: int
     raw: int = Field(description="bytes, the sum of the disks")
-    usable: int = Field(description="bytes the layout offers for data")
+    usable: int = Field(description="bytes of data the layout takes before it refuses writes, as its own software "
+                                    "counts its space")
     failures_tolerated: int
     failures_best_case: int
     notes: list[str]
+    data_area: int = Field(description="bytes: the disks less their redundancy alone, before any accounting")
+    reported: int = Field(description="bytes the storage itself reports for data on the new layout")
+    reported_by: str = Field(description="where the storage reports it, e.g. df -B1 (available)")
     efficiency_percent: float
 
 

@@ -10,7 +10,10 @@ unit per quantity whatever each figure was stored in. `phase_status` is the phas
 times has its median in `value`, its sample count in `n`, min/max, CV, the 95% interval and
 `unstable` (CV over 10%) beside it and its samples in `samples` (';'-separated); one sample: n 1.
 The phase's own flags are columns of every row of it: `cached` (the cache guard: its disks
-saw under half the bytes it moved) and `phase_unstable` (its headline figure's CV over 10%).
+saw under half the bytes it moved) and `phase_unstable` (its headline figure's CV over 10%);
+so are the recipe layout it ran on (`layout`, '' for `run PATH`) and a fault's state (`state`),
+which the phase name carries too (`raid6/degraded/restore-random`) but a pivot wants apart.
+Columns are only ever added at the end: a reader by position keeps working.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from backupbench.results.model import RunRecord, split_device
 
 COLUMNS = ("run_id", "label", "run_kind", "run_status", "started_at", "phase", "phase_status",
            "figure", "device", "value", "unit", "base_value", "base_unit", "n", "min", "max", "cv", "ci95_low",
-           "ci95_high", "unstable", "samples", "cached", "phase_unstable")
+           "ci95_high", "unstable", "samples", "cached", "phase_unstable", "layout", "state", "ci95_method", "disturbed")
 
 
 def _spread_columns(op, name: str) -> dict[str, Any]:
@@ -34,7 +37,8 @@ def _spread_columns(op, name: str) -> dict[str, Any]:
         return {"n": 1}
     return {"n": len(found["samples"]), "min": found["min"], "max": found["max"], "cv": found["cv"],
             "ci95_low": found["interval"]["low"], "ci95_high": found["interval"]["high"],
-            "unstable": "yes" if found["unstable"] else "no", "samples": ";".join(map(repr, found["samples"]))}
+            "unstable": "yes" if found["unstable"] else "no", "samples": ";".join(map(repr, found["samples"])),
+            "ci95_method": found["interval"]["method"]}
 
 
 def figure_rows(runs: Iterable[RunRecord]) -> Iterator[dict[str, Any]]:
@@ -50,7 +54,8 @@ def figure_rows(runs: Iterable[RunRecord]) -> Iterator[dict[str, Any]]:
                        "started_at": run.started_at, "phase": op.name, "phase_status": op.status,
                        "figure": figure, "device": device or "", "value": float(value), "unit": unit,
                        "base_value": float(value) * base.factor, "base_unit": base.unit, **_spread_columns(op, name),
-                       "cached": "yes" if op.cached else "no", "phase_unstable": "yes" if op.unstable else "no"}
+                       "cached": "yes" if op.cached else "no", "phase_unstable": "yes" if op.unstable else "no",
+                       "layout": op.layout, "state": op.state, "disturbed": "yes" if op.disturbed else "no"}
 
 
 def write_figures(runs: Iterable[RunRecord], stream: TextIO) -> None:

@@ -13,7 +13,7 @@ measured on (`mon.vda.w_await.p95`) is a label of the figure, not a part of its 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata, resources
 from typing import Any
 
@@ -81,7 +81,7 @@ def spread_keys(op: OperationRecord, name: str) -> dict[str, Any]:
     if figure is None or figure.one_sample:
         return {}
     return {"samples": list(figure.samples), "min": figure.minimum, "max": figure.maximum, "cv": figure.cv,
-            "interval": {"low": figure.low, "high": figure.high}, "unstable": figure.unstable}
+            "interval": {"low": figure.low, "high": figure.high, "method": figure.method}, "unstable": figure.unstable}
 
 
 def phase_figures(phase: dict[str, Any]) -> dict[str, float]:
@@ -90,12 +90,16 @@ def phase_figures(phase: dict[str, Any]) -> dict[str, float]:
     return {stored_name(f["name"], f.get("device")): f["value"] for f in phase["figures"]}
 
 
-def phase_dict(op: OperationRecord) -> dict[str, Any]:
-    flags: dict[str, Any] = {"cached": op.cached is not None, "unstable": op.unstable}
+def phase_dict(op: OperationRecord, latency: dict[str, Any] | None = None) -> dict[str, Any]:
+    flags: dict[str, Any] = {"cached": op.cached is not None, "unstable": op.unstable,
+                             "disturbed": op.disturbed is not None}
     if op.cached is not None:
         flags["cached_reason"] = op.cached
+    if op.disturbed is not None:
+        flags["disturbed_reason"] = op.disturbed
     return {"name": op.name, "pattern": op.pattern, "status": op.status, "started_at": op.started_at,
-            "finished_at": op.finished_at, "figures": figure_list(op), **flags, "detail": op.document_detail()}
+            "finished_at": op.finished_at, "figures": figure_list(op), **flags, "detail": op.document_detail(),
+            **({"latency": latency} if latency is not None else {})}
 
 
 def run_dict(run: RunRecord) -> dict[str, Any]:
@@ -112,6 +116,9 @@ class Window:
     phase: str
     job: str
     seconds: float
+    low_seconds: float | None = None   # at the fast end of the speed's interval
+    high_seconds: float | None = None
+    method: str = "t"
 
 
 @dataclass(frozen=True)
@@ -132,13 +139,17 @@ class Analysis:
     windows: tuple[Window, ...] = ()
     restore_ranges: tuple[RestoreRange, ...] = ()
     baseline: RunRecord | None = None
+    # Each phase's latency picture by name (analysis/latency.py, from the run folder's raw files).
+    latency: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _windows(analysis: Analysis) -> dict[str, Any] | None:
     if analysis.backup_size is None:
         return None
     return {"backup_size": analysis.backup_size, "size_unit": "B",
-            "items": [{"layout": w.layout, "phase": w.phase, "job": w.job, "duration": w.seconds, "unit": "s"}
+            "items": [{"layout": w.layout, "phase": w.phase, "job": w.job, "duration": w.seconds,
+                       **({"interval": {"low": w.low_seconds, "high": w.high_seconds, "method": w.method}}
+                          if w.low_seconds is not None and w.high_seconds is not None else {}), "unit": "s"}
                       for w in analysis.windows]}
 
 
@@ -160,7 +171,7 @@ def run_body(run: RunRecord, analysis: Analysis = Analysis()) -> dict[str, Any]:
     baseline = analysis.baseline
     return {
         "run": run_dict(run),
-        "phases": [phase_dict(op) for op in run.operations],
+        "phases": [phase_dict(op, analysis.latency.get(op.name)) for op in run.operations],
         "windows": _windows(analysis),
         "restore_ranges": _restore_ranges(analysis),
         "baseline": None if baseline is None else {"run": run_dict(baseline),

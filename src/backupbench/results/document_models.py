@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from backupbench.results.latency_models import PhaseLatency
+
 SCHEMA_VERSION = "1"
 
 Status = Literal["running", "complete", "interrupted", "failed", "void"]
@@ -62,10 +64,14 @@ class Run(Shape):
 
 
 class Interval(Shape):
-    """The 95% confidence interval of the samples' mean (Student's t; stats.py)."""
+    """The 95% confidence interval of the samples' mean (Student's t; stats.py), or of their
+    geometric mean on the log scale where the t interval would reach 0 for a figure that cannot."""
 
     low: float
     high: float
+    method: Literal["t", "log-t", "min-max"] = Field(
+        "t", description="t: mean +- t s / sqrt(n); log-t: the same on the log scale, always above 0; min-max: the "
+        "samples' range, where even the log scale leaves the floats (stats.py)")
 
 
 class Figure(Shape):
@@ -93,10 +99,17 @@ class Phase(Shape):
     cached: bool = Field(description="true when the member disks saw under half the bytes the phase moved (the "
                                      "cache guard): the figure is the cache's, not the storage's")
     cached_reason: str = sometimes("why, with the likeliest cache (absent when not cached)", min_length=1)
+    disturbed: bool = Field(False, description="true when other processes took more than a quarter of a core "
+                            "or moved more than 4 MiB/s (and a tenth of the disks' traffic) while the phase ran "
+                            "(monitor/others.py): its figures are not fit for decisions")
+    disturbed_reason: str = sometimes("what they took, and which took most (absent when not disturbed)", min_length=1)
     unstable: bool = Field(description="true when the phase's headline figure (effective_bw, files_per_s, "
                                        "clone_s_per_tib) varies over its samples by a CV over 10%; false for one sample")
     detail: dict[str, Any] = Field(description="what the workload recorded beside its figures (raw file names, "
                                                "monitor summary, layout, state)")
+    latency: PhaseLatency = sometimes("the phase's latency per kind of request: histogram, percentiles and course "
+                                      "over time (absent for a phase without latencies, in history, and where the "
+                                      "run folder's raw files are not at hand)")
 
 
 class WindowItem(Shape):
@@ -104,6 +117,8 @@ class WindowItem(Shape):
     phase: str
     job: str
     duration: float = Field(ge=0)
+    interval: Interval = sometimes("the window at the ends of the speed's 95% interval (absent for a speed "
+                                   "measured once)")
     unit: Literal["s"]
 
 

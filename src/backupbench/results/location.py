@@ -53,5 +53,12 @@ def _checked(path: Path, source: str) -> Path:
     return path
 
 
+# What a run writes into its folder before the store holds it (runner/pipeline.RunSession): a
+# folder holding only these, of a run the store never got, was cut off there (a SIGKILL).
+SETTINGS_FILE = "settings.json"
+HOST_FILE = "host.json"
+OPENING_FILES = frozenset({SETTINGS_FILE, HOST_FILE})
+
+
 def run_folder(results: Path, run_id: str) -> Path:
     return results / "runs" / run_id

@@ -11,7 +11,7 @@ from typing import Any
 
 from backupbench import process
 from backupbench.monitor.metrics import DISK_METRICS
-from backupbench.results.phase import CacheAccount, HostAccount, MonitorAccount, PhaseAccount, medians
+from backupbench.results.phase import CacheAccount, DisturbAccount, HostAccount, MonitorAccount, PhaseAccount, medians
 from backupbench.stats import Spread, spread
 
 __all__ = ["medians"]  # kept here for the modules that read it as the model's
@@ -139,9 +139,13 @@ def new_run_id() -> str:
     return f"{stamp}-{secrets.token_hex(4)}"
 
 
+# How fast a phase went, higher better, first match wins: a small-file phase by its files/s (its
+# MiB/s follows from the file size), a phase moving no bytes (an S3 DELETE or LIST: effective_bw
+# 0) by its request rate. Comparisons, headlines and tables all judge a phase by it.
+SPEED_FIGURES = ("files_per_s", "effective_bw", "objects_per_s")
 # The figure a phase's table, flags and spread are about: the first of these a phase has, and
-# not 0 (an S3 DELETE or LIST moves no bytes: its effective_bw is 0, its request rate is what moves).
-HEADLINE_FIGURES = ("clone_s_per_tib", "files_per_s", "effective_bw", "objects_per_s")
+# not 0; a block clone by its time per TiB (lower is better there).
+HEADLINE_FIGURES = ("clone_s_per_tib", *SPEED_FIGURES)
 
 
 @dataclass
@@ -165,6 +169,7 @@ class OperationRecord:
     cache: CacheAccount = field(default_factory=CacheAccount)
     hosts: HostAccount | None = None
     notes: list[str] = field(default_factory=list)   # shown after the run's own: RunRecord.all_notes
+    others: DisturbAccount = field(default_factory=DisturbAccount)  # other processes (monitor/others.py)
 
     def unit(self, name: str) -> str:
         return self.units.get(name) or known_unit(name)
@@ -200,18 +205,23 @@ class OperationRecord:
         return self.cache.reason if self.cache.cached and self.cache.reason else None
 
     @property
+    def disturbed(self) -> str | None:
+        """What other processes did that makes the phase's figures unfit for decisions, or None."""
+        return self.others.reason if self.others.disturbed and self.others.reason else None
+
+    @property
     def monitor_csv(self) -> str | None:
         """The latest sample's monitor CSV, relative to the run folder (runfiles.py finds it)."""
         return self.monitor.latest_csv if self.monitor is not None else None
 
     @property
     def account(self) -> PhaseAccount:
-        return PhaseAccount(self.layout, self.state, self.monitor, self.cache, self.hosts, self.notes)
+        return PhaseAccount(self.layout, self.state, self.monitor, self.cache, self.hosts, self.notes, self.others)
 
     def take(self, account: PhaseAccount) -> None:
         """The typed part of the record from `account` (as the store reads it back)."""
         self.layout, self.state, self.monitor = account.layout, account.state, account.monitor
-        self.cache, self.hosts, self.notes = account.cache, account.hosts, account.notes
+        self.cache, self.hosts, self.notes, self.others = account.cache, account.hosts, account.notes, account.others
 
     def document_detail(self) -> dict[str, Any]:
         """The `detail` of the --json document: the workload's, with the keys the pipeline's

@@ -88,6 +88,28 @@ class CacheAccount:
 
 
 @dataclass
+class DisturbAccount:
+    """Other processes over a phase's samples (monitor/others.py): how many samples were
+    checked, how many they disturbed, and the latest disturbed sample's words."""
+
+    checked: int = 0
+    disturbed: int = 0
+    reason: str | None = None
+
+    def add(self, reason: str | None) -> None:
+        self.checked += 1
+        if reason is not None:
+            self.disturbed += 1
+            self.reason = reason
+
+    def note(self) -> str | None:
+        if not self.disturbed:
+            return None
+        how = "" if self.checked == 1 else f" in {self.disturbed} of {self.checked} samples"
+        return f"disturbed{how}: {self.reason}; its figures are not fit for decisions"
+
+
+@dataclass
 class HostAccount:
     """A phase run on several hosts or agents: each sample's {host: figures}, the hosts lost in
     any sample and why, and the per-host timeline of the latest sample (runner/host_monitor.py)."""
@@ -119,6 +141,7 @@ class PhaseAccount:
     cache: CacheAccount = field(default_factory=CacheAccount)
     hosts: HostAccount | None = None
     notes: list[str] = field(default_factory=list)
+    others: DisturbAccount = field(default_factory=DisturbAccount)
 
     def to_stored(self) -> dict[str, Any]:
         """The shape of `operations.phase_json` (host samples go to the samples table)."""
@@ -135,7 +158,7 @@ class PhaseAccount:
                    cache=CacheAccount(**(data.get("cache") or {})),
                    hosts=(HostAccount(host_samples, dict(hosts.get("lost") or {}), hosts.get("timeline"))
                           if isinstance(hosts, dict) else None),
-                   notes=list(data.get("notes") or []))
+                   notes=list(data.get("notes") or []), others=DisturbAccount(**(data.get("others") or {})))
 
     @classmethod
     def from_legacy(cls, detail: dict[str, Any]) -> tuple[PhaseAccount, dict[str, Any]]:

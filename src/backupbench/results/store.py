@@ -252,6 +252,26 @@ class Store:
         raise NotFoundError(f"no run {ref!r} in {self.path}",
                             "see `backupbench history` for run ids and labels")
 
+    def sweep_runs(self, ref: str) -> list[RunRecord]:
+        """The runs of one `backupbench sweep`, in the order they ran: `ref` its id (settings'
+        sweep.id, workloads/sweep.py), `sweep-<id>`, a unique prefix of the id, or 'latest'."""
+        fix = "give a sweep's id as `backupbench sweep` printed it (sweep-<id>), or latest"
+        if self.absent:
+            raise NotFoundError(f"no sweep {ref!r}: no runs stored in {self.path.parent} yet", fix)
+        wanted = ref.strip().removeprefix("sweep-")
+        with self._connect() as db:
+            ids = list(dict.fromkeys(row[0] for row in db.execute(
+                "SELECT json_extract(settings_json, '$.sweep.id') FROM runs WHERE "
+                "json_extract(settings_json, '$.sweep.id') IS NOT NULL ORDER BY started_at, run_id")))
+            chosen = ids[-1:] if wanted == "latest" else (
+                [i for i in ids if i == wanted] or [i for i in ids if wanted and i.startswith(wanted)])
+            if len(chosen) != 1:
+                said = f"{len(chosen)} sweeps match" if chosen else "no sweep"
+                raise NotFoundError(f"{said} {ref!r} in {self.path} ({len(ids)} stored)", fix)
+            rows = db.execute("SELECT * FROM runs WHERE json_extract(settings_json, '$.sweep.id') = ? "
+                              "ORDER BY started_at, run_id", (chosen[0],)).fetchall()
+            return [self._live(self._load_operations(db, _run_from_row(row))) for row in rows]
+
     def load_run(self, ref: str) -> RunRecord:
         run_id = self.resolve_id(ref)
         with self._connect() as db:

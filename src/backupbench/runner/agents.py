@@ -35,8 +35,9 @@ from backupbench.agent.tls import Trust
 from backupbench.errors import BackupbenchError, EngineError, InputError, RefusedError
 from backupbench.results.model import RunRecord
 from backupbench.results.phase import HOSTS, LOST_HOSTS
-from backupbench.runner import host_monitor
-from backupbench.runner.agents_merge import MERGE_NOTE, errors_by_kind, every_request_failed, merge_phase, split
+from backupbench.runner import agents_latency, host_monitor
+from backupbench.runner.agents_merge import (MERGE_NOTE, errors_by_kind, every_request_failed, live_total, merge_phase,
+                                             split)
 from backupbench.runner.phases import Reporter
 from backupbench.runner.pipeline import RunRequest, execute_remote
 from backupbench.workloads.base import PhaseHooks
@@ -128,6 +129,7 @@ class AgentsWorkload:
     space_fix: str = field(default="", init=False)
     _objects_id: int | None = field(default=None, init=False, repr=False)
     _run_id: str = field(default="", init=False, repr=False)
+    _folder: Path | None = field(default=None, init=False, repr=False)
 
     def client(self, ref: AgentRef) -> AgentClient:
         return AgentClient(ref.address, self.token, trust=self.trust)
@@ -174,6 +176,7 @@ class AgentsWorkload:
     # ---- the run ------------------------------------------------------------------------------
     def execute(self, target: Path | None, folder: Path, run_id: str, hooks: PhaseHooks) -> None:
         clients = {ref.label: self.client(ref) for ref in self.agents}
+        self._folder = folder
         with host_monitor.sampling(clients, folder, hooks, self.notes) as sampled:
             self._execute(run_id, sampled)
 
@@ -249,6 +252,7 @@ class AgentsWorkload:
         pending, finished = dict(jobs), {}
         misses = {label: 0 for label in jobs}
         fractions = {label: 0.0 for label in jobs}
+        details: dict[str, str] = {}  # each agent's live figures, from its loader
         deadline = time.monotonic() + self._phase_timeout()
         try:
             while pending:
@@ -260,6 +264,7 @@ class AgentsWorkload:
                             del pending[label]
                         continue
                     fractions[label] = float(job.get("fraction") or 0.0)
+                    details[label] = str(job.get("detail") or "")
                     if job["state"] == "done":
                         finished[label] = job["result"]["phases"][0]
                         del pending[label]
@@ -267,7 +272,7 @@ class AgentsWorkload:
                         self._lose(refs[label], op, f"job {job['state']}: {job.get('error')}")
                         del pending[label]
                 hooks.progress(op, sum(fractions.values()) / len(fractions),
-                               f"{len(finished)}/{len(jobs)} agents done")
+                               live_total(details.values(), len(finished), len(jobs)))
                 if pending and time.monotonic() > deadline:
                     self._stop_all(pending, refs, wait=False)
                     for label in pending:
@@ -323,6 +328,8 @@ class AgentsWorkload:
                   "prefixes": {ref.label: agent_prefix(self._run_id, ref.label) for ref in self.agents},
                   "credentials_from": creds.source, "merged": MERGE_NOTE,
                   "errors_by_kind": errors_by_kind(finished), "units": {"hosts_reporting": "hosts"}}
+        if self._folder is not None:
+            detail["latencies"] = agents_latency.write(self._folder, op, finished)
         hooks.finished(op, figures, detail, failed=every_request_failed(figures))
 
     def cleanup(self, target: Path | None, run_id: str, hooks: PhaseHooks) -> None:

@@ -14,8 +14,9 @@ output shows the same per-kind rows; multipart objects summed.
 from __future__ import annotations
 
 import heapq
+import re
 from collections import Counter
-from typing import Any
+from typing import Any, Iterable
 
 from backupbench.agent.protocol import pack_sorted, unpack_sorted
 from backupbench.engines.s3_records import kind_figures, of_kind
@@ -87,3 +88,17 @@ def every_request_failed(figures: dict[str, float]) -> bool:
     """No agent's request succeeded and some failed: the phase failed, whatever its figures say
     (as one host's s3 phase is stored)."""
     return not figures.get("ops") and bool(figures.get("errors"))
+
+
+_LIVE = re.compile(r"([\d,.]+) MiB/s, ([\d,.]+) objects/s")
+
+
+def live_total(details: Iterable[str], done: int, agents: int) -> str:
+    """Every agent's live figures (its loader's progress, engines/s3._rate_text) summed: what the
+    phase moves right now over all of them, beside how many agents are done."""
+    found = [(float(m[1].replace(",", "")), float(m[2].replace(",", ""))) for text in details
+             if (m := _LIVE.search(text))]
+    said = f"{done}/{agents} agents done"
+    if not found:
+        return said
+    return f"{sum(f[0] for f in found):,.1f} MiB/s, {sum(f[1] for f in found):,.0f} objects/s over {len(found)} agents, {said}"

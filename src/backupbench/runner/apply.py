@@ -36,6 +36,7 @@ from backupbench.runner.placement import NewRun, Placement, Sampling, Where
 from backupbench.runner.schedule import schedule
 from backupbench.workloads.base import ServedBy, Workload
 from backupbench.workloads.registry import WORKLOADS
+from backupbench.workloads.sweep import point_entries
 
 
 def build_workload(entry, server: MinioServer | None = None, layout: str = "") -> Workload:
@@ -147,11 +148,18 @@ def _where(layout) -> tuple[Path | None, tuple[Path, ...]]:
     return target, layout.s3_drives or ((layout.mount_point,) if layout.mount_point else ())
 
 
+def _swept(recipe, layout_name: str) -> list[tuple[str, object]]:
+    """(group, entry) of every workload the recipe runs on a layout, in order: an entry with a
+    `sweep` once per point (workloads/sweep.py), each point a group of its own (recipe/naming.py)."""
+    count = len(recipe.workload)
+    return [(naming.workload_group(layout_name, index, spec.kind, count, point.key if point else ""), entry)
+            for index, spec in enumerate(recipe.workload) for point, entry in point_entries(spec)]
+
+
 def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer | None, state: str = "",
                        stop_reason: Callable[[], str | None] | None = None) -> None:
     target, storage = _where(layout)
-    for index, spec in enumerate(recipe.workload):
-        base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
+    for index, (base, spec) in enumerate(_swept(recipe, layout.name)):
         group = naming.in_state(base, state)
         # A later workload of a state that has ended (a rebuild) would measure the next one.
         if index and stop_reason is not None and (reason := stop_reason()):
@@ -166,11 +174,11 @@ def _measure_workloads(session: RunSession, recipe, layout, server: MinioServer 
 
 def _measure_sample(session: RunSession, recipe, layout, server: MinioServer | None, sample: int) -> None:
     """One round of a layout measured in alternation (runner/alternate.py): sample `sample` of
-    each workload repeated that often; its LVM watches run over all rounds, in alternate.py."""
+    each workload (each point of a sweep) repeated that often; its LVM watches run over all
+    rounds, in alternate.py."""
     target, storage = _where(layout)
-    for index, spec in enumerate(recipe.workload):
+    for base, spec in _swept(recipe, layout.name):
         if spec.repeat < sample:
             continue
-        base = naming.workload_group(layout.name, index, spec.kind, len(recipe.workload))
         session.measure(build_workload(spec, server, layout.name), Where(target, storage), Placement(base, base),
                         Sampling(spec.repeat, range(sample, sample + 1)))

@@ -23,9 +23,10 @@ from backupbench.lab.vm import WORK_FOLDER as LAB_WORK_FOLDER
 from backupbench.layouts.actions import GUARD_PROGRAMS, UNDO_PROGRAMS, Action
 from backupbench.layouts.executor import Runner, undo_actions
 from backupbench.layouts.naming import MOUNT_FOLDER
-from backupbench.results.location import STORE_NAME
+from backupbench.results.location import OPENING_FILES, STORE_NAME, run_folder
 from backupbench.results.store import Store
 from backupbench.runner.fill import FILL_FILE
+from backupbench.workloads.aging import FOLDER as AGING_FOLDER
 from backupbench.workloads.blockclone import FOLDER as CLONE_FOLDER
 from backupbench.workloads.fio_workload import TEST_FILE
 from backupbench.workloads.registry import artefact_removers
@@ -39,7 +40,7 @@ SCRATCH_FOLDER = ArtefactName("bb-scratch-{}", "scratch folder")
 # module that makes it: the sweep removes nothing by another name (a unit test finds every
 # ArtefactName declared under src/ here).
 OWN_NAMES: tuple[ArtefactName, ...] = (TEST_FILE, PROBE_FILE, SMALL_FILES_FOLDER, SCRATCH_FOLDER, MOUNT_FOLDER,
-                                       LAB_WORK_FOLDER, FILL_FILE, CLONE_FOLDER)
+                                       LAB_WORK_FOLDER, FILL_FILE, CLONE_FOLDER, AGING_FOLDER)
 
 
 @dataclass
@@ -137,6 +138,23 @@ def _mark_interrupted(store_path: str | None, run_id: str) -> bool:
         run_id, "its process ended before the run finished; `backupbench cleanup` removed what it had created")
 
 
+def _drop_unstored_folder(store_path: str | None, run_id: str) -> bool:
+    """The run folder of a run killed after making it and before the store held it: removed when
+    it holds only what a run writes there first (results/location.OPENING_FILES)."""
+    if not store_path or Path(store_path).name != STORE_NAME or not Path(store_path).is_file():
+        return False
+    folder = run_folder(Path(store_path).parent, run_id)
+    if not folder.is_dir() or Store(Path(store_path)).has_run(run_id):
+        return False
+    inside = list(folder.iterdir())
+    if not all(path.name in OPENING_FILES and path.is_file() and not path.is_symlink() for path in inside):
+        return False
+    for path in inside:
+        path.unlink()
+    folder.rmdir()
+    return True
+
+
 def clean_journals(directory: Path, *, run: Runner = process.run,
                    table: dict[str, artefacts.Remover] | None = None,
                    journals: Iterable[Path] | None = None) -> list[JournalCleanup]:
@@ -158,7 +176,10 @@ def clean_journals(directory: Path, *, run: Runner = process.run,
         item = JournalCleanup(journal.label, journal.label)
         try:
             item.report = sweep(journal, run=run, table=table)
-            item.marked_interrupted = _mark_interrupted(read(path).store, journal.label)
+            store = read(path).store
+            item.marked_interrupted = _mark_interrupted(store, journal.label)
+            if not item.marked_interrupted:
+                _drop_unstored_folder(store, journal.label)
         except (BackupbenchError, OSError, ValueError) as exc:
             item.refused = f"cleanup stopped on it: {exc}"
             journal.release()

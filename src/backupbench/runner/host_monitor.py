@@ -46,6 +46,8 @@ from backupbench.monitor.rates import CpuPercent, DiskRates, Sample
 from backupbench.workloads.base import PhaseHooks
 
 POLL_INTERVAL_S = 1.0
+# A host's newest sample older than this is not "right now" (its agent is late or lost).
+LIVE_S = 3.0
 POLL_TIMEOUT_S = 3.0
 # Three calls in a row (2 to 12 s): past a passing hiccup, and a dead host is given up on soon.
 LOST_AFTER = 3
@@ -299,6 +301,15 @@ class HostSampler:
                 return
             time.sleep(0 if more else min(0.25, max(0.0, deadline - time.monotonic())))
 
+    def live(self, now: float | None = None) -> str:
+        """The hosts' disks right now, for a phase's progress: 'hosts' disks 412.3 MiB/s (2 of 2
+        hosts)' from each host's newest sample of the last few seconds; '' with none."""
+        now = time.time() if now is None else now
+        recent = [feed.points[-1][2] for feed in self.feeds if feed.points and now - feed.points[-1][0] <= LIVE_S]
+        if not recent:
+            return ""
+        return f"hosts' disks {sum(recent):,.1f} MiB/s ({len(recent)} of {len(self.feeds)} hosts)"
+
     def phase_started(self, name: str) -> None:
         self._open[name] = time.time()
 
@@ -345,7 +356,9 @@ class SampledHooks:
         self.inner.started(name, title, pattern, measured, warmup_s=warmup_s)
 
     def progress(self, name: str, fraction: float, detail: str) -> None:
-        self.inner.progress(name, fraction, detail)
+        # fio's client prints no live figures: each host's agent's newest sample stands in for them.
+        live = self.sampler.live()
+        self.inner.progress(name, fraction, ", ".join(part for part in (detail, live) if part))
 
     def finished(self, name: str, figures: dict[str, float], detail: dict[str, Any] | None = None,
                  failed: bool = False) -> None:

@@ -129,7 +129,10 @@ class HostsWorkload:
         name = phase.job.name
         hooks.started(name, f"{phase.title} (on {len(jobs)} hosts)", phase.job.pattern,
                       measured=phase.score is not None, warmup_s=phase.job.ramp_s)
-        job_files = [(h, p.job.write(folder / f"{name}.{h.file_tag}.fio")) for h, p in jobs]
+        # fio's client writes each host's latency logs here as <log name>_lat.<n>.log.<address>:
+        # the host's tag in the log name keeps two servers on one address apart.
+        job_files = [(h, p.job.logged(f"{name}.{h.file_tag}").write(folder / f"{name}.{h.file_tag}.fio"))
+                     for h, p in jobs]
         try:
             run = run_clients(job_files, folder / f"{name}.json", phase_timeout(phase), self.binary,
                               lambda f: hooks.progress(name, f, ""), phase.job.longest_s)

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from backupbench.journal import Journal
 from backupbench.monitor import DeviceStack, Sampler, Thresholds
 from backupbench.monitor import cache_guard
+from backupbench.monitor.others import OthersWatch
 from backupbench.monitor.summary import Crossing, crossing_lines, merged_crossings
 from backupbench.monitor.zfs import PoolGauge
 from backupbench.recipe import naming
@@ -59,12 +60,16 @@ class MonitorPlan:
     None: a server does the I/O, its own way)."""
 
     def __init__(self, stack: DeviceStack | None, interval: float, thresholds: Thresholds,
-                 storage: cache_guard.StorageFacts | None = None, buffered: bool | None = False):
+                 storage: cache_guard.StorageFacts | None = None, buffered: bool | None = False,
+                 others: bool = False):
         self.stack = stack
         self.interval = interval
         self.thresholds = thresholds
         self.storage = storage
         self.buffered = buffered
+        # Whether other processes are watched (monitor/others.py): they read the real /proc, so a
+        # plan of recorded samples (tests) leaves them out.
+        self.others = others
 
     def sampler(self, csv_path: Path, warmup_s: float = 0.0) -> Sampler:
         devices = self.stack.all_names if self.stack is not None else None
@@ -115,6 +120,7 @@ class PhaseRecorder:
         self._current: OperationRecord | None = None
         self._sampler: Sampler | None = None
         self._gauge: PoolGauge | None = None
+        self._others: OthersWatch | None = None
         self._disk_bytes_at_start: int | None = None
         self._ramp_timer: threading.Timer | None = None
         self._seq = 0
@@ -147,6 +153,7 @@ class PhaseRecorder:
             record.monitor.csv.append(str(csv_path.relative_to(self.run_root)))
             gauge = self.monitor.pool_gauge()
             self._gauge = gauge.start() if gauge is not None else None
+            self._others = OthersWatch().start() if self.monitor.others else None
 
     def _count_disk_bytes_after(self, warmup_s: float) -> None:
         """The disks' counter at the end of the warm-up: the workload's figures leave the ramp
@@ -271,8 +278,25 @@ class PhaseRecorder:
         merged = merged_crossings([Crossing(**c) for c in account.crossings], summary.crossings)
         account.crossings = [dataclasses.asdict(c) for c in merged]
         self._check_cache(record)
-        record.notes = crossing_lines(merged, self.monitor.thresholds, summary.devices) + (
-            [note] if (note := record.cache.note()) else [])
+        self._check_others(record, summary)
+        record.notes = crossing_lines(merged, self.monitor.thresholds, summary.devices) + [
+            note for note in (record.cache.note(), record.others.note()) if note]
+
+    def _check_others(self, record: OperationRecord, summary: Any) -> None:
+        """What other processes took while the phase ran (monitor/others.py): figures, and the
+        phase disturbed when they took more than a decision can ignore."""
+        watch, self._others = self._others, None
+        found = watch.stop() if watch is not None else None
+        if found is None:
+            return
+        for name, value in found.figures().items():
+            record.figures[name] = value
+        record.units.update({"others_cpu_cores": "cores", "others_io_bps": "B/s"})
+        members = list(self.monitor.stack.members) if self.monitor is not None and self.monitor.stack else []
+        # What the target's disks moved in all (the summary gives the mean per member).
+        moved = [summary.mean_over(members, metric) for metric in ("rMB_s", "wMB_s")] if members else []
+        disks_bps = sum(value for value in moved if value is not None) * len(members) * 2**20 if moved else None
+        record.others.add(found.reason(disks_bps))
 
     def _check_cache(self, record: OperationRecord) -> None:
         """The phase against the cache guard: what share of its bytes reached the disks."""

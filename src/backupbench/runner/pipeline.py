@@ -14,10 +14,12 @@ same way.
 from __future__ import annotations
 
 import json
+import math
+import os
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Mapping, Protocol
 
 from backupbench import process, stopping
 from backupbench.devices import eligibility, facts
@@ -28,8 +30,8 @@ from backupbench.journal import Journal, journal_dir
 from backupbench.paths import for_program
 from backupbench.redaction import redact, redact_data
 from backupbench.monitor import Thresholds, cache_guard, combined, device_stack
-from backupbench.monitor.options import MonitorOptions
-from backupbench.results.location import run_folder, store_file
+from backupbench.monitor.options import IGNORE_OTHERS_ENV, MonitorOptions
+from backupbench.results.location import HOST_FILE, SETTINGS_FILE, run_folder, store_file
 from backupbench.results.model import (COMPLETE, FAILED, INTERRUPTED, VOID, OperationRecord, RunRecord,
                                        current_owner, new_run_id, now_iso)
 from backupbench.results.store import Store
@@ -55,6 +57,8 @@ class RunRequest:
     repeat: int = 1  # --repeat: how many times each phase is measured
     # Files a workload reads where they lie (a restore): the monitor follows them to their disks.
     reads: tuple[Path, ...] = ()
+    # Stored beside the workload's settings: what the run is part of (a sweep's grid and point).
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 def check_target(target: Path, workload: Workload, journal: Journal | None = None,
@@ -83,12 +87,15 @@ def write_json(path: Path, data: object) -> None:
 
 
 def monitor_plan(options: MonitorOptions, targets: tuple[Path, ...]) -> MonitorPlan | None:
-    """Sample the devices under `targets`; with none, every block device."""
+    """Sample the devices under `targets`; with none, every block device, but warn about none of
+    them: a run with no storage here (an S3 endpoint elsewhere) does its I/O on none of them."""
     if options.no_monitor:
         return None
-    thresholds = Thresholds(io_await_ms=options.warn_latency * 1000.0, load1=options.warn_load)
+    latency_ms = options.warn_latency * 1000.0 if targets else math.inf
+    thresholds = Thresholds(io_await_ms=latency_ms, load1=options.warn_load)
     stack = combined([device_stack(target) for target in targets]) if targets else None
-    return MonitorPlan(stack, options.monitor_interval, thresholds)
+    others = not (options.ignore_others or os.environ.get(IGNORE_OTHERS_ENV, "") not in ("", "0"))
+    return MonitorPlan(stack, options.monitor_interval, thresholds, others=others)
 
 
 def open_journal(results: Path, run_id: str) -> Journal:
@@ -144,8 +151,8 @@ class RunSession:
         try:
             try:
                 self.folder.mkdir(parents=True, exist_ok=False)
-                write_json(self.folder / "settings.json", self.run.settings)
-                write_json(self.folder / "host.json", self.run.host)
+                write_json(self.folder / SETTINGS_FILE, self.run.settings)
+                write_json(self.folder / HOST_FILE, self.run.host)
             except OSError as exc:
                 raise StoreError(f"cannot make the run folder {self.folder}: {exc.strerror or exc}",
                                  "pass --results DIR naming a writable folder with a shorter path") from exc
@@ -304,7 +311,7 @@ class RunSession:
         if self._recorder is not None:
             self._recorder.abort(self.run.status)
         self.run.finished_at = now_iso()
-        write_json(self.folder / "host.json", self.run.host)
+        write_json(self.folder / HOST_FILE, self.run.host)
         write_json(self.folder / "result.json", run_as_dict(self.run))
         self.store.finish_run(self.run)
         if self.on_closed is not None:
@@ -345,7 +352,7 @@ def execute(request: RunRequest, reporter: Reporter) -> RunRecord:
             check_target(target, workload, journal, run_id)
         workload.check(target)
         new = NewRun(run_id, workload.kind, workload.target_label(target),
-                     with_repeat(workload.settings(), request.repeat), host, request.label)
+                     with_repeat({**workload.settings(), **request.settings}, request.repeat), host, request.label)
         session = RunSession(new, results=request.results, reporter=reporter, monitor=request.monitor,
                              journal=journal, on_closed=request.on_closed)
         with session:
@@ -372,7 +379,7 @@ def execute_remote(request: RunRequest, workload: RemoteWorkload, reporter: Repo
         workload.check(None)
         monitor = request.monitor.model_copy(update={"no_monitor": True})
         new = NewRun(run_id, workload.kind, workload.target_label(None),
-                     with_repeat(workload.settings(), request.repeat), host, request.label)
+                     with_repeat({**workload.settings(), **request.settings}, request.repeat), host, request.label)
         session = RunSession(new, results=request.results, reporter=reporter, monitor=monitor, journal=journal,
                              on_closed=request.on_closed)
         with session:

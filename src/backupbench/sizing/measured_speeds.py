@@ -4,7 +4,17 @@ An `apply` run measured each layout of its recipe: its phases carry the recipe l
 and speed_model.sizing_spec says which layout `size` models it as. A candidate and a stored
 layout are the same layout when they are of the same *kind*: the layout name without dRAID's
 shape (raid6, raidz2, draid2, minio-ec, btrfs-raid1); the disks may differ (a lab measures
-small disks): the speeds are taken as measured, not scaled, and the plan says so.
+small disks, and fewer of them): each speed carries the disks it was measured on, and the plan
+scales it to the candidate's count through the per-disk model (sizing/scaled_speeds.py).
+
+The disks a layout was measured on: the recipe entry's `devices` as stored with the run (the
+monitor's members under the layout, `host.device_stacks`, when the entry names none). One
+disk's own speed, which the model is worked out at: the fault run's member baseline (the
+member's sequential read, measured alone before the layout was built), else the most a member
+was seen to read or write in one of the layout's healthy phases (the monitor's
+`members_rMB_s`/`members_wMB_s`: a floor of what a disk does), else none (the plan then takes
+--disk-speed). A plain run of a directory knows neither: the directory may sit on one disk or a
+controller's LUN of many, and which layout it was is only what --from-run LAYOUT=RUN says.
 
     --from-run RUN           every candidate whose kind RUN measured takes RUN's speeds
     --from-run LAYOUT=RUN    RUN's speeds go to the candidate LAYOUT (a plain `run` of a
@@ -17,6 +27,9 @@ effective speeds of the healthy layout (analysis.windows.effective_speeds); the 
 a fault run's (sizing/measured_rebuild.py), under the workloads when it was measured so.
 A minio-ec layout is the exception: fio ran on one drive's filesystem, not through the erasure
 set, so its KB2014 figures are not the candidate's; the plan takes the model and says why.
+An aging run of a layout gives its restore speeds at the age planned for (sizing/aged_speeds.py:
+--at-age, or the run's last day), which take the place of a new repository's; its other
+operations come from the other runs given for the layout, or the model.
 """
 
 from __future__ import annotations
@@ -24,11 +37,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from backupbench import units
+from backupbench.analysis.aging import aging_series
 from backupbench.analysis.windows import effective_speeds, layouts_of
 from backupbench.errors import InputError
-from backupbench.results.model import RunRecord
-from backupbench.sizing.capacity import is_layout_name, layout_family, parse_draid
-from backupbench.sizing.measured_rebuild import measured_rebuilds, recipe_layout
+from backupbench.recipe import naming
+from backupbench.results.model import COMPLETE, RunRecord
+from backupbench.sizing.aged_speeds import AgedSpeeds, aged_speeds
+from backupbench.sizing.capacity import LayoutSpec, is_layout_name, layout_family, parse_draid
+from backupbench.sizing.measured_rebuild import layout_operations, measured_rebuilds, member_record, recipe_layout
 from backupbench.sizing.plan_model import Speed
 from backupbench.sizing.speed_model import sizing_spec
 from backupbench.stats import spread
@@ -59,6 +76,13 @@ class MeasuredLayout:
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
     # Why the run's KB2014 figures are not this layout's speeds ("" when they are).
     speeds_refused: str = ""
+    # An aging run's restores at the age planned for: they replace the restore speeds.
+    aged: AgedSpeeds | None = None
+    # The layout as `size` models it on the disks measured (None: a directory, or a kind it does not model).
+    spec: LayoutSpec | None = None
+    # One disk's own sequential speed (bytes/s) and where it was found (see the module doc).
+    disk_speed: float | None = None
+    disk_speed_from: str = ""
 
     @property
     def label(self) -> str:
@@ -67,7 +91,10 @@ class MeasuredLayout:
 
     def speed(self, operation: str) -> Speed | None:
         """One run: that run's figure, one sample. Several runs of the layout: the median, and the
-        95% interval of their mean (stats.spread) as the bounds a margin is worked out from."""
+        95% interval of their mean (stats.spread) as the bounds a margin is worked out from. An
+        aging run's restores at the age planned for come first."""
+        if self.aged is not None and operation in self.aged.speeds:
+            return self.aged.speeds[operation]
         values = self.samples.get(operation) or ((self.speeds[operation],) if operation in self.speeds else ())
         if not values:
             return None
@@ -81,10 +108,24 @@ class MeasuredLayout:
                      f"of it: median, 95% interval of the mean")
 
     def joined(self, other: "MeasuredLayout") -> "MeasuredLayout":
-        """This layout with `other`'s figures as further samples (another run of the same layout)."""
-        samples = {op: (*(self.samples.get(op) or (value,)), *((other.speeds[op],) if op in other.speeds else ()))
-                   for op, value in self.speeds.items()}
-        return dataclasses.replace(self, samples=samples)
+        """This layout with `other`'s figures as further samples (another run of the same layout);
+        what only one of them measured (an aging run's restores, a fault run's rebuild) is kept.
+        Speeds measured on different numbers of disks are not samples of one figure: refused (a
+        rebuild rate is per disk, and joins whatever the count)."""
+        if (self.speeds or self.aged) and (other.speeds or other.aged) and self.disks != other.disks:
+            counts = " and ".join("disks not known" if m.disks is None else f"{m.disks} disks" for m in (self, other))
+            raise InputError(f"{self.label} and {other.label}: speeds measured on {counts} are not samples of one "
+                             "figure", "give --from-run runs of the layout on one number of disks")
+        samples = {op: (*(self.samples.get(op) or ((self.speeds[op],) if op in self.speeds else ())),
+                        *((other.speeds[op],) if op in other.speeds else ()))
+                   for op in dict.fromkeys([*self.speeds, *other.speeds])}
+        rebuild = (self.rebuild_rate, self.rebuild_how) if self.rebuild_rate is not None else (
+            other.rebuild_rate, other.rebuild_how)
+        speed = (self.disk_speed, self.disk_speed_from) if self.disk_speed is not None else (
+            other.disk_speed, other.disk_speed_from)
+        return dataclasses.replace(self, speeds={**other.speeds, **self.speeds}, samples=samples,
+                                   aged=self.aged or other.aged, rebuild_rate=rebuild[0], rebuild_how=rebuild[1],
+                                   disk_speed=speed[0], disk_speed_from=speed[1])
 
 
 def _rebuild(run: RunRecord, name: str) -> tuple[float | None, str]:
@@ -96,25 +137,55 @@ def _rebuild(run: RunRecord, name: str) -> tuple[float | None, str]:
     return None, ""
 
 
-def measured_layouts(run: RunRecord) -> list[MeasuredLayout]:
-    """Each layout `run` measured, with its speeds and rebuild rate."""
+def _disk_count(run: RunRecord, name: str, entry: dict) -> int | None:
+    """The recipe entry's devices, else the monitor's members under the layout."""
+    members = ((run.host.get("device_stacks") or {}).get(name) or {}).get("members") or ()
+    return len(entry.get("devices") or ()) or len(members) or None
+
+
+def _disk_speed(run: RunRecord, name: str) -> tuple[float | None, str]:
+    """One disk's sequential speed: the member baseline's read, else the most a member moved in
+    a healthy phase as the monitor saw it (see the module doc)."""
+    ops = layout_operations(run, name)
+    member = member_record(ops)
+    if member is not None and member.figures.get("read_bw"):
+        return float(member.figures["read_bw"]), "member baseline"
+    seen = [op.figures[figure] for op in ops if op.status == COMPLETE and op.state in ("", naming.HEALTHY)
+            for figure in ("members_rMB_s", "members_wMB_s") if op.figures.get(figure)]
+    return (max(seen) * units.MiB, "monitor") if seen else (None, "")
+
+
+def _aged(run: RunRecord, name: str | None, at_age: int | None) -> AgedSpeeds | None:
+    """The layout's aging workload's restores at `at_age` days (its first, when it aged twice)."""
+    series = [found for found in aging_series(run) if (found.layout or None) == name]
+    return aged_speeds(series[0], run.run_id, at_age) if series else None
+
+
+def measured_layouts(run: RunRecord, at_age: int | None = None) -> list[MeasuredLayout]:
+    """Each layout `run` measured, with its speeds and rebuild rate, and an aging run's restores
+    at `at_age` days (None: its last day)."""
     found = []
     for name in layouts_of(run):
         speeds = {op: bw for op, bw in effective_speeds(run, name).items() if op in PLAN_OPERATIONS}
+        aged = _aged(run, name, at_age)
         if name is None:
-            found.append(MeasuredLayout(run.run_id, None, None, "directory", None, speeds))
+            found.append(MeasuredLayout(run.run_id, None, None, "directory", None, speeds, aged=aged))
             continue
         entry = recipe_layout(run, name)
         spec = sizing_spec(entry, 1)
         rate, how = _rebuild(run, name)
         refused = ""
-        if entry.get("kind") in FIO_BESIDE_THE_SERVER and speeds:
+        if entry.get("kind") in FIO_BESIDE_THE_SERVER and (speeds or aged):
             refused = (f"run {run.run_id}, layout {name}: fio measured one drive's filesystem, not MinIO's erasure "
                        "set, so the model gives its speeds")
-            speeds = {}
+            speeds, aged = {}, None
+        disks = _disk_count(run, name, entry)
+        if spec is not None and disks is not None and spec.disks != disks:
+            spec = dataclasses.replace(spec, disk_sizes=(1,) * disks)  # the members the monitor found
+        disk_speed, speed_from = _disk_speed(run, name)
         found.append(MeasuredLayout(run.run_id, name, None if spec is None else layout_kind(spec.layout),
-                                    str(entry.get("kind", "?")), len(entry.get("devices") or ()) or None,
-                                    speeds, rate, how, speeds_refused=refused))
+                                    str(entry.get("kind", "?")), disks, speeds, rate, how, speeds_refused=refused,
+                                    aged=aged, spec=spec, disk_speed=disk_speed, disk_speed_from=speed_from))
     return found
 
 
@@ -170,7 +241,7 @@ def assign(candidates: list[str], runs: list[tuple[str | None, str, list[Measure
             candidate = kinds[m.kind or ""]
             chosen[candidate] = chosen[candidate].joined(m) if candidate in chosen else m
     for candidate, m in chosen.items():
-        if not m.speeds and m.rebuild_rate is None and not m.speeds_refused:
+        if not m.speeds and m.rebuild_rate is None and not m.speeds_refused and m.aged is None:
             raise InputError(f"{m.label} has no backup-operation speeds and no rebuild for {candidate}",
-                             "use a run of the kb2014 workload or of a fault on that layout")
+                             "use a run of the kb2014 workload, of a fault or of the aging workload on that layout")
     return chosen

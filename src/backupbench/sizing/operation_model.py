@@ -51,7 +51,8 @@ def recipe_entry(spec: LayoutSpec) -> dict[str, Any]:
         return {"kind": "zfs", "vdev": f"draid{draid.parity}", "draid_data": draid.data,
                 "draid_spares": draid.spares, "devices": devices}
     if family == "btrfs":
-        return {"kind": "btrfs", "data": spec.layout.removeprefix("btrfs-"), "devices": devices}
+        return {"kind": "btrfs", "data": spec.layout.removeprefix("btrfs-"), "metadata": spec.btrfs_metadata,
+                "devices": devices}
     if family == "minio":
         if spec.set_size is not None and spec.set_size != minio_default_set_size(spec.disks):
             raise InputError(f"--set-size {spec.set_size}: the per-disk model knows MinIO's own set size",

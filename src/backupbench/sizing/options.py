@@ -8,7 +8,7 @@ error)."""
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -17,6 +17,7 @@ from backupbench.errors import InputError
 from backupbench.recipe.policy import DiskSize
 from backupbench.schema import Count, Duration, Percent, PositiveRate, Rate, Size, comma_list  # noqa: F401  (Percent, Rate: the calculators' field types)
 import backupbench.sizing.capacity as cap
+from backupbench.layout_model import BTRFS_PROFILES
 from backupbench.sizing.percent import parse_percent, percent_of
 
 def parse_size_or_percent(text: str) -> str:
@@ -28,6 +29,8 @@ def parse_size_or_percent(text: str) -> str:
         units.parse_size(text)
     return text
 
+
+BTRFS_METADATA = tuple(BTRFS_PROFILES)
 
 # Field note E's factors are 1.5-2.0 and 1.3-1.5, and no snapshot needs more than a copy of its
 # whole origin: a factor of 100 is far past any use, yet keeps the sizes within what a float holds.
@@ -82,6 +85,29 @@ class LayoutOptions(_Options):
                                                               "MinIO's for the set size: EC:2 for 4-5, EC:3 for 6-7, "
                                                               "EC:4 for 8-16].", json_schema_extra={"metavar": "N"})
 
+    filesystem: Literal["xfs", "ext4", "none"] | None = Field(
+        None, description="md, lvm, minio-ec: the filesystem on the array, the LV or each drive, whose own space "
+        "is counted as its mkfs and the kernel count it; none: the bare array or LV [default: xfs, as a recipe's "
+        "layouts].", json_schema_extra={"metavar": "xfs|ext4|none"})
+    btrfs_metadata: Literal[BTRFS_METADATA] | None = Field(  # type: ignore[valid-type]
+        None, description="btrfs: the metadata profile (mkfs.btrfs -m); the layout survives no more failed devices "
+        "than it does [default: mkfs.btrfs's, raid1 on two devices or more].",
+        json_schema_extra={"metavar": "PROFILE"})
+    ashift: Count | None = Field(None, ge=9, le=16, description="raidz, dRAID: the pool's sector size as a power of "
+                                                               "two [default: 12, 4 KiB sectors].",
+                                 json_schema_extra={"metavar": "N"})
+    recordsize: Size | None = Field(None, description="raidz, dRAID: the datasets' recordsize, a power of two from "
+                                                      "4 KiB to 16 MiB: ZFS reports space as if every block were "
+                                                      "128 KiB, and other records hold more or less of it "
+                                                      "[default: 128KiB].", json_schema_extra={"metavar": "SIZE"})
+
+    @field_validator("recordsize")
+    @classmethod
+    def _recordsize(cls, value: int | None) -> int | None:
+        if value is not None and (value < 4096 or value > 16 * units.MiB or value & (value - 1)):
+            raise ValueError(f"must be a power of two from 4 KiB to 16 MiB (zfs recordsize), not {value:,} bytes")
+        return value
+
     @field_validator("layout")
     @classmethod
     def _known(cls, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -108,7 +134,9 @@ class LayoutOptions(_Options):
         """One LayoutSpec per layout. With one layout, an option of another kind is an error;
         comparing several, each option goes to the layouts it belongs to (and must fit one)."""
         specific = {"stripes": self.stripes, "vdevs": self.vdevs, "draid_data": self.draid_data,
-                    "draid_spares": self.draid_spares, "set_size": self.set_size, "parity": self.parity}
+                    "draid_spares": self.draid_spares, "set_size": self.set_size, "parity": self.parity,
+                    "filesystem": self.filesystem, "btrfs_metadata": self.btrfs_metadata, "ashift": self.ashift,
+                    "recordsize": self.recordsize}
         given = {name: value for name, value in specific.items() if value is not None}
         specs = []
         for layout in self.layout:

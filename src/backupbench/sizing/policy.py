@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import Field
 
 from backupbench.errors import InputError
+from backupbench.schema import Duration
 from backupbench.recipe.policy import (DEFAULT_REDUCTION, METHODS, PERIODIC_FULLS, TRANSFORMS,  # noqa: F401
                                        BackupPolicy, DiskModel, Method, contradiction, given_fields,
                                        parse_ratio)
@@ -62,7 +63,12 @@ class RepositoryOptions(DiskModel, LayoutOptions, BackupPolicy):
     from_run: Names | None = Field(
         None, min_length=1, description="Measured speeds (and a fault run's rebuild rate) from a stored run: RUN "
         "for every candidate whose layout it measured, LAYOUT=RUN for one candidate; comma-separated for "
-        "several (an id, a unique prefix, or 'latest').", json_schema_extra={"metavar": "[LAYOUT=]RUN[,...]"})
+        "several (an id, a unique prefix, or 'latest'). An aging run (--workload aging) gives the restore "
+        "speeds at --at-age.", json_schema_extra={"metavar": "[LAYOUT=]RUN[,...]"})
+    at_age: Duration | None = Field(
+        None, gt=0, description="The repository's age the restores are planned for, e.g. 180d: an aging run given "
+        "to --from-run gives its restores on the first day it measured at or after it [default: the run's last "
+        "day].", json_schema_extra={"metavar": "AGE"})
 
     def policy(self) -> BackupPolicy:
         return given_fields(self, BackupPolicy)

@@ -16,11 +16,14 @@ with reduced redundancy. Pure: the policy, the layout, its speeds in; a Candidat
   The first full of a new repository is shown, not held to the window.
 - Restore: the repository reads restore size / reduction, between the unfragmented
   (restore-sequential) and fully fragmented (restore-random) speeds; the RTO is met only if the
-  fully fragmented restore fits (decompression and the network are not counted).
+  fully fragmented restore fits (decompression and the network are not counted). Given an
+  aging run of the layout, both are its restores at the age planned for (sizing/aged_speeds.py).
 - Rebuild: `size rebuild`'s model at the layout's fill at the horizon (ZFS, btrfs and MinIO
   rebuild only what is allocated, md every byte), onto dRAID's distributed spare when there is
   one, else onto one replacement disk: those hours the layout runs with reduced redundancy (the
   wait for a replacement disk to be put in is not counted).
+- Speeds measured on another number of disks are scaled to the candidate's through the per-disk
+  model, their intervals widened (sizing/scaled_speeds.py; --no-scale keeps them as measured).
 - Each requirement's margin is worked out from the pessimistic bound of each speed (Speed.low),
   and the binding requirement is the one with the smallest margin relative to its limit.
 """
@@ -35,11 +38,12 @@ from backupbench.errors import InputError
 from backupbench.sizing.capacity import LayoutSpec, layout_family, resolve_draid, usable_capacity
 from backupbench.sizing.measured_speeds import MeasuredLayout
 from backupbench.sizing.operation_model import model_speeds
-from backupbench.sizing.plan_model import (CandidatePlan, OperationTime, Rebuild, RepositoryPlan, Requirement,
-                                           Restore, Speed)
+from backupbench.sizing.plan_model import (AgedSpeeds, CandidatePlan, OperationTime, Rebuild, RepositoryPlan,
+                                           Requirement, Restore, Speed)
 from backupbench.sizing.policy import BackupPolicy, DiskModel, check_policy, reduction_source
 from backupbench.sizing.rebuild import rebuild_time
 from backupbench.sizing.restore_points import RetentionTable, retention_table
+from backupbench.sizing.scaled_speeds import on_planned_disks
 from backupbench.sizing.verdict import verdict
 
 HOURS_PER_YEAR = 8766  # 365.25 days
@@ -59,11 +63,18 @@ def needed_operations(policy: BackupPolicy) -> tuple[str, ...]:
 
 def candidate_speeds(policy: BackupPolicy, spec: LayoutSpec, disk: DiskModel,
                      measured: MeasuredLayout | None) -> tuple[dict[str, Speed], list[str]]:
-    """Each needed operation's speed: measured when `measured` has it, else the per-disk model."""
+    """Each needed operation's speed: measured when `measured` has it (on the candidate's disks:
+    sizing/scaled_speeds.py), else the per-disk model."""
+    taken = {op: found for op in needed_operations(policy)
+             if measured is not None and (found := measured.speed(op)) is not None}
+    notes = [measured.speeds_refused] if measured is not None and measured.speeds_refused else []
+    if measured is not None:
+        taken, scaling_notes = on_planned_disks(taken, measured, spec, disk)
+        notes += scaling_notes
     speeds: dict[str, Speed] = {}
     model: dict[str, Speed] | None = None
     for operation in needed_operations(policy):
-        found = measured.speed(operation) if measured is not None else None
+        found = taken.get(operation)
         if found is None:
             if disk.disk_speed is None:
                 unmeasured = f"{measured.label} did not measure {operation}" if measured else f"no run measured {operation}"
@@ -72,9 +83,6 @@ def candidate_speeds(policy: BackupPolicy, spec: LayoutSpec, disk: DiskModel,
             model = model or model_speeds(spec, disk)
             found = model[operation]
         speeds[operation] = found
-    notes = [measured.speeds_refused] if measured is not None and measured.speeds_refused else []
-    if measured is not None and measured.speeds and measured.disks and measured.disks != spec.disks:
-        notes.append(f"speeds of {measured.label}: the plan has {spec.disks} disks; taken as measured, not scaled")
     return speeds, notes
 
 
@@ -163,11 +171,22 @@ def evaluate(policy: BackupPolicy, table: RetentionTable, spec: LayoutSpec, disk
     if policy.rebuild_limit is not None:
         checks.append(requirement("rebuild", rebuild.seconds, policy.rebuild_limit, "s"))
     binding = min(checks, key=lambda check: check.relative_margin)
+    aged = measured.aged if measured is not None else None
     return CandidatePlan(layout=spec.layout, built=capacity.layout, disks=spec.disks, disk_bytes=min(spec.disk_sizes),
                          usable_bytes=capacity.usable, needed_bytes=table.total_bytes, fill_percent=fill,
                          speeds=speeds, operations=operations, worst_day_seconds=worst_day, restore=restore,
                          rebuild=rebuild, requirements=checks, passed=all(check.met for check in checks),
-                         binding=binding.name, notes=[*notes, *capacity.notes])
+                         binding=binding.name, notes=[*notes, *_aged_notes(aged), *capacity.notes], aged=aged)
+
+
+def _aged_notes(aged: AgedSpeeds | None) -> list[str]:
+    """What an aging run says against the plan: space past the closed form is space the plan
+    does not hold (the capacity is still the closed form's: one run at a small scale is not a
+    figure to size by)."""
+    if aged is None or not aged.most_space_vs_plan or aged.most_space_vs_plan <= 1:
+        return []
+    return [f"{aged.which} measured {aged.most_space_vs_plan:.3f}x the closed form's space at its scale: the "
+            "capacity above may be short by as much"]
 
 
 def plan_repository(policy: BackupPolicy, disk: DiskModel, specs: list[LayoutSpec],

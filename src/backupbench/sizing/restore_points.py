@@ -1,5 +1,11 @@
 """The restore-point arithmetic: how much space a backup policy keeps, per kind and per year.
 
+The retention rules (chains, GFS flags, expiry) are retention.py's, which also counts their
+peak in closed form (`counts` here) and plays them day by day (`retention.play`: the aging
+workload's calendar; a unit test holds the two together); the bytes per kind are
+retention_space.py's. This module tabulates them per year of the horizon, with growth and the
+workspace, and gives the rules' sources.
+
 Sizes are exact integer bytes (fractions, rounded up once per figure):
     protected in year y   P_y = ceil(P x (1 + growth)^y)           year 0 is day one
     full                  F_y = ceil(P_y / reduction)
@@ -25,6 +31,18 @@ may carry several flags, so only the GFS fulls not already kept by a finer tier 
 Overlaps that depend on the calendar (a monthly that happens to fall within the weeklies) are
 not subtracted: the count is the most the policy can keep.
 
+The peak in bytes is not always the peak in points (issue 40: bench/aging.py measured 7 dailies
++ 4 weeklies without block clone at 1.17x the count above). On a full's day each GFS tier holds
+that day's new full beside the N it keeps, until retention drops its oldest: one more full per
+tier, with fewer chain points (7 floor((D + 6) / 7) + 1, of which floor((D + 6) / 7) + 1 are
+fulls). A full outweighs the increments that day lacks unless increments are large, so with GFS
+the plan's peak is usually that day: 30 dailies + 8 weeklies + 12 monthlies + 3 yearlies keep 6
+chain fulls + 30 increments + 3 weekly + 11 monthly + 2 yearly GFS fulls on the first full of a
+year, where the day with the most points keeps 31 increments and 2 weekly ones. Both days are
+counted (retention.peak_days) and the one holding more bytes at the horizon's sizes is the
+plan's (retention_space.peak_rows); a unit test holds both against the calendar, played from
+several start dates, in files and in bytes.
+
 Block clone (XFS reflink, btrfs, ZFS block cloning): a synthetic or GFS full is made by cloning
 the blocks it shares with the points before it. Physically the repository then holds the current
 data once (one full) plus, for each older point, the blocks overwritten since the next newer
@@ -39,7 +57,11 @@ The extra full during a transform: forever-forward merges and reverse-incrementa
 rewrite the full in place, and the full is compacted (rewritten into a new file) now and then
 to undo the fragmentation that causes; a backup copy job's merge goes through a temporary file
 as large as the full (Veeam KB2207). One full is counted for it; with block clone the merge and
-the compact clone blocks, so nothing. forward-synthetic builds each week's full while the chain
+the compact clone blocks, so nothing. Until a compact runs, the full rewritten in place keeps
+the gaps its blocks' new versions leave (a new version larger than the old goes elsewhere): a
+quarter of the full is counted for them, with block clone or without (retention_space.py;
+before issue 40 they were counted free, and forever-forward with block clone measured 1.13x the
+plan). forward-synthetic builds each week's full while the chain
 still exists: that full is already one of the chain's fulls.
 
 Workspace: a share (default 10%) of the restore points, kept free for temporary files, retried
@@ -71,81 +93,19 @@ the increments between them).
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 from pydantic import BaseModel, ConfigDict
 
-from backupbench.sizing.policy import PERIODIC_FULLS, TRANSFORMS, BackupPolicy
-
-CHAIN = 7                 # points per weekly chain: 1 full + 6 increments
-WEEK_DAYS = 7
-MONTH_DAYS = 35           # the longest gap between two monthly fulls taken from weekly fulls
-YEAR_DAYS = 371           # 53 weeks
-WEEKLIES_PER_MONTHLY = 5  # the k-th monthly is among the newest 5(k + 1) weekly fulls
-WEEKLIES_PER_YEARLY = 53
-MONTHLIES_PER_YEARLY = 12
-
-
-def _exact(value: float) -> Fraction:
-    """A decimal as typed (5.5% is 11/2), not its binary float."""
-    return Fraction(str(value))
+from backupbench.retention import Counts
+from backupbench.retention import peak_counts as counts  # noqa: F401
+from backupbench.retention_space import PointRow, byte_peak, peak_rows
+from backupbench.retention_space import exact as _exact
+from backupbench.retention_space import full_size, incremental_size  # noqa: F401
+from backupbench.sizing.policy import BackupPolicy
 
 
 def grown(protected: int, growth_percent: float, years: int) -> int:
     return math.ceil(protected * (1 + _exact(growth_percent) / 100) ** years)
-
-
-def full_size(protected: int, reduction: float) -> int:
-    return math.ceil(protected / _exact(reduction))
-
-
-def incremental_size(protected: int, change_percent: float, reduction: float) -> int:
-    return math.ceil(protected * _exact(change_percent) / 100 / _exact(reduction))
-
-
-class Counts(BaseModel):
-    """Restore points on disk at the peak, by kind (see the module doc)."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    points: int           # chain points: the dailies and what retention keeps with them
-    chain_fulls: int
-    increments: int       # increments or rollbacks
-    weekly: int           # GFS fulls not already among the chain's
-    monthly: int          # ... nor among the weeklies
-    yearly: int           # ... nor among the monthlies (or weeklies)
-    transform_fulls: int  # the extra full of a merge / compact
-
-
-def counts(policy: BackupPolicy) -> Counts:
-    days = policy.dailies
-    if policy.method in PERIODIC_FULLS:
-        points = days + CHAIN
-        fulls = math.ceil(points / CHAIN)
-    else:
-        points, fulls = days + 1, 1
-    kept_weekly = max(policy.weeklies, fulls) if policy.method in PERIODIC_FULLS else 0
-    covered_yearly = max(policy.monthlies // MONTHLIES_PER_YEARLY, kept_weekly // WEEKLIES_PER_YEARLY)
-    transform = 1 if policy.method in TRANSFORMS and not policy.block_clone else 0
-    return Counts(points=points, chain_fulls=fulls, increments=points - fulls,
-                  weekly=max(0, policy.weeklies - fulls),
-                  monthly=policy.monthlies - min(policy.monthlies, kept_weekly // WEEKLIES_PER_MONTHLY),
-                  yearly=policy.yearlies - min(policy.yearlies, covered_yearly),
-                  transform_fulls=transform)
-
-
-class PointRow(BaseModel):
-    """One kind of restore point: how many, and the bytes each holds in each year."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    kind: str
-    count: int
-    each_bytes: list[int]   # per year, 0 (day one) .. horizon
-    note: str = ""
-
-    def total(self, year: int) -> int:
-        return self.count * self.each_bytes[year]
 
 
 class RetentionTable(BaseModel):
@@ -155,44 +115,10 @@ class RetentionTable(BaseModel):
     protected_bytes: list[int]
     full_bytes: list[int]
     incremental_bytes: list[int]
-    counts: Counts
+    counts: Counts            # on the day of the peak in bytes (the rows' counts)
     rows: list[PointRow]
     workspace_bytes: list[int]
     total_bytes: list[int]  # every row and the workspace: what the repository must hold
-
-
-def _cloned(days: int, full: int, increment: int) -> int:
-    """Blocks a point keeps that no newer point shares: changed in `days`, at most a full."""
-    return min(full, days * increment)
-
-
-def _rows_cloned(c: Counts, fulls: list[int], incs: list[int]) -> list[PointRow]:
-    years = range(len(fulls))
-    return [
-        PointRow(kind="current data (one full)", count=1, each_bytes=fulls,
-                 note="block clone: every other point holds only the blocks changed after it"),
-        PointRow(kind="daily points (changed blocks)", count=c.points - 1, each_bytes=incs,
-                 note=f"{c.chain_fulls} synthetic fulls among them, cloned"),
-        PointRow(kind="weekly GFS fulls (changed blocks)", count=c.weekly,
-                 each_bytes=[_cloned(WEEK_DAYS, fulls[y], incs[y]) for y in years], note="7 days of changes each"),
-        PointRow(kind="monthly GFS fulls (changed blocks)", count=c.monthly,
-                 each_bytes=[_cloned(MONTH_DAYS, fulls[y], incs[y]) for y in years],
-                 note="35 days of changes each, at most a full"),
-        PointRow(kind="yearly GFS fulls (changed blocks)", count=c.yearly,
-                 each_bytes=[_cloned(YEAR_DAYS, fulls[y], incs[y]) for y in years],
-                 note="371 days of changes each, at most a full"),
-    ]
-
-
-def _rows_whole(policy: BackupPolicy, c: Counts, fulls: list[int], incs: list[int]) -> list[PointRow]:
-    increments = "rollbacks" if policy.method == "reverse-incremental" else "increments"
-    return [
-        PointRow(kind="fulls in the daily chains", count=c.chain_fulls, each_bytes=fulls),
-        PointRow(kind=increments, count=c.increments, each_bytes=incs),
-        PointRow(kind="weekly GFS fulls", count=c.weekly, each_bytes=fulls, note="beyond the chains' own fulls"),
-        PointRow(kind="monthly GFS fulls", count=c.monthly, each_bytes=fulls, note="beyond those that are weeklies"),
-        PointRow(kind="yearly GFS fulls", count=c.yearly, each_bytes=fulls, note="beyond those that are monthlies"),
-    ]
 
 
 def retention_table(policy: BackupPolicy) -> RetentionTable:
@@ -201,16 +127,9 @@ def retention_table(policy: BackupPolicy) -> RetentionTable:
     protected = [grown(policy.protected, policy.growth, y) for y in years]
     fulls = [full_size(p, policy.reduction) for p in protected]
     incs = [incremental_size(p, policy.change_rate, policy.reduction) for p in protected]
-    c = counts(policy)
-    clones = policy.block_clone and policy.method == "forward-synthetic"
-    rows = _rows_cloned(c, fulls, incs) if clones else _rows_whole(policy, c, fulls, incs)
-    if policy.method in TRANSFORMS:
-        rows.append(PointRow(kind="extra full during merge/compact", count=c.transform_fulls, each_bytes=fulls,
-                             note="block clone: merged and compacted by cloning" if policy.block_clone
-                             else "the full is rewritten into a new file (compact; KB2207's temporary file)"))
-    rows = [row for row in rows if row.count]
+    rows = peak_rows(policy, fulls, incs)
     points = [sum(row.total(y) for row in rows) for y in years]
     workspace = [math.ceil(total * _exact(policy.workspace) / 100) for total in points]
     return RetentionTable(years=years, protected_bytes=protected, full_bytes=fulls, incremental_bytes=incs,
-                          counts=c, rows=rows, workspace_bytes=workspace,
+                          counts=byte_peak(policy, fulls[-1], incs[-1]), rows=rows, workspace_bytes=workspace,
                           total_bytes=[p + w for p, w in zip(points, workspace)])

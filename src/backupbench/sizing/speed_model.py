@@ -29,7 +29,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from backupbench.sizing.capacity import LayoutSpec, minio_default_parity, minio_default_set_size
+from backupbench.layout_model import minio_default_parity, minio_set_size
+from backupbench.sizing.capacity import LayoutSpec
 from backupbench.sizing.rebuild import rebuild_time
 from backupbench.units import parse_size
 
@@ -47,22 +48,38 @@ class Expected:
     why: str
 
 
+def _filesystem(layout: dict[str, Any]) -> str:
+    """The filesystem a recipe layout makes: its `filesystem.type`; none without one."""
+    return (layout.get("filesystem") or {}).get("type") or "none"
+
+
+def _zfs_spec(layout: dict[str, Any], sizes: tuple[int, ...]) -> LayoutSpec:
+    vdev = layout.get("vdev", "raidz2")
+    if vdev in ("stripe", "mirror"):
+        # size models no ZFS stripe or mirror: md's RAID 0 and 1 stand for them, bare.
+        return LayoutSpec({"stripe": "raid0", "mirror": "raid1"}[vdev], sizes, filesystem="none")
+    record = (layout.get("properties") or {}).get("recordsize")
+    zfs = {"ashift": layout.get("ashift"), "recordsize": parse_size(record) if record else None}
+    if vdev.startswith("draid"):
+        return LayoutSpec(vdev, sizes, draid_data=layout.get("draid_data"),
+                          draid_spares=layout.get("draid_spares") or 0, **zfs)
+    return LayoutSpec(vdev, sizes, **zfs)
+
+
 def sizing_spec(layout: dict[str, Any], disk_bytes: int) -> LayoutSpec | None:
     """A recipe's layout entry (as stored with the run) as `size`'s layout, or None."""
     count = len(layout.get("devices") or ())
     sizes = (disk_bytes,) * count
     if layout.get("kind") == "mdraid":
-        return LayoutSpec(f"raid{layout['level']}", sizes)
+        return LayoutSpec(f"raid{layout['level']}", sizes, filesystem=_filesystem(layout))
     if layout.get("kind") == "zfs":
-        vdev = layout.get("vdev", "raidz2")
-        if vdev.startswith("draid"):
-            return LayoutSpec(vdev, sizes, draid_data=layout.get("draid_data"),
-                              draid_spares=layout.get("draid_spares") or 0)
-        return LayoutSpec({"stripe": "raid0", "mirror": "raid1"}.get(vdev, vdev), sizes)
+        return _zfs_spec(layout, sizes)
     if layout.get("kind") == "btrfs":
-        return LayoutSpec(f"btrfs-{layout.get('data', 'single')}", sizes)
+        return LayoutSpec(f"btrfs-{layout.get('data', 'single')}", sizes, btrfs_metadata=layout.get("metadata"))
     if layout.get("kind") == "minio-ec":
-        return LayoutSpec("minio-ec", sizes, parity=layout.get("parity"))
+        filesystem = _filesystem(layout)
+        return LayoutSpec("minio-ec", sizes, parity=layout.get("parity"),
+                          filesystem=filesystem if filesystem != "none" else None)
     return None
 
 
@@ -127,7 +144,7 @@ def expected_read(layout: dict[str, Any], member_bw: float, block: int) -> Expec
 
 def _minio_shards(layout: dict[str, Any], count: int) -> tuple[int, int, int]:
     """(data, parity, set size) of a minio-ec layout's erasure sets."""
-    set_size = minio_default_set_size(count) or count
+    set_size = minio_set_size(count) or count
     parity = layout["parity"] if layout.get("parity") is not None else minio_default_parity(set_size)
     return set_size - parity, parity, set_size
 

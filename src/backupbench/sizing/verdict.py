@@ -111,9 +111,16 @@ def uncertainty(plans: list[CandidatePlan]) -> list[str]:
             lines.append(f"{plan.layout}: {', '.join(model)} from the per-disk model, not measured: uncertain")
         if once:
             lines.append(f"{plan.layout}: {', '.join(once)} measured once (one sample), no spread to judge the "
-                         "margins by: give --from-run several runs of the layout")
+                         "margins by: give --from-run several runs of the layout (or an aging run measured with "
+                         "--repeat 3)")
         if few:
             lines.append(f"{plan.layout}: {', '.join(few)}: a wide interval, the margins use its low bound")
+        scaled: dict[str, list[str]] = {}
+        for name, speed in measured.items():
+            if speed.scaled:
+                scaled.setdefault(speed.label, []).append(name)
+        lines += [f"{plan.layout}: {', '.join(names)} {label} through the per-disk model: the margins use its "
+                  "widened low bound" for label, names in scaled.items()]
     return lines
 
 

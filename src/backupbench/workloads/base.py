@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, TypeVar
+from typing import Annotated, Any, Callable, Mapping, Protocol, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from backupbench.artefacts import Remover
 from backupbench.engines import fio_client
@@ -105,6 +105,12 @@ class Definition:
     # Its PATHs on `run` are existing files it reads where they lie (a restore): they are its
     # `files` option, and the monitor follows them down to their disks.
     reads_files: bool = False
+    # What `run` does when its user names neither --repeat nor --runtime (the main job): that many
+    # samples, each with these option values, so every figure and window has an interval.
+    sampled_by_default: tuple[int, Mapping[str, Any]] | None = None
+    # Its options that add parallelism (queue depth, jobs, streams, threads): along these a sweep
+    # says where adding more stops paying (analysis/sweep.py); stored with each swept run.
+    parallelism: tuple[str, ...] = ()
     # Named starting points (--preset NAME, preset = "NAME"): option values the given ones override.
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     default_preset: str = ""
@@ -138,8 +144,9 @@ MAX_REPEAT = 100
 
 
 class RepeatKey(BaseModel):
-    """The key every recipe workload entry has beside its options (not a workload option: it is
-    how often the pipeline runs the workload, the same for every kind)."""
+    """The keys every recipe workload entry has beside its options (not workload options: they
+    say how often the pipeline runs the workload, and over which values of its options, the
+    same for every kind)."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -147,6 +154,14 @@ class RepeatKey(BaseModel):
                           description="Measure each phase this many times (the whole workload, that many times in "
                                       "turn, on each layout): the figure shown is the median, with min/max, CV and "
                                       "a 95% interval (like `run --repeat N`).")
+    # Its names and values are checked against the entry's own options where the recipe is
+    # composed (recipe/model.py, workloads/sweep.py): a misspelt name may be another kind's option.
+    sweep: dict[str, tuple[Annotated[Union[StrictBool, StrictInt, StrictFloat, str], Field(union_mode="left_to_right")],
+                           ...]] | None = Field(
+        None, description="Run the workload once per point of a grid of its options' values, e.g. { iodepth = "
+                          "[1, 4, 16], jobs = [1, 2] }: each point's phases stored as <layout>/<kind>@iodepth=4,"
+                          "jobs=2/<phase>, the grid reported as a table and a chart (like `backupbench sweep`).",
+        json_schema_extra={"example": "{ iodepth = [1, 4, 16], jobs = [1, 2] }"})
 
 
 def narrowed(model: type[Options], options: BaseModel) -> Options:

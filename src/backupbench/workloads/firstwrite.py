@@ -76,5 +76,5 @@ DEFINITION = Definition(
     description="first write vs overwrite vs read of one region: thin-provisioning and CoW allocation cost "
                 "(field note B)",
     path_syntax=Syntax.FIO_JOB, options=SuiteOptions, recipe_entry=FirstWriteEntry, build=workload,
-    phases=lambda options: PHASE_NAMES, capabilities=Capabilities(fio_servers=True),
+    phases=lambda options: PHASE_NAMES, capabilities=Capabilities(fio_servers=True), parallelism=("iodepth", "jobs"),
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from backupbench.artefacts import Remover
-from backupbench.workloads import blockclone, firstwrite, kb2014, restore, s3, smallfiles
+from backupbench.workloads import aging, blockclone, firstwrite, kb2014, restore, s3, smallfiles
 from backupbench.workloads.base import Definition
 from backupbench.workloads import phase_kinds
 from backupbench.workloads.capabilities import STORED_KEY, Capabilities, kinds_of
@@ -21,6 +21,7 @@ WORKLOADS: dict[str, Definition] = {definition.name: definition for definition i
     s3.DEFINITION,
     blockclone.DEFINITION,
     restore.DEFINITION,
+    aging.DEFINITION,
 )}
 
 

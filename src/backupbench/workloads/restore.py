@@ -48,12 +48,16 @@ MEMORY_FILESYSTEMS = ("tmpfs", "ramfs", "devtmpfs")
 MAP_SUFFIX = ".map.csv"
 
 
-class RestoreOptions(ModelDiskOptions):
-    """`backupbench run --workload restore FILE...` and a recipe's `kind = "restore"` entry."""
-
+class _Files(ModelDiskOptions):
     files: Annotated[tuple[FilePath, ...], BeforeValidator(comma_list), AfterValidator(no_repeats)] = Field(
         (), description="The existing files to restore from, read-only: a backup chain (.vbk and .vib files) or "
         "any regular files (on `run`: the PATHs).", json_schema_extra={"metavar": "FILE,..."})
+
+
+class RestoreReads(ModelDiskOptions):
+    """How each restore reads a file: the keys of every workload that restores existing files
+    (this one, and aging's restores of the files it made)."""
+
     operations: Annotated[tuple[RestoreName, ...], BeforeValidator(comma_list), AfterValidator(no_repeats)] = Field(
         (SEQUENTIAL, RANDOM), min_length=1, description="Comma-separated subset of: restore-sequential, restore-random.",
         json_schema_extra={"metavar": "LIST"})
@@ -66,6 +70,10 @@ class RestoreOptions(ModelDiskOptions):
     iodepth: Count = Field(1, ge=1, le=4096, description="Queue depth of each restore (1: KB2014's).",
                            json_schema_extra={"metavar": "N"})
     engine: IoEngine = Field("libaio", description="fio ioengine.")
+
+
+class RestoreOptions(RestoreReads, _Files):
+    """`backupbench run --workload restore FILE...` and a recipe's `kind = "restore"` entry."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +145,7 @@ def _direct_refusal(path: Path) -> str | None:
     return None
 
 
-def restore_job(op: str, name: str, path: Path, options: RestoreOptions, size: int) -> FioJob:
+def restore_job(op: str, name: str, path: Path, options: RestoreReads, size: int) -> FioJob:
     """One read-only fio job over the whole file as it lies (whole blocks only)."""
     return FioJob(name=name, filename=path, rw="read" if op == SEQUENTIAL else "randread",
                   block_size=options.block_size, region_size=size - size % options.block_size,

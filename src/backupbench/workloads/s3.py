@@ -357,5 +357,5 @@ DEFINITION = Definition(
     options=S3Options, recipe_entry=S3Entry, build=workload, needs_directory=False,
     phases=lambda options: tuple(options.s3_phases), capabilities=Capabilities(agents=True), phase_kinds=PhaseKinds(S3),
     removers={"s3-objects": remove_objects, "s3-bucket": remove_bucket},
-    served_by_layout=lambda entry: entry.endpoint is None,
+    served_by_layout=lambda entry: entry.endpoint is None, parallelism=("concurrency",),
 )

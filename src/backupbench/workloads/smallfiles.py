@@ -275,7 +275,7 @@ DEFINITION = Definition(
     name="smallfiles",
     description="many small files created, then rewritten in place pass by pass (field note E)",
     options=SmallFilesSpec, recipe_entry=SmallFilesEntry, build=workload, phases=lambda spec: spec.phases,
-    phase_kinds=PhaseKinds(FILES),
+    phase_kinds=PhaseKinds(FILES), parallelism=("threads",),
     # No default preset: without one the shape is field note E's (the options' defaults) and the
     # data fresh and incompressible like every workload's; --preset field-note-e adds its patterns.
     presets={name: spec.model_dump(exclude_unset=True) for name, spec in PRESETS.items()},
