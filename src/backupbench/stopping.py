@@ -19,6 +19,7 @@ import _signal
 
 WATCHED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 EXIT_CODE = 130
+REDELIVERY_DELAY_S = 0.05   # a swallowed stop sent again: long enough for a finalizer to return
 
 
 class _State:
@@ -33,6 +34,7 @@ class _State:
 
 
 _state = _State()
+_default_unraisable = None   # Python's own hook, which install() wraps (sys is imported there)
 
 
 def _on_signal(signum: int, _frame: object) -> None:
@@ -43,12 +45,47 @@ def _on_signal(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
 
+def _unraisable(unraisable: object) -> None:
+    """A stop's KeyboardInterrupt raised while Python ran a finalizer (a `__del__` the garbage
+    collector called in the middle of the run) is swallowed there, and Python prints it as
+    "Exception ignored in ..." with a traceback, and the run went on to its next `check()` (CI
+    saw 11.8 s). The stop is sent again instead, silently, from another thread a moment later:
+    a signal sent now would be handled here, inside the finalizer still (one that lands in a
+    finalizer again comes back here again)."""
+    if getattr(unraisable, "exc_type", None) is KeyboardInterrupt and _state.received is not None:
+        import threading
+
+        _state.raised = False
+        _state.holds += 1   # the thread's start waits on a lock: no stop is raised in here
+        try:
+            threading.Thread(target=_send_again, args=(_state.received,), daemon=True).start()
+        finally:
+            _state.holds -= 1
+        return
+    if _default_unraisable is not None:
+        _default_unraisable(unraisable)
+
+
+def _send_again(signum: int) -> None:
+    import os
+    import time
+
+    time.sleep(REDELIVERY_DELAY_S)
+    os.kill(os.getpid(), signum)
+
+
 def install(armed: bool = True) -> None:
     """Route SIGINT, SIGTERM and SIGHUP here (the CLI calls this first thing). armed=False:
     signals are recorded and raised only by `arm()`."""
+    global _default_unraisable
+    import sys
+
     _state.armed = armed
     for sig in WATCHED:
         _signal.signal(sig, _on_signal)
+    if sys.unraisablehook is not _unraisable:
+        _default_unraisable = sys.unraisablehook
+        sys.unraisablehook = _unraisable
     _state.installed = True
 
 

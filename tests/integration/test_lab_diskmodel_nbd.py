@@ -125,9 +125,12 @@ def test_the_filter_charges_what_the_reference_says(tmp_path):
     assert rand_ns / 24 > seq_ns / 16                 # a scattered 64 KiB read costs more than 256 KiB in a row
 
 
+@pytest.mark.alone
 def test_queued_requests_are_served_in_the_sweeps_order_and_cost_less(tmp_path):
     # The same scattered reads, 16 in flight, on a disk choosing among 8 and on one serving in
     # arrival order: both exactly as the reference orders them, the queued one in less disk time.
+    # Alone: how many requests wait for the disk to choose among depends on the client keeping 16
+    # in flight, which a machine busy with other tests does not (CI: 0.80x where 0.8 was asked).
     rng = random.Random(32)
     scattered = [(rng.randrange(CAPACITY // (64 * KiB)) * 64 * KiB, 64 * KiB) for _ in range(64)]
     charged = {}

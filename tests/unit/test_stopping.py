@@ -2,6 +2,7 @@
 
 import os
 import signal
+import sys
 
 import pytest
 
@@ -11,12 +12,14 @@ from backupbench import stopping
 @pytest.fixture
 def latch():
     previous = {sig: signal.getsignal(sig) for sig in stopping.WATCHED}
+    hook = sys.unraisablehook
     stopping.reset()
     stopping.install()
     yield
     stopping.reset()
     for sig, handler in previous.items():
         signal.signal(sig, handler)
+    sys.unraisablehook = hook
 
 
 def test_the_first_signal_raises_once_and_is_remembered(latch):
@@ -35,6 +38,40 @@ def test_a_held_section_finishes_then_the_signal_acts(latch):
             os.kill(os.getpid(), signal.SIGINT)
             done.append("the teardown finished")
     assert done == ["the teardown finished"]
+
+
+def test_a_stop_a_finalizer_swallowed_is_delivered_again_without_a_traceback(latch):
+    """The garbage collector may run a `__del__` just when the signal comes: Python swallows the
+    KeyboardInterrupt raised in it and prints a traceback. The stop comes again once it returns."""
+    stopping.install()   # over the hook pytest sets for the test's call
+    printed = []
+    stopping._default_unraisable = printed.append   # what Python would have printed
+
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(100_000))   # the handler runs here, inside the finalizer
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        Finalized()   # garbage at once
+        reached.append("after the finalizer")
+        signal.sigtimedwait([], 0.5)
+    assert reached == ["after the finalizer"] and printed == []
+    assert stopping.requested() == signal.SIGTERM
+
+
+def test_other_unraisable_exceptions_are_printed_as_python_prints_them(latch):
+    stopping.install()
+    printed = []
+    stopping._default_unraisable = printed.append
+
+    class Broken:
+        def __del__(self):
+            raise ValueError("a finalizer's own bug")
+
+    Broken()
+    assert [p.exc_type for p in printed] == [ValueError]
 
 
 def test_a_swallowed_interrupt_is_still_known(latch):

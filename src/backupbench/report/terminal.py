@@ -34,9 +34,9 @@ def _table(model: OperationsTable, fitted: bool = False) -> Table:
     # rich shortens the widest wrappable cells with an ellipsis, and an interval cut to
     # "710.4–1,9…" reads as another figure: names and intervals (the CV on a line of its own) do
     # not wrap, and on a narrow terminal the figures' headings wrap first.
-    table.add_column("operation", no_wrap=True)
-    table.add_column(model.pattern_heading)
     spread = model.headings.index(SPREAD_HEADING) if SPREAD_HEADING in model.headings else None
+    table.add_column("operation", no_wrap=spread is not None)
+    table.add_column(model.pattern_heading)
     cells = [[_spread_lines(cell) if index == spread else cell for index, cell in enumerate(row.cells)]
              for row in model.rows]
     for index, heading in enumerate(model.headings):
@@ -55,14 +55,15 @@ UNBOUNDED = 10_000   # a width to measure a table's natural width against (rich 
 
 
 class _FittedTable:
-    """An operations table drawn as is where it fits, else with its figures' headings wrapped."""
+    """An operations table drawn as is where it fits, else, when it has intervals to keep whole,
+    with its figures' headings wrapped."""
 
     def __init__(self, model: OperationsTable):
         self.model = model
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         table = _table(self.model)
-        if Measurement.get(console, options.update_width(UNBOUNDED), table).maximum > options.max_width:
+        if SPREAD_HEADING in self.model.headings and Measurement.get(console, options.update_width(UNBOUNDED), table).maximum > options.max_width:
             table = _table(self.model, fitted=True)
         yield table
 
