@@ -40,7 +40,8 @@ def _ext4_on_loop(loop_device, tmp_path: Path, name: str, direct_io: bool) -> tu
 
 
 def _restore(cli, mnt: Path) -> tuple[dict, str]:
-    result = cli("run", str(mnt), "--size", "64MiB", "--runtime", "2s", "--ramp", "1s",
+    # 4 s after the ramp: a phase of fewer whole seconds counts its partial ones too (sampler.py).
+    result = cli("run", str(mnt), "--size", "64MiB", "--runtime", "4s", "--ramp", "1s",
                  "--operations", "restore-sequential", "--json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout), result.stderr
