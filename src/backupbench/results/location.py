@@ -62,3 +62,17 @@ OPENING_FILES = frozenset({SETTINGS_FILE, HOST_FILE})
 
 def run_folder(results: Path, run_id: str) -> Path:
     return results / "runs" / run_id
+
+
+def remove_opening_folder(folder: Path) -> bool:
+    """Remove a run folder cut off before the store held its run, only when it holds nothing but
+    OPENING_FILES (anything else there is not ours to judge); whether it was removed."""
+    if not folder.is_dir() or folder.is_symlink():
+        return False
+    inside = list(folder.iterdir())
+    if not all(path.name in OPENING_FILES and path.is_file() and not path.is_symlink() for path in inside):
+        return False
+    for path in inside:
+        path.unlink()
+    folder.rmdir()
+    return True

@@ -23,7 +23,7 @@ from backupbench.lab.vm import WORK_FOLDER as LAB_WORK_FOLDER
 from backupbench.layouts.actions import GUARD_PROGRAMS, UNDO_PROGRAMS, Action
 from backupbench.layouts.executor import Runner, undo_actions
 from backupbench.layouts.naming import MOUNT_FOLDER
-from backupbench.results.location import OPENING_FILES, STORE_NAME, run_folder
+from backupbench.results.location import STORE_NAME, remove_opening_folder, run_folder
 from backupbench.results.store import Store
 from backupbench.runner.fill import FILL_FILE
 from backupbench.workloads.aging import FOLDER as AGING_FOLDER
@@ -146,13 +146,7 @@ def _drop_unstored_folder(store_path: str | None, run_id: str) -> bool:
     folder = run_folder(Path(store_path).parent, run_id)
     if not folder.is_dir() or Store(Path(store_path)).has_run(run_id):
         return False
-    inside = list(folder.iterdir())
-    if not all(path.name in OPENING_FILES and path.is_file() and not path.is_symlink() for path in inside):
-        return False
-    for path in inside:
-        path.unlink()
-    folder.rmdir()
-    return True
+    return remove_opening_folder(folder)
 
 
 def clean_journals(directory: Path, *, run: Runner = process.run,

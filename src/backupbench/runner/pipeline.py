@@ -31,7 +31,7 @@ from backupbench.paths import for_program
 from backupbench.redaction import redact, redact_data
 from backupbench.monitor import Thresholds, cache_guard, combined, device_stack
 from backupbench.monitor.options import IGNORE_OTHERS_ENV, MonitorOptions
-from backupbench.results.location import HOST_FILE, SETTINGS_FILE, run_folder, store_file
+from backupbench.results.location import HOST_FILE, SETTINGS_FILE, remove_opening_folder, run_folder, store_file
 from backupbench.results.model import (COMPLETE, FAILED, INTERRUPTED, VOID, OperationRecord, RunRecord,
                                        current_owner, new_run_id, now_iso)
 from backupbench.results.store import Store
@@ -149,19 +149,25 @@ class RunSession:
 
     def __enter__(self) -> "RunSession":
         try:
-            try:
-                self.folder.mkdir(parents=True, exist_ok=False)
-                write_json(self.folder / SETTINGS_FILE, self.run.settings)
-                write_json(self.folder / HOST_FILE, self.run.host)
-            except OSError as exc:
-                raise StoreError(f"cannot make the run folder {self.folder}: {exc.strerror or exc}",
-                                 "pass --results DIR naming a writable folder with a shorter path") from exc
-            self.store.create_run(self.run)
+            # The folder and the store's row appear together: a stop between them would leave a
+            # folder of a run the store never heard of (CI: SIGINT 0.49 s in). It waits until both.
+            with stopping.held():
+                try:
+                    self.folder.mkdir(parents=True, exist_ok=False)
+                    write_json(self.folder / SETTINGS_FILE, self.run.settings)
+                    write_json(self.folder / HOST_FILE, self.run.host)
+                except OSError as exc:
+                    raise StoreError(f"cannot make the run folder {self.folder}: {exc.strerror or exc}",
+                                     "pass --results DIR naming a writable folder with a shorter path") from exc
+                self.store.create_run(self.run)
             self.reporter.run_started(self.run)
         except BaseException as exc:
-            # Opened half (a stop signal, a full disk): close it as a run that ended so.
+            # Opened half (a stop signal, a full disk): close it as a run that ended so, or take
+            # back the folder of a run the store never got.
             if self.store.has_run(self.run_id):
                 self.__exit__(type(exc), exc, exc.__traceback__)
+            else:
+                remove_opening_folder(self.folder)
             raise
         return self
 
