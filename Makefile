@@ -88,6 +88,7 @@ bench-all: deps
 	$(BIN)/python bench/field_note_d.py
 	$(BIN)/python bench/rebuild.py
 	$(BIN)/python bench/lab_ab.py
+	$(BIN)/python bench/aging_lab.py
 	$(BIN)/python bench/signal_trials.py
 	$(BIN)/python bench/agent_flood.py
 	$(BIN)/python bench/ramp.py

@@ -230,3 +230,48 @@ def test_the_report_gives_clones_their_own_table_and_restores_their_cost():
     assert fio_columns[-1][1]({"fragmentation_cost": 0.8}) == "1.25x faster"
     assert [h for h, _ in clone_columns][:2] == ["clone ms", "clone s/TiB"]
     assert clone_columns[0][1](clone_ops[0].figures) == "2.0" and caption.startswith("data: incompressible")
+
+
+def _ioctl_refusing(answers: list[OSError | None], calls: list[str]):
+    def ioctl(fd, request, argument):
+        calls.append("ioctl")
+        answer = answers.pop(0)
+        if answer is not None:
+            raise answer
+    return ioctl
+
+
+def _busy() -> OSError:
+    return BlockingIOError(11, "Resource temporarily unavailable")
+
+
+@pytest.fixture
+def no_waiting(monkeypatch):
+    monkeypatch.setattr(clone, "BUSY_POLL_S", 0.0)
+
+
+def test_a_clone_zfs_refuses_while_its_source_block_is_unwritten_is_made_again_until_it_is(monkeypatch, no_waiting):
+    calls: list[str] = []
+    monkeypatch.setattr(clone.fcntl, "ioctl", _ioctl_refusing([_busy(), _busy(), _busy(), None], calls))
+    monkeypatch.setattr(clone, "syncfs", lambda fd: calls.append(f"syncfs {fd}"))
+    clone.clone_ioctl(5, clone.FICLONE, 7, 7)
+    assert calls == ["ioctl", "syncfs 7", "ioctl", "ioctl", "ioctl"]  # the source's filesystem synced once
+
+
+def test_a_clone_still_refused_at_the_limit_raises_the_refusal(monkeypatch, no_waiting):
+    calls: list[str] = []
+    monkeypatch.setattr(clone, "BUSY_LIMIT_S", 0.0)
+    monkeypatch.setattr(clone.fcntl, "ioctl", _ioctl_refusing([_busy(), _busy(), None], calls))
+    monkeypatch.setattr(clone, "syncfs", lambda fd: calls.append("syncfs"))
+    with pytest.raises(BlockingIOError):
+        clone.clone_ioctl(5, clone.FICLONERANGE, b"range", 7)
+    assert calls == ["ioctl", "syncfs", "ioctl"]
+
+
+def test_an_error_other_than_busy_is_not_retried(monkeypatch, no_waiting):
+    calls: list[str] = []
+    monkeypatch.setattr(clone.fcntl, "ioctl", _ioctl_refusing([OSError(95, "not supported"), None], calls))
+    monkeypatch.setattr(clone, "syncfs", lambda fd: calls.append("syncfs"))
+    with pytest.raises(OSError):
+        clone.clone_ioctl(5, clone.FICLONE, 7, 7)
+    assert calls == ["ioctl"]

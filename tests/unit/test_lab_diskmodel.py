@@ -245,3 +245,17 @@ def test_the_queued_random_rate_is_the_sweep_over_a_full_queue():
     assert DiskModel(queue_depth=1).random_rate_queued(BLOCK, GiB, GiB, waiting=15) == pytest.approx(
         HDD.random_rate(BLOCK, GiB, GiB), rel=0.02)
     assert HDD.random_rate_queued(BLOCK, GiB, GiB, waiting=15) == queued      # seeded: the same every time
+
+
+def test_sockets_of_a_deep_work_folder_go_to_a_short_folder_removed_with_the_servers(tmp_path):
+    deep = tmp_path / ("w" * 120)
+    deep.mkdir()
+    servers = nbd.DiskServers(DiskModel(), deep, filter_so=tmp_path / "filter.so")
+    short = servers.socket_folder()
+    assert short != deep and short.is_dir() and len(str(short / "d999.nbd")) <= nbd.SOCKET_PATH_MAX
+    servers.stop()
+    assert not short.exists() and deep.is_dir()   # only the folder it made is removed
+    shallow = nbd.DiskServers(DiskModel(), tmp_path, filter_so=tmp_path / "filter.so")
+    assert shallow.socket_folder() == tmp_path
+    shallow.stop()
+    assert tmp_path.is_dir()

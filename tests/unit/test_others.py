@@ -79,3 +79,45 @@ def test_a_disturbed_phase_is_flagged_in_its_table_document_and_csv_and_the_head
     assert headline.bad and "not fit for decisions" in headline.text and "stress" in headline.text
     assert run.all_notes == ["active-full: disturbed: other processes took 0.80 cores: stress (0.80 cores, 0.0 MiB/s); "
                              "its figures are not fit for decisions"]
+
+
+def test_the_targets_disks_are_read_at_the_same_two_moments_as_the_runs_own_bytes():
+    """A lab restore: fio took 2 of the phase's 6 s to start and moved 748 MiB in the other 4 (187
+    MiB/s while it read). Against the monitor's mean over those 4 s the run's 125 MiB/s over all 6
+    left 62 MiB/s of "others"; over the same 6 s the disks moved what the run read, and nothing else."""
+    moved = 748 * 2**20
+    start = snap(0.0, 0, Process(ROOT, 1, "backupbench", 0, 0, 0))
+    start = Snapshot(start.at, start.busy_ticks, start.processes, disk_bytes=10 * 2**30)
+    end = Snapshot(6.0, 0, {ROOT: Process(ROOT, 1, "backupbench", 0, 0, moved)}, disk_bytes=10 * 2**30 + moved)
+    found = between(start, end, ROOT, HZ)
+    assert found.disks_bps == pytest.approx(moved / 6) == found.own_io_bps
+    assert found.reason(found.disks_bps) is None
+    assert found.reason(187 * 2**20) is not None   # the old reading: the disks' mean while fio read
+
+
+def test_a_watch_reads_the_disks_beside_each_snapshot_and_without_them_says_unknown(monkeypatch):
+    from backupbench.monitor import others
+
+    moments = iter([0.0, 2.0, 0.0, 2.0])
+    real_read = others.read
+    monkeypatch.setattr(others, "read", lambda host=None, disk_bytes=None: real_read(
+        host, clock=lambda: next(moments), disk_bytes=disk_bytes))
+    counters = iter([100 * 2**20, 350 * 2**20])
+    found = others.OthersWatch(root=ROOT, disk_bytes=lambda: next(counters)).start().stop()
+    assert found.disks_bps == pytest.approx(125 * 2**20)   # 250 MiB over the watch's 2 s
+    assert others.OthersWatch(root=ROOT).start().stop().disks_bps is None
+
+
+def test_the_kernels_threads_are_no_ones_cpu():
+    """btrfs verifying the run's reads in its endio workers, ZFS's txg_sync: the storage serving
+    the run, not another process beside it (a lab run's btrfs restores read 0.5 cores of those)."""
+    start = snap(0.0, 1_000, Process(ROOT, 1, "backupbench", 0, 0, 0), Process(2, 0, "kthreadd", 0, 0, 0),
+                 Process(40, 2, "kworker/u4:0-btrfs-endio", 100, 0, 0), Process(41, 2, "txg_sync", 10, 0, 0),
+                 Process(300, 1, "updatedb", 0, 0, 0))
+    # The kworker now names other work; another one was started by the workqueue meanwhile.
+    end = snap(1.0, 1_100, Process(ROOT, 1, "backupbench", 0, 0, 0), Process(2, 0, "kthreadd", 0, 0, 0),
+               Process(40, 2, "kworker/u4:0-events_unbound", 150, 0, 0), Process(41, 2, "txg_sync", 20, 0, 0),
+               Process(42, 2, "kworker/u4:3-btrfs-endio", 20, 0, 0), Process(300, 1, "updatedb", 20, 0, 0))
+    found = between(start, end, ROOT, HZ)
+    assert found.cpu_cores == pytest.approx(0.2)   # 100 busy ticks less the kernel threads' 80: updatedb's
+    assert [name for name, _, _ in found.top] == ["updatedb"]

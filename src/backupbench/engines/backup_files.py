@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import errno
-import fcntl
 import mmap
 import os
 import random
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backupbench import units
-from backupbench.engines.clone import CLONE_RANGE, FICLONERANGE, used_bytes
+from backupbench.engines.clone import CLONE_RANGE, FICLONERANGE, clone_ioctl, used_bytes
 
 O_DIRECT = getattr(os, "O_DIRECT", 0)
 POOL_BYTES = 32 * units.MiB      # random bytes every write takes its slice of
@@ -142,7 +141,7 @@ class BackupFile:
     def clone_from(self, source: "BackupFile", offset: int, length: int, at: int) -> None:
         """FICLONERANGE: `length` bytes of `source` from `offset` shared into this file at `at`."""
         started = time.perf_counter()
-        fcntl.ioctl(self.fd, FICLONERANGE, CLONE_RANGE.pack(source.fd, offset, length, at))
+        clone_ioctl(self.fd, FICLONERANGE, CLONE_RANGE.pack(source.fd, offset, length, at), source.fd)
         self.tally.clone_s += time.perf_counter() - started
         self.tally.cloned += length
         self.tally.clone_calls += 1
@@ -180,7 +179,7 @@ def range_clone_refusal(directory: Path, align: int) -> str | None:
         with mmap.mmap(-1, 3 * align) as block:
             block.write(random.Random(0).randbytes(3 * align))
             os.write(fds[0], block)
-        fcntl.ioctl(fds[1], FICLONERANGE, CLONE_RANGE.pack(fds[0], align, align, 0))
+        clone_ioctl(fds[1], FICLONERANGE, CLONE_RANGE.pack(fds[0], align, align, 0), fds[0])
     except OSError as exc:
         return f"FICLONERANGE of {units.format_size(align)} at {units.format_size(align)}: {exc.strerror}"
     finally:

@@ -35,6 +35,9 @@ FIEMAP_EXTENT_DELALLOC = 0x4
 FIEMAP_EXTENT_SHARED = 0x2000
 EXTENTS_PER_CALL = 1024
 PROBE_BYTES = 64 * 1024  # more than any inline extent (btrfs keeps up to 2 KiB in metadata)
+_LIBC = ctypes.CDLL(None, use_errno=True)
+BUSY_POLL_S = 0.05
+BUSY_LIMIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,33 @@ def summarize(found: Iterable[Extent]) -> ExtentSummary:
 
 def clone_range(src_fd: int, dst_fd: int, offset: int, length: int) -> None:
     """FICLONERANGE: `length` bytes of the source at `offset` into the destination, same offset."""
-    fcntl.ioctl(dst_fd, FICLONERANGE, CLONE_RANGE.pack(src_fd, offset, length, offset))
+    clone_ioctl(dst_fd, FICLONERANGE, CLONE_RANGE.pack(src_fd, offset, length, offset), src_fd)
+
+
+def syncfs(fd: int) -> None:
+    """syncfs(2) of the filesystem holding `fd`."""
+    if _LIBC.syncfs(fd) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def clone_ioctl(dst_fd: int, request: int, argument: int | bytes, src_fd: int) -> None:
+    """FICLONE or FICLONERANGE. ZFS refuses to clone a block its open transaction group still
+    holds (EAGAIN; syncfs only commits its intent log): the call is made again until the group is
+    written out, every BUSY_POLL_S, at most BUSY_LIMIT_S (zfs_txg_timeout is 5 s), as ZFS itself
+    waits with zfs_bclone_wait_dirty=1. The wait is part of the call's time: there a clone costs it."""
+    deadline = None
+    while True:
+        try:
+            fcntl.ioctl(dst_fd, request, argument)
+            return
+        except BlockingIOError:
+            if deadline is None:
+                syncfs(src_fd)   # what other filesystems would need, were they ever busy
+                deadline = time.monotonic() + BUSY_LIMIT_S
+            elif time.monotonic() >= deadline:
+                raise
+            time.sleep(BUSY_POLL_S)
 
 
 def ranges(size: int, per_call: int | None) -> list[tuple[int, int]]:
@@ -160,7 +189,7 @@ def clone_file(source: Path, dest: Path, per_call: int | None = None,
                 between()
                 started = time.perf_counter()
                 if per_call is None:  # the whole file: FICLONE, exactly what `cp --reflink` asks
-                    fcntl.ioctl(dst_fd, FICLONE, src_fd)
+                    clone_ioctl(dst_fd, FICLONE, src_fd, src_fd)
                 else:
                     clone_range(src_fd, dst_fd, offset, length)
                 spent += time.perf_counter() - started
@@ -184,7 +213,7 @@ def reflink_refusal(directory: Path) -> str | None:
             os.write(source, block)
         dest = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
         try:
-            fcntl.ioctl(dest, FICLONE, source)
+            clone_ioctl(dest, FICLONE, source, source)
         except OSError as exc:
             if exc.errno in (errno.EOPNOTSUPP, errno.ENOTTY, errno.EINVAL, errno.EXDEV):
                 return f"the filesystem cannot clone blocks (FICLONE: {exc.strerror})"
@@ -196,7 +225,6 @@ def reflink_refusal(directory: Path) -> str | None:
     return None
 
 
-_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def used_bytes(directory: Path) -> int:
@@ -204,9 +232,7 @@ def used_bytes(directory: Path) -> int:
     and (btrfs) the open transaction are on disk, so statvfs counts them."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        if _LIBC.syncfs(fd) != 0:
-            code = ctypes.get_errno()
-            raise OSError(code, os.strerror(code))
+        syncfs(fd)
         stats = os.fstatvfs(fd)
     finally:
         os.close(fd)

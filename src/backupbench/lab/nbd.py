@@ -2,8 +2,9 @@
 
 Each disk image stays a sparse file in the lab's work folder (lab/disks.py makes it); one nbdkit
 per disk serves it with its file plugin under the diskmodel filter (native/diskmodel, built into
-.tools/lib by scripts/build-diskmodel.sh) on a unix socket in the same folder, and QEMU attaches
-the socket instead of the file (lab/qemu.py). One process per disk, not one nbdkit with several
+.tools/lib by scripts/build-diskmodel.sh) on a unix socket in the same folder (or, where that
+path would pass a socket's 107 bytes, in a short folder of its own under the system's temporary
+folder, removed with the servers), and QEMU attaches the socket instead of the file (lab/qemu.py). One process per disk, not one nbdkit with several
 exports: the filter's head position and its queue are then per disk, as on real disks, with no
 bookkeeping of exports in C. nbdkit runs one thread per request in flight (its PARALLEL thread
 model); it gets one more than the model's queue depth, the request on the platter and the depth
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
@@ -35,6 +37,9 @@ FILTER_ENV = "BACKUPBENCH_DISKMODEL_FILTER"
 # Beside the project's other built tools (.tools/bin): a shared object is no command for PATH.
 FILTER_PLACE = process.PROJECT_TOOLS.parent / "lib" / FILTER_NAME
 READY_TIMEOUT = 15.0
+# A unix socket's path holds at most 107 bytes (sun_path); a deeper work folder gets its sockets
+# in a short folder of their own in the system's temporary folder.
+SOCKET_PATH_MAX = 107
 # MAX_NBD_REQUESTS of QEMU's NBD client (7.2, and later releases): what the guest queues beyond it
 # waits in QEMU, in order. So the disk chooses among at most 15 while one is on the platter.
 QEMU_IN_FLIGHT = 16
@@ -91,6 +96,15 @@ class DiskServers:
         self.filter_so = filter_so or require()
         self.servers: list[process.Background] = []
         self.sockets: list[Path] = []
+        self._socket_folder: Path | None = None
+
+    def socket_folder(self) -> Path:
+        """Where the sockets go: the work folder, or a short one when its paths would be too long."""
+        if self._socket_folder is None:
+            longest = self.folder / "d999.nbd"
+            self._socket_folder = (self.folder if len(os.fsencode(longest)) <= SOCKET_PATH_MAX
+                                   else Path(tempfile.mkdtemp(prefix="bb-nbd-")))
+        return self._socket_folder
 
     def stats_file(self, index: int) -> Path:
         return self.folder / f"d{index}.diskmodel-stats"
@@ -105,7 +119,7 @@ class DiskServers:
         return self.sockets
 
     def _start_one(self, index: int, image: Path, log: bool) -> None:
-        socket, pidfile = self.folder / f"d{index}.nbd", self.folder / f"d{index}.nbdkit.pid"
+        socket, pidfile = self.socket_folder() / f"d{index}.nbd", self.folder / f"d{index}.nbdkit.pid"
         argv = nbdkit_argv(image, socket, pidfile, self.model, self.filter_so, self.stats_file(index),
                            self.folder / f"d{index}.diskmodel-log" if log else None)
         server = process.Background(argv, cwd=self.folder)
@@ -138,3 +152,6 @@ class DiskServers:
         for server in self.servers:
             server.stop(grace=5.0)
         self.servers = []
+        folder, self._socket_folder = self._socket_folder, None
+        if folder is not None and folder != self.folder:
+            shutil.rmtree(folder, ignore_errors=True)

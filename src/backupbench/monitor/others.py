@@ -3,11 +3,15 @@ bytes they read and wrote. A phase measured beside a backup job, an updatedb or 
 not a figure to decide with, and the monitor's %util cannot tell whose I/O it saw.
 
 Two snapshots, at the phase's start and end (no thread: /proc holds cumulative counters):
-- CPU: every busy tick of the machine (/proc/stat) less the run's own. The run's own are this
-  process's utime + stime + cutime + cstime (a reaped child's ticks, fio's, land in cutime) and
-  those of its live descendants: a child alive at the start and reaped by the end is counted
-  once, its ticks moving from "descendant" to "cutime". What is left is other processes',
-  those that started and ended within the phase included.
+- CPU: every busy tick of the machine's processes (/proc/stat's user, nice and system) less the
+  run's own and the kernel's threads'. The run's own are this process's utime + stime + cutime +
+  cstime (a reaped child's ticks, fio's, land in cutime) and those of its live descendants: a
+  child alive at the start and reaped by the end is counted once, its ticks moving from
+  "descendant" to "cutime". What is left is other processes', those that started and ended
+  within the phase included. Kernel threads (kthreadd's children), interrupts and steal count as
+  no one's, as writeback does for I/O: they are mostly the storage serving the run itself (btrfs
+  verifying checksums in its endio workers, ZFS's z_rd_int and txg_sync, a lab guest's 9p flush),
+  which flagged half of a lab run's phases "disturbed" at 0.5 cores.
 - I/O: the bytes other processes read from and wrote to storage (/proc/<pid>/io read_bytes,
   write_bytes: what reached a block device, not the page cache), summed over the processes
   seen at both ends (one that lived only inside the phase is missed: its bytes show only in
@@ -15,7 +19,11 @@ Two snapshots, at the phase's start and end (no thread: /proc holds cumulative c
 - On the target: with the disks under the target known, the other processes' share of their
   traffic is what the disks moved less what the run's own processes sent to storage (this
   process's read_bytes + write_bytes, a reaped child's, fio's, included, and its live
-  descendants'): I/O elsewhere on the machine does not disturb the target's figures.
+  descendants'): I/O elsewhere on the machine does not disturb the target's figures. Both are
+  read at the same two moments (the disks' /proc/diskstats beside the processes): the monitor's
+  mean rate leaves the ramp out and covers only the seconds fio moved data, so set against the
+  run's bytes over the whole phase it read a restore at 187 MiB/s as 45 MiB/s of "others" in the
+  lab, where fio takes seconds to start.
 - Who: the few other processes that took the most, by name, for the phase's note.
 Reading /proc/<pid>/io of another user's process needs root, as the run's own commands do;
 what cannot be read is left out and the result says how many were.
@@ -37,6 +45,7 @@ CPU_CORES_LIMIT = 0.25
 IO_BPS_LIMIT = 4 * 2**20
 IO_SHARE_LIMIT = 0.10
 TOP = 3
+KTHREADD = 2   # the kernel threads' parent
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,7 @@ class Snapshot:
     at: float
     busy_ticks: int
     processes: dict[int, Process] = field(default_factory=dict)
+    disk_bytes: int | None = None   # what the target's disks read and wrote so far; None: unknown
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,7 @@ class Disturbance:
     top: tuple[tuple[str, float, float], ...]   # (name, cores, B/s), most first
     unreadable: int = 0
     own_io_bps: float = 0.0   # what the run's own processes sent to storage
+    disks_bps: float | None = None   # what the target's disks moved over the same seconds
 
     def figures(self) -> dict[str, float]:
         return {"others_cpu_cores": self.cpu_cores, "others_io_bps": self.io_bps}
@@ -108,10 +119,12 @@ def _io_bytes(text: str | None) -> int | None:
         return None
 
 
-def read(host: HostFiles | None = None, clock: Callable[[], float] = time.monotonic) -> Snapshot:
+def read(host: HostFiles | None = None, clock: Callable[[], float] = time.monotonic,
+         disk_bytes: Callable[[], int | None] | None = None) -> Snapshot:
     host = host or HostFiles()
+    disks = disk_bytes() if disk_bytes is not None else None
     cpu = parse_proc_stat(host.read_text("/proc/stat"))
-    busy = cpu.user + cpu.nice + cpu.system + cpu.irq + cpu.softirq + cpu.steal
+    busy = cpu.user + cpu.nice + cpu.system
     processes = {}
     for entry in host.listdir("/proc"):
         if not entry.isdigit():
@@ -125,7 +138,7 @@ def read(host: HostFiles | None = None, clock: Callable[[], float] = time.monoto
             continue
         processes[int(entry)] = Process(int(entry), ppid, name, ticks, child_ticks,
                                         _io_bytes(host.read_value(f"/proc/{entry}/io")))
-    return Snapshot(clock(), busy, processes)
+    return Snapshot(clock(), busy, processes, disks)
 
 
 def own(processes: dict[int, Process], root: int) -> set[int]:
@@ -154,13 +167,14 @@ def between(start: Snapshot, end: Snapshot, root: int | None = None, ticks_per_s
     root = root if root is not None else os.getpid()
     hz = ticks_per_s or float(os.sysconf("SC_CLK_TCK"))
     seconds = max(end.at - start.at, 1e-9)
-    others_ticks = max(0, (end.busy_ticks - start.busy_ticks) - (_own_ticks(end, root) - _own_ticks(start, root)))
+    others_ticks = max(0, (end.busy_ticks - start.busy_ticks) - (_own_ticks(end, root) - _own_ticks(start, root))
+                       - _kernel_ticks(start, end))
     mine = own(start.processes, root) | own(end.processes, root)
     per_process: list[tuple[str, float, float]] = []
     io_total, unreadable = 0, 0
     for pid, after in end.processes.items():
         before = start.processes.get(pid)
-        if pid in mine or before is None or before.name != after.name:
+        if pid in mine or before is None or before.name != after.name or pid == KTHREADD or after.ppid == KTHREADD:
             continue
         if after.io_bytes is None or before.io_bytes is None:
             unreadable += 1
@@ -173,7 +187,23 @@ def between(start: Snapshot, end: Snapshot, root: int | None = None, ticks_per_s
             per_process.append((after.name, cores, moved / seconds))
     top = tuple(sorted(per_process, key=lambda p: (p[1] * IO_BPS_LIMIT + p[2]), reverse=True)[:TOP])
     own_io = max(0, _own_io(end, root) - _own_io(start, root))
-    return Disturbance(seconds, others_ticks / hz / seconds, io_total / seconds, top, unreadable, own_io / seconds)
+    disks = (max(0, end.disk_bytes - start.disk_bytes) / seconds
+             if start.disk_bytes is not None and end.disk_bytes is not None else None)
+    return Disturbance(seconds, others_ticks / hz / seconds, io_total / seconds, top, unreadable, own_io / seconds,
+                       disks)
+
+
+def _kernel_ticks(start: Snapshot, end: Snapshot) -> int:
+    """The ticks kernel threads (kthreadd and its children) took between the two snapshots. Names
+    are not compared: a kworker's says what it is working on at the moment (kworker/u4:0-btrfs-endio),
+    and one that was not there at the start was started inside the phase (a workqueue grows its
+    workers when work arrives), so all its ticks count."""
+    ticks = 0
+    for pid, after in end.processes.items():
+        if pid == KTHREADD or after.ppid == KTHREADD:
+            before = start.processes.get(pid)
+            ticks += max(0, after.ticks - (before.ticks if before is not None else 0))
+    return ticks
 
 
 def _own_io(snapshot: Snapshot, root: int) -> int:
@@ -184,19 +214,22 @@ def _own_io(snapshot: Snapshot, root: int) -> int:
 
 
 class OthersWatch:
-    """`start()` at a phase's start, `stop()` at its end: the Disturbance over it."""
+    """`start()` at a phase's start, `stop()` at its end: the Disturbance over it. `disk_bytes`:
+    the target's disks' bytes so far, read beside each snapshot."""
 
-    def __init__(self, host: HostFiles | None = None, root: int | None = None):
+    def __init__(self, host: HostFiles | None = None, root: int | None = None,
+                 disk_bytes: Callable[[], int | None] | None = None):
         self._host = host or HostFiles()
         self._root = root
+        self._disk_bytes = disk_bytes
         self._start: Snapshot | None = None
 
     def start(self) -> "OthersWatch":
-        self._start = read(self._host)
+        self._start = read(self._host, disk_bytes=self._disk_bytes)
         return self
 
     def stop(self) -> Disturbance | None:
         start, self._start = self._start, None
         if start is None:
             return None
-        return between(start, read(self._host), self._root)
+        return between(start, read(self._host, disk_bytes=self._disk_bytes), self._root)

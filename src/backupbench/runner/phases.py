@@ -79,6 +79,12 @@ class MonitorPlan:
     def disk_bytes(self) -> int | None:
         return cache_guard.disk_bytes(self.storage.disks) if self.storage is not None else None
 
+    def member_bytes(self) -> int | None:
+        """What the disks under the target read and wrote so far (the stack's members); None
+        without a known stack: the others watch then counts other processes' I/O anywhere."""
+        members = tuple(self.stack.members) if self.stack is not None else ()
+        return cache_guard.disk_bytes(members) if members else None
+
     def pool_gauge(self) -> PoolGauge | None:
         """ZFS's own figures for a phase, when the target is on a pool."""
         if self.stack is None or self.stack.pool is None:
@@ -153,7 +159,7 @@ class PhaseRecorder:
             record.monitor.csv.append(str(csv_path.relative_to(self.run_root)))
             gauge = self.monitor.pool_gauge()
             self._gauge = gauge.start() if gauge is not None else None
-            self._others = OthersWatch().start() if self.monitor.others else None
+            self._others = OthersWatch(disk_bytes=self.monitor.member_bytes).start() if self.monitor.others else None
 
     def _count_disk_bytes_after(self, warmup_s: float) -> None:
         """The disks' counter at the end of the warm-up: the workload's figures leave the ramp
@@ -278,11 +284,11 @@ class PhaseRecorder:
         merged = merged_crossings([Crossing(**c) for c in account.crossings], summary.crossings)
         account.crossings = [dataclasses.asdict(c) for c in merged]
         self._check_cache(record)
-        self._check_others(record, summary)
+        self._check_others(record)
         record.notes = crossing_lines(merged, self.monitor.thresholds, summary.devices) + [
             note for note in (record.cache.note(), record.others.note()) if note]
 
-    def _check_others(self, record: OperationRecord, summary: Any) -> None:
+    def _check_others(self, record: OperationRecord) -> None:
         """What other processes took while the phase ran (monitor/others.py): figures, and the
         phase disturbed when they took more than a decision can ignore."""
         watch, self._others = self._others, None
@@ -292,11 +298,7 @@ class PhaseRecorder:
         for name, value in found.figures().items():
             record.figures[name] = value
         record.units.update({"others_cpu_cores": "cores", "others_io_bps": "B/s"})
-        members = list(self.monitor.stack.members) if self.monitor is not None and self.monitor.stack else []
-        # What the target's disks moved in all (the summary gives the mean per member).
-        moved = [summary.mean_over(members, metric) for metric in ("rMB_s", "wMB_s")] if members else []
-        disks_bps = sum(value for value in moved if value is not None) * len(members) * 2**20 if moved else None
-        record.others.add(found.reason(disks_bps))
+        record.others.add(found.reason(found.disks_bps))
 
     def _check_cache(self, record: OperationRecord) -> None:
         """The phase against the cache guard: what share of its bytes reached the disks."""
