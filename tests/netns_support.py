@@ -65,9 +65,11 @@ class Agent:
                                                              f"{log.stem}-cert")
         transport = ["--insecure-plain-http"] if self.cert is None else self.cert.agent_args()
         self._stderr = open(log, "wb")
+        # Its temporary folders in the test's own: an agent a test kills cannot remove them itself.
         self.proc = subprocess.Popen([*prefix, BACKUPBENCH, "agent", "--listen", listen, "--token-file",
                                       str(token), "--root", str(root), *transport],
-                                     stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL)
+                                     stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL,
+                                     env={**os.environ, "TMPDIR": str(log.parent)})
         try:
             self.address = self._listening(deadline=time.monotonic() + 30)
         except BaseException:
